@@ -1,0 +1,37 @@
+# Strata — the two commands: `make run` and `make test`.
+# System packages the build and the tests need are installed here when missing.
+
+SWIFT ?= swift
+APT_PACKAGES := libsqlite3-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+CONFIG ?= config.toml
+DURATION ?= 30
+
+.PHONY: all deps build test run bench clean
+
+all: build
+
+# Installs whatever of APT_PACKAGES is missing (apt-get update first: a fresh machine has no lists).
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "make: installing$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+# Builds everything (the crash tests run the real `strata` binary), then runs every test.
+test: deps
+	$(SWIFT) build
+	$(SWIFT) test
+
+# Runs the simulation host on the default config for DURATION seconds (release build).
+run: deps
+	$(SWIFT) build -c release --product strata
+	.build/release/strata sim --config $(CONFIG) --duration $(DURATION)
+
+clean:
+	rm -rf .build

@@ -1,0 +1,135 @@
+import Foundation
+import TOMLKit
+
+extension StrataConfig {
+    /// Loads and validates a TOML file.
+    ///
+    /// - Throws: ``ConfigError`` naming the file, line and key path.
+    public static func load(path: String) throws -> StrataConfig {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigError(.unreadable, message: "cannot read the file: \(error.localizedDescription)", source: path)
+        }
+        return try parse(text, source: path)
+    }
+
+    /// Parses and validates TOML text. Absent keys keep their defaults.
+    public static func parse(_ text: String, source: String? = nil) throws -> StrataConfig {
+        let root: TOMLTable
+        do {
+            root = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigError(.syntax, message: error.description, source: source,
+                              line: error.source.begin.line, column: error.source.begin.column)
+        }
+        let map = ConfigSourceMap(text: text, source: source)
+        var reader = ConfigReader(table: root, path: "", map: map)
+        var config = StrataConfig()
+        if var db = try reader.table("database") {
+            config.database = try readDatabase(&db)
+        }
+        if var sim = try reader.table("simulation") {
+            config.simulation = try readSimulation(&sim)
+        }
+        if var persistence = try reader.table("persistence") {
+            config.persistence = try readPersistence(&persistence)
+        }
+        if var writer = try reader.table("writer") {
+            config.writer = try readWriter(&writer)
+        }
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer"])
+        return config
+    }
+
+    private static func readDatabase(_ r: inout ConfigReader) throws -> DatabaseConfig {
+        var c = DatabaseConfig()
+        c.path = try r.string("path", default: c.path)
+        if c.path.isEmpty { throw r.error(.invalidValue, "path", "must not be empty") }
+        c.pageSize = try r.int("page_size", default: c.pageSize, range: 512 ... 65536, unit: " bytes")
+        if c.pageSize & (c.pageSize - 1) != 0 {
+            throw r.error(.invalidValue, "page_size", "must be a power of two between 512 and 65536, got \(c.pageSize)")
+        }
+        try r.rejectUnknownKeys(known: ["path", "page_size"])
+        return c
+    }
+
+    private static func readSimulation(_ r: inout ConfigReader) throws -> SimulationConfig {
+        var c = SimulationConfig()
+        c.tickHz = try r.int("tick_hz", default: c.tickHz, range: 1 ... 1000, unit: " ticks per second")
+        c.maxCatchUpTicks = try r.int("max_catch_up_ticks", default: c.maxCatchUpTicks, range: 1 ... 1000)
+        try r.rejectUnknownKeys(known: ["tick_hz", "max_catch_up_ticks"])
+        return c
+    }
+
+    private static func readPersistence(_ r: inout ConfigReader) throws -> PersistenceConfig {
+        var c = PersistenceConfig()
+        c.flushInterval = try r.duration("flush_interval_secs", default: c.flushInterval, unit: .seconds)
+        c.criticalFlushDelay = try r.duration("critical_flush_delay_ms", default: c.criticalFlushDelay, unit: .milliseconds)
+        c.checkpointInterval = try r.duration("checkpoint_interval_secs", default: c.checkpointInterval, unit: .seconds)
+        c.maxWalSizeBytes = try r.megabytes("max_wal_size_mb", default: c.maxWalSizeBytes)
+        c.batteryAdaptive = try r.bool("battery_adaptive", default: c.batteryAdaptive)
+        let durability = try r.string("critical_durability", default: c.criticalDurability.rawValue)
+        guard let parsed = CriticalDurability(rawValue: durability) else {
+            throw r.error(.invalidValue, "critical_durability",
+                          "must be one of \(CriticalDurability.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), got \"\(durability)\"")
+        }
+        c.criticalDurability = parsed
+        c.idleAfter = try r.duration("idle_after_secs", default: c.idleAfter, unit: .seconds)
+        c.idleFlushInterval = try r.duration("idle_flush_interval_secs", default: c.idleFlushInterval, unit: .seconds)
+
+        if var tiers = try r.table("battery_tiers") {
+            c.batteryTiers.charging = try tiers.duration("charging", default: c.batteryTiers.charging, unit: .seconds)
+            c.batteryTiers.high = try tiers.duration("high", default: c.batteryTiers.high, unit: .seconds)
+            c.batteryTiers.medium = try tiers.duration("medium", default: c.batteryTiers.medium, unit: .seconds)
+            c.batteryTiers.low = try tiers.duration("low", default: c.batteryTiers.low, unit: .seconds)
+            try tiers.rejectUnknownKeys(known: ["charging", "high", "medium", "low"])
+        }
+        if var linux = try r.table("linux") {
+            c.lowPowerModeInterval = try linux.duration("low_power_mode_interval_secs", default: c.lowPowerModeInterval, unit: .seconds)
+            c.backgroundFlushTimeout = try linux.duration("background_flush_timeout_secs", default: c.backgroundFlushTimeout, unit: .seconds)
+            try linux.rejectUnknownKeys(known: ["low_power_mode_interval_secs", "background_flush_timeout_secs"])
+        }
+        if var desktop = try r.table("desktop") {
+            c.desktop.flushInterval = try desktop.duration("flush_interval_secs", default: c.desktop.flushInterval, unit: .seconds)
+            c.desktop.maxWalSizeBytes = try desktop.megabytes("max_wal_size_mb", default: c.desktop.maxWalSizeBytes)
+            try desktop.rejectUnknownKeys(known: ["flush_interval_secs", "max_wal_size_mb"])
+        }
+        try r.rejectUnknownKeys(known: [
+            "flush_interval_secs", "critical_flush_delay_ms", "checkpoint_interval_secs", "max_wal_size_mb",
+            "battery_adaptive", "critical_durability", "idle_after_secs", "idle_flush_interval_secs",
+            "battery_tiers", "linux", "desktop",
+        ])
+
+        // The critical delay must be shorter than every derived interval, or "critical"
+        // would mean "later than derived".
+        var intervals: [(key: String, interval: Duration)] = [("flush_interval_secs", c.flushInterval)]
+        if c.batteryAdaptive {
+            intervals += [
+                ("battery_tiers.charging", c.batteryTiers.charging), ("battery_tiers.high", c.batteryTiers.high),
+                ("battery_tiers.medium", c.batteryTiers.medium), ("battery_tiers.low", c.batteryTiers.low),
+                ("linux.low_power_mode_interval_secs", c.lowPowerModeInterval),
+                ("desktop.flush_interval_secs", c.desktop.flushInterval),
+            ]
+        }
+        for (key, interval) in intervals where c.criticalFlushDelay >= interval {
+            throw r.error(.invalidValue, "critical_flush_delay_ms",
+                          "must be below persistence.\(key) (\(interval.seconds) s), got \(Int(c.criticalFlushDelay.milliseconds))")
+        }
+        return c
+    }
+
+    private static func readWriter(_ r: inout ConfigReader) throws -> WriterConfig {
+        var c = WriterConfig()
+        c.busyTimeout = try r.duration("busy_timeout_ms", default: c.busyTimeout, unit: .milliseconds, allowZero: true)
+        c.retryInitialBackoff = try r.duration("retry_initial_backoff_ms", default: c.retryInitialBackoff, unit: .milliseconds)
+        c.retryMaxBackoff = try r.duration("retry_max_backoff_ms", default: c.retryMaxBackoff, unit: .milliseconds)
+        if c.retryMaxBackoff < c.retryInitialBackoff {
+            throw r.error(.invalidValue, "retry_max_backoff_ms",
+                          "must be at least retry_initial_backoff_ms (\(Int(c.retryInitialBackoff.milliseconds))), got \(Int(c.retryMaxBackoff.milliseconds))")
+        }
+        try r.rejectUnknownKeys(known: ["busy_timeout_ms", "retry_initial_backoff_ms", "retry_max_backoff_ms"])
+        return c
+    }
+}

@@ -1,0 +1,110 @@
+/// The engine's configuration, as loaded and validated from `config.toml`.
+///
+/// Every field has RFC 0002's value as its default, so `StrataConfig()` is the
+/// documented default configuration. Load a file with ``StrataConfig/load(path:)``
+/// or ``StrataConfig/parse(_:source:)``; both validate and fail with a ``ConfigError``
+/// that names the key.
+public struct StrataConfig: Sendable, Equatable {
+    public var database = DatabaseConfig()
+    public var simulation = SimulationConfig()
+    public var persistence = PersistenceConfig()
+    public var writer = WriterConfig()
+
+    public init() {}
+}
+
+/// `[database]`: where and how the SQLite file is stored.
+public struct DatabaseConfig: Sendable, Equatable {
+    /// `path`: the database file (one per document). Relative paths are relative to
+    /// the working directory.
+    public var path = "strata.db"
+    /// `page_size`: applied before the first table; a power of two, 512…65536.
+    public var pageSize = 8192
+
+    public init() {}
+}
+
+/// `[simulation]`: the host's fixed-tick loop.
+public struct SimulationConfig: Sendable, Equatable {
+    /// `tick_hz`: fixed simulation ticks per second.
+    public var tickHz = 60
+    /// `max_catch_up_ticks`: ticks run at most per frame after a stall ("spiral of death" guard).
+    public var maxCatchUpTicks = 5
+
+    public init() {}
+}
+
+/// Whether critical commits survive power loss or only a process crash.
+public enum CriticalDurability: String, Sendable, Equatable, CaseIterable {
+    /// Critical batches commit with `synchronous=FULL`: one WAL fsync per critical flush.
+    case powerLoss = "power_loss"
+    /// Critical batches commit with `synchronous=NORMAL`: no fsync at commit; a power
+    /// loss may lose critical changes back to the last checkpoint.
+    case crash
+}
+
+/// `[persistence]`: RFC 0002's schema, plus the Linux keys beside it.
+public struct PersistenceConfig: Sendable, Equatable {
+    /// `flush_interval_secs`: the derived interval when `battery_adaptive` is false.
+    public var flushInterval: Duration = .seconds(10)
+    /// `critical_flush_delay_ms`: critical changes are committed within this delay.
+    public var criticalFlushDelay: Duration = .milliseconds(1000)
+    /// `checkpoint_interval_secs`: PASSIVE checkpoint period.
+    public var checkpointInterval: Duration = .seconds(30)
+    /// `max_wal_size_mb`: a WAL larger than this is checkpointed at once.
+    public var maxWalSizeBytes = 5 * 1024 * 1024
+    /// `battery_adaptive`: derive the interval from the power state.
+    public var batteryAdaptive = true
+    /// `critical_durability`: `"power_loss"` (FULL commits) or `"crash"` (NORMAL).
+    public var criticalDurability = CriticalDurability.powerLoss
+    /// `idle_after_secs`: no input for longer than this means idle.
+    public var idleAfter: Duration = .seconds(60)
+    /// `idle_flush_interval_secs`: the derived interval is at least this when idle.
+    public var idleFlushInterval: Duration = .seconds(30)
+    /// `[persistence.battery_tiers]`.
+    public var batteryTiers = BatteryTiers()
+    /// `[persistence.linux] low_power_mode_interval_secs`: interval under the power-saver profile.
+    public var lowPowerModeInterval: Duration = .seconds(60)
+    /// `[persistence.linux] background_flush_timeout_secs`: time allowed for the flush on going to background.
+    public var backgroundFlushTimeout: Duration = .seconds(5)
+    /// `[persistence.desktop]`: overrides for a machine without a battery.
+    public var desktop = DesktopOverrides()
+
+    public init() {}
+}
+
+/// `[persistence.battery_tiers]`: derived interval per battery state (RFC 0002).
+public struct BatteryTiers: Sendable, Equatable {
+    /// `charging`: charging, or on AC with a battery.
+    public var charging: Duration = .seconds(5)
+    /// `high`: discharging above 50 %.
+    public var high: Duration = .seconds(10)
+    /// `medium`: discharging, 20–50 %.
+    public var medium: Duration = .seconds(30)
+    /// `low`: discharging below 20 %.
+    public var low: Duration = .seconds(60)
+
+    public init() {}
+}
+
+/// `[persistence.desktop]`: RFC 0002 "Desktop": aggressive flushing, larger WAL.
+public struct DesktopOverrides: Sendable, Equatable {
+    /// `flush_interval_secs`.
+    public var flushInterval: Duration = .seconds(5)
+    /// `max_wal_size_mb`.
+    public var maxWalSizeBytes = 10 * 1024 * 1024
+
+    public init() {}
+}
+
+/// `[writer]`: the writer thread's handling of busy and failing writes.
+public struct WriterConfig: Sendable, Equatable {
+    /// `busy_timeout_ms`: how long SQLite waits on a lock before SQLITE_BUSY.
+    public var busyTimeout: Duration = .milliseconds(100)
+    /// `retry_initial_backoff_ms`: first wait after a failed commit; doubles each time.
+    public var retryInitialBackoff: Duration = .milliseconds(50)
+    /// `retry_max_backoff_ms`: the longest wait between retries.
+    public var retryMaxBackoff: Duration = .milliseconds(5000)
+
+    public init() {}
+}

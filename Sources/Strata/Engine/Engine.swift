@@ -1,0 +1,166 @@
+import Foundation
+import Logging
+
+/// The persistence engine a simulation host embeds: a ``World`` whose changes reach
+/// a WAL-mode SQLite file on tiered schedules, off the tick thread.
+///
+/// ```swift
+/// let engine = try Engine.open(config: config, components: [Transform.self, Metadata.self], logger: logger)
+/// print(engine.recovery)                  // crash detected? what was reloaded?
+/// while running {
+///     simulate(engine.world)              // spawn, insert, mutate… (marks dirty)
+///     engine.endTick()                    // hands due tiers to the writer; never waits on SQLite
+/// }
+/// try engine.shutdown()                   // final flush, clean-shutdown mark, WAL truncated
+/// ```
+///
+/// Threads: the engine and its world belong to the tick thread (the thread of the
+/// first call after `open`); the writer is its own thread; ``metrics`` may be read
+/// from anywhere.
+public final class Engine {
+    public let world: World
+    public let config: StrataConfig
+    /// What opening the database found (crash, integrity, reload counts).
+    public let recovery: RecoveryReport
+    public let store: Store
+
+    let buffer: WriteBuffer
+    let writer: Writer
+    let recorder: MetricsRecorder
+    let clock: any StrataClock
+    let logger: Logger
+    var scheduler: FlushScheduler
+    var owner = ThreadOwner()
+    private var isShutDown = false
+
+    /// The power state the flush policy uses. Set it when the battery changes; until a
+    /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
+    public var powerState: PowerState = .assumedAC {
+        didSet { writer.setMaxWalBytes(scheduler.policy.maxWalBytes(power: powerState)) }
+    }
+
+    /// Knobs that are not configuration: the clock, the VFS, and test hooks.
+    public struct Options: Sendable {
+        /// The source of "now"; tests pass a ``ManualClock``.
+        public var clock: any StrataClock = MonotonicClock()
+        /// A registered SQLite VFS to open the database with (`file:PATH?vfs=NAME`).
+        public var vfs: String?
+        /// Time the writer is allowed to commit a batch, subtracted from each deadline.
+        public var commitBudget: Duration = .milliseconds(50)
+        /// Runs on the writer connection after the engine's pragmas.
+        public var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
+
+        public init() {}
+    }
+
+    init(world: World, config: StrataConfig, recovery: RecoveryReport, store: Store, buffer: WriteBuffer,
+         writer: Writer, recorder: MetricsRecorder, clock: any StrataClock, logger: Logger, scheduler: FlushScheduler) {
+        self.world = world
+        self.config = config
+        self.recovery = recovery
+        self.store = store
+        self.buffer = buffer
+        self.writer = writer
+        self.recorder = recorder
+        self.clock = clock
+        self.logger = logger
+        self.scheduler = scheduler
+    }
+
+    /// A snapshot of the persistence metrics.
+    public var metrics: PersistenceMetrics { recorder.snapshot }
+
+    /// The derived interval the policy applies now.
+    public var derivedInterval: Duration {
+        scheduler.policy.derivedInterval(power: powerState, activity: scheduler.activity(now: clock.now()))
+    }
+
+    /// Whether the user counts as idle now.
+    public var activity: Activity { scheduler.activity(now: clock.now()) }
+
+    /// Records user input (for idle detection).
+    public func noteInput() {
+        owner.check("Engine")
+        scheduler.lastInput = clock.now()
+    }
+
+    /// The end of a simulation tick: asks the flush policy, drains the due tiers, and
+    /// hands the batch to the writer. O(dirty keys); never waits for SQLite.
+    public func endTick() {
+        owner.check("Engine")
+        guard !isShutDown else { return }
+        guard var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) else { return }
+        hand(&batch)
+    }
+
+    /// Requests a flush of every tier at the next ``endTick()`` (a flush event: stroke
+    /// end, undo, metadata change…). Cheap; the flush itself is still off-thread.
+    public func flush(reason: FlushReason) {
+        owner.check("Engine")
+        scheduler.request(reason)
+    }
+
+    /// Flushes every tier now and waits until the writer has committed it.
+    ///
+    /// For explicit saves and transitions that may precede termination. Blocks the
+    /// calling thread for the commit (and anything queued before it), at most `timeout`.
+    /// - Returns: false if the timeout passed first (the batch stays queued).
+    @discardableResult
+    public func flushNow(reason: FlushReason = .explicitSave, timeout: Duration = .seconds(30)) -> Bool {
+        owner.check("Engine")
+        guard !isShutDown else { return true }
+        scheduler.request(reason)
+        if var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) {
+            hand(&batch)
+        }
+        return waitForWriter(timeout: timeout)
+    }
+
+    /// Waits until every batch handed off so far is committed (tests, explicit saves).
+    @discardableResult
+    public func waitForWriter(timeout: Duration = .seconds(30)) -> Bool {
+        buffer.waitForCommit(buffer.lastSubmitted, until: Date(timeIntervalSinceNow: timeout.seconds))
+    }
+
+    private func hand(_ batch: inout WriteBatch) {
+        if config.persistence.criticalDurability == .crash { batch.durability = .normal }
+        let reasons = batch.reasons
+        let merged = buffer.hasWaitingBatch
+        buffer.submit(batch)
+        recorder.update {
+            $0.flushCount += 1
+            for reason in reasons { $0.flushesByReason[reason, default: 0] += 1 }
+            if merged { $0.mergedBatches += 1 }
+        }
+    }
+
+    /// Clean shutdown: flushes every tier, stops the writer (which marks the session
+    /// clean and truncates the WAL), and closes the database.
+    ///
+    /// - Throws: ``StoreError`` if the final writes failed; the session then stays
+    ///   marked as running, and the next open reports a crash.
+    public func shutdown() throws {
+        owner.check("Engine")
+        guard !isShutDown else { return }
+        scheduler.request(.shutdown)
+        if var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) {
+            hand(&batch)
+        }
+        isShutDown = true
+        let error = writer.stop()
+        if error == nil { recorder.update { $0.cleanShutdownCount += 1 } }
+        try? store.close()
+        if let error { throw error }
+        logger.info("clean shutdown of \(store.location.path)")
+    }
+
+    deinit {
+        if !isShutDown {
+            buffer.close()
+        }
+    }
+}
+
+import GRDB
+/// GRDB's connection type, re-exported for ``Engine/Options/prepareConnection``.
+public typealias GRDBDatabase = GRDB.Database

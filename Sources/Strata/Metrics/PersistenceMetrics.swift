@@ -1,0 +1,85 @@
+/// RFC 0002's `PersistenceMetrics`, plus the counters the engine needs to prove its
+/// contract (commits, FULL commits, failures, merges).
+///
+/// A snapshot: read it from any thread through ``Engine/metrics``.
+public struct PersistenceMetrics: Sendable, Equatable {
+    // Write volume
+    /// Component rows upserted (RFC `total_writes`).
+    public var componentRowsWritten = 0
+    /// Component rows deleted (removed components).
+    public var componentRowsDeleted = 0
+    public var entityRowsInserted = 0
+    public var entityRowsDeleted = 0
+    /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
+    public var payloadBytesWritten = 0
+
+    // Flushes and commits
+    /// Batches handed to the writer (RFC `flush_count`).
+    public var flushCount = 0
+    public var flushesByReason: [FlushReason: Int] = [:]
+    /// Transactions committed by the writer (one per batch; merged batches commit once).
+    public var commitCount = 0
+    /// Of which with `synchronous=FULL`.
+    public var fullCommitCount = 0
+    public var totalCommitDuration: Duration = .zero
+    public var maxCommitDuration: Duration = .zero
+    /// Batches that waited for the writer and were merged.
+    public var mergedBatches = 0
+
+    // Failures
+    /// Commits that failed and were retried.
+    public var failedCommits = 0
+    /// Rows given up after a permanent error (logged); should stay 0.
+    public var abandonedRows = 0
+    public var lastWriteError: String?
+
+    // Checkpoints and WAL health
+    public var checkpointCount = 0
+    public var checkpointsByMode: [String: Int] = [:]
+    /// Checkpoints that could not copy every frame (readers in the way).
+    public var incompleteCheckpoints = 0
+    public var totalCheckpointDuration: Duration = .zero
+    public var walSizeBytes = 0
+    public var maxWalSizeBytes = 0
+
+    // Recovery
+    public var crashRecoveryCount = 0
+    public var cleanShutdownCount = 0
+
+    public init() {}
+
+    /// RFC `avg_flush_duration`: mean commit time of a batch on the writer thread.
+    public var averageCommitDuration: Duration {
+        commitCount == 0 ? .zero : totalCommitDuration / commitCount
+    }
+
+    public var averageCheckpointDuration: Duration {
+        checkpointCount == 0 ? .zero : totalCheckpointDuration / checkpointCount
+    }
+
+    /// RFC 0002 "Alerts": slow flushes, a large WAL, frequent crashes.
+    public var alerts: [String] {
+        var alerts: [String] = []
+        if maxCommitDuration > .milliseconds(50) {
+            alerts.append("flush took \(Int(maxCommitDuration.milliseconds)) ms (> 50 ms): disk slow or overloaded")
+        }
+        if maxWalSizeBytes > 5 * 1024 * 1024 {
+            alerts.append("WAL reached \(maxWalSizeBytes / 1024 / 1024) MB (> 5 MB): checkpoint more often")
+        }
+        let sessions = crashRecoveryCount + cleanShutdownCount
+        if sessions > 0 && Double(crashRecoveryCount) / Double(sessions) > 0.1 {
+            alerts.append("\(crashRecoveryCount) of \(sessions) sessions crashed (> 10 %): flush more aggressively")
+        }
+        return alerts
+    }
+}
+
+/// The lock-protected home of the live ``PersistenceMetrics``.
+final class MetricsRecorder: @unchecked Sendable {
+    // @unchecked Sendable: `metrics` is only touched under `lock`.
+    private let lock = Lock()
+    private var metrics = PersistenceMetrics()
+
+    func update(_ body: (inout PersistenceMetrics) -> Void) { lock.withLock { body(&metrics) } }
+    var snapshot: PersistenceMetrics { lock.withLock { metrics } }
+}

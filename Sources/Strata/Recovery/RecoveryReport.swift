@@ -1,0 +1,30 @@
+/// What opening a database found and did: the previous session's end, integrity,
+/// what was reloaded, and any file set aside.
+public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
+    public var session: SessionState
+    public var loaded: LoadSummary
+    /// Where a corrupt database was moved before a fresh one replaced it.
+    public var setAsideCorruptFile: String?
+    /// Why it was set aside.
+    public var corruption: String?
+
+    public var crashed: Bool { session.previous == .crashed }
+
+    public var description: String {
+        var lines: [String] = []
+        if let setAsideCorruptFile {
+            lines.append("the database was corrupt (\(corruption ?? "?")): set aside as \(setAsideCorruptFile), started a new one")
+        }
+        switch session.previous {
+        case .none: lines.append("new database")
+        case .clean: lines.append("previous session shut down cleanly")
+        case .crashed:
+            lines.append("previous session did not shut down cleanly (crash #\(session.crashCount)); integrity check: \(session.integrity ?? "not run")")
+        }
+        var loadedLine = "recovered \(loaded.entities) entities and \(loaded.components) components"
+        if loaded.unknownTypeRows > 0 { loadedLine += "; kept \(loaded.unknownTypeRows) rows of unregistered types" }
+        if loaded.undecodableRows > 0 { loadedLine += "; kept \(loaded.undecodableRows) rows that did not decode" }
+        lines.append(loadedLine)
+        return lines.joined(separator: "\n")
+    }
+}

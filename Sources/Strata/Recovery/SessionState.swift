@@ -1,0 +1,92 @@
+import Foundation
+import GRDB
+
+/// Crash detection through the `session_state` row (RFC 0002, "Crash Detection").
+///
+/// States of the mark across a session:
+///
+///     open ──beginSession──▶ running (clean_shutdown = 0, committed FULL)
+///     running ──markCleanShutdown──▶ clean (clean_shutdown = 1, clean_shutdown_count + 1)
+///     running ──SIGKILL, power loss, panic──▶ (mark stays 0)
+///
+/// On the next open, a mark of 0, or no row in a database that has a schema already,
+/// means the previous session crashed: `crash_count` is incremented and
+/// `PRAGMA quick_check` runs. Both counters persist across sessions.
+public struct SessionState: Sendable, Equatable {
+    public enum Previous: String, Sendable, Equatable {
+        /// A new database: there was no previous session.
+        case none
+        /// The previous session shut down cleanly.
+        case clean
+        /// The previous session ended without its clean-shutdown mark.
+        case crashed
+    }
+
+    public var previous: Previous
+    public var sessionID: EntityID
+    public var crashCount: Int
+    public var cleanShutdownCount: Int
+    /// `quick_check`'s verdict after a crash ("ok" or its first problems); nil if not run.
+    public var integrity: String?
+
+    public var integrityOK: Bool { integrity == nil || integrity == "ok" }
+}
+
+extension Store {
+    /// Reads the previous session's mark, counts a crash, and marks this session running.
+    /// Runs before the writer starts, on the opening thread.
+    func beginSession(now: Date = Date()) throws -> SessionState {
+        do {
+            return try queue.writeWithoutTransaction { db in
+                let row = try Row.fetchOne(db, sql: "SELECT clean_shutdown, crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
+                var state = SessionState(previous: .none, sessionID: EntityID(), crashCount: 0, cleanShutdownCount: 0)
+                if let row {
+                    state.crashCount = row["crash_count"]
+                    state.cleanShutdownCount = row["clean_shutdown_count"]
+                    state.previous = (row["clean_shutdown"] as Int) == 1 ? .clean : .crashed
+                } else if !isNew {
+                    state.previous = .crashed
+                }
+                if state.previous == .crashed {
+                    state.crashCount += 1
+                    let problems = try String.fetchAll(db, sql: "PRAGMA quick_check(10)")
+                    state.integrity = problems.joined(separator: "; ")
+                }
+                // The running mark must survive power loss, or a crash could go unnoticed.
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+                try db.inTransaction {
+                    try db.execute(sql: """
+                        INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count)
+                        VALUES (1, 0, ?, ?, NULL, ?, ?)
+                        ON CONFLICT (id) DO UPDATE SET clean_shutdown = 0, session_id = excluded.session_id,
+                            started_at = excluded.started_at, ended_at = NULL, crash_count = excluded.crash_count,
+                            clean_shutdown_count = excluded.clean_shutdown_count
+                        """, arguments: [state.sessionID.withBytes { Data($0) }, Int64(now.timeIntervalSince1970 * 1000),
+                                         state.crashCount, state.cleanShutdownCount])
+                    return .commit
+                }
+                return state
+            }
+        } catch {
+            throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+}
+
+extension Writer {
+    /// Sets the clean-shutdown mark, committed with `synchronous=FULL`. Writer thread.
+    func markCleanShutdown() throws {
+        try store.withConnection { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            try db.inTransaction {
+                try db.execute(sql: """
+                    UPDATE session_state SET clean_shutdown = 1, ended_at = ?, clean_shutdown_count = clean_shutdown_count + 1
+                    WHERE id = 1
+                    """, arguments: [Int64(Date().timeIntervalSince1970 * 1000)])
+                return .commit
+            }
+        }
+    }
+}

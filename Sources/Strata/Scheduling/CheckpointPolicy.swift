@@ -1,0 +1,28 @@
+/// The pure decision "checkpoint now, and how hard?" (DESIGN.md, "Storage").
+///
+/// PASSIVE every `checkpoint_interval_secs`, or as soon as the un-checkpointed WAL
+/// passes `max_wal_size_mb`. A PASSIVE checkpoint that readers keep from finishing
+/// leaves frames behind; after two such in a row the writer escalates to RESTART,
+/// and after four, or with the WAL at four times its limit, to TRUNCATE, so the WAL
+/// cannot grow without bound.
+struct CheckpointPolicy: Sendable, Equatable {
+    enum Mode: String, Sendable {
+        case passive = "PASSIVE"
+        case restart = "RESTART"
+        case truncate = "TRUNCATE"
+    }
+
+    var interval: Duration
+    var maxWalBytes: Int
+
+    /// The checkpoint to run, or nil. `pendingWalBytes` is what the WAL holds beyond the
+    /// last checkpoint; `incompleteStreak` counts consecutive checkpoints that fell short.
+    func decide(now: Instant, lastCheckpoint: Instant, pendingWalBytes: Int, incompleteStreak: Int) -> Mode? {
+        guard pendingWalBytes > 0 else { return nil }
+        let tooBig = pendingWalBytes >= maxWalBytes
+        guard tooBig || now >= lastCheckpoint + interval else { return nil }
+        if incompleteStreak >= 4 || pendingWalBytes >= 4 * maxWalBytes { return .truncate }
+        if incompleteStreak >= 2 { return .restart }
+        return .passive
+    }
+}

@@ -1,0 +1,29 @@
+/// Why a batch was flushed (RFC 0002, "Flush Events: When to Force Persistence").
+///
+/// Every batch records its reasons; ``PersistenceMetrics/flushesByReason`` counts them.
+public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
+    /// Critical changes reached `critical_flush_delay_ms`.
+    case criticalDelay = "critical_delay"
+    /// Derived changes reached the derived interval while active.
+    case derivedInterval = "derived_interval"
+    /// Derived changes reached the idle interval (no input for `idle_after_secs`).
+    case idleInterval = "idle_interval"
+    /// A user savepoint: stroke end, undo, redo, metadata change.
+    case majorAction = "major_action"
+    /// The host asked to save.
+    case explicitSave = "explicit_save"
+    /// The app is about to go to the background (SIGTSTP in `strata sim`).
+    case background
+    /// The host or the kernel reported memory pressure.
+    case lowMemory = "low_memory"
+    /// The user switched documents.
+    case documentSwitch = "document_switch"
+    /// Operation-log entries arrived from peers.
+    case networkOperations = "network_operations"
+    /// The vector clock is due (every 5 operations or 5 s).
+    case vectorClock = "vector_clock"
+    /// Final flush of a clean shutdown.
+    case shutdown
+
+    public var description: String { rawValue }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import GRDB
+import Logging
+
+/// The SQLite file of one document, opened with the engine's pragmas and schema.
+///
+/// Opened on the caller's thread for recovery and loading, then owned by the writer
+/// thread, which is the only one to write through it (GRDB serializes every access
+/// on the queue's own dispatch queue as well).
+///
+/// Pragmas (DESIGN.md, "Storage"; <https://sqlite.org/pragma.html>):
+/// `page_size` before the first table, `journal_mode=WAL`, `synchronous=NORMAL`,
+/// `wal_autocheckpoint=0` (the writer checkpoints by hand), `foreign_keys=ON`, and a
+/// `journal_size_limit` so a checkpointed WAL is truncated back to a bounded size.
+public final class Store: Sendable {
+    public let location: StoreLocation
+    let queue: DatabaseQueue
+    /// True if this open created the schema (a new document).
+    public let isNew: Bool
+
+    /// Options that tests and tools add to the writer connection.
+    public struct Options: Sendable {
+        public var pageSize = 8192
+        public var busyTimeout: Duration = .milliseconds(100)
+        public var journalSizeLimitBytes = 5 * 1024 * 1024
+        /// Runs on every connection after the engine's pragmas (tests install observers here).
+        public var prepareConnection: (@Sendable (Database) throws -> Void)?
+
+        public init() {}
+    }
+
+    /// Opens (creating if needed) and migrates the database at `location`.
+    public init(location: StoreLocation, options: Options = Options()) throws {
+        self.location = location
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(options.busyTimeout.seconds)
+        configuration.foreignKeysEnabled = true
+        configuration.label = "strata.writer"
+        let pageSize = options.pageSize
+        let journalLimit = options.journalSizeLimitBytes
+        let prepare = options.prepareConnection
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
+            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            guard mode == "wal" else {
+                throw StoreError(.open, message: "could not enable WAL (journal_mode is \(mode ?? "unknown"))", path: db.description)
+            }
+            try db.execute(sql: """
+                PRAGMA synchronous = NORMAL;
+                PRAGMA wal_autocheckpoint = 0;
+                PRAGMA journal_size_limit = \(journalLimit);
+                """)
+            try prepare?(db)
+        }
+        do {
+            queue = try DatabaseQueue(path: location.uri, configuration: configuration)
+            try Self.checkOpenedFile(queue, location: location)
+            isNew = try queue.read { db in try !db.tableExists("session_state") }
+            try Self.migrator.migrate(queue)
+        } catch {
+            throw StoreError(error is StoreError ? (error as! StoreError).code : .open, wrapping: error, path: location.path)
+        }
+    }
+
+    /// Guards against an SQLite without URI support creating a file named "file:…".
+    private static func checkOpenedFile(_ queue: DatabaseQueue, location: StoreLocation) throws {
+        let file = try queue.read { db in
+            try Row.fetchOne(db, sql: "PRAGMA database_list")?["file"] as String?
+        }
+        guard let file, URL(fileURLWithPath: file).standardizedFileURL.path == location.path else {
+            throw StoreError(.open, message: "SQLite opened \(file ?? "nothing") for \(location.uri): URI support is off", path: location.path)
+        }
+    }
+
+    /// Runs `body` on the connection outside any transaction. Writer thread.
+    func withConnection<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.writeWithoutTransaction(body)
+    }
+
+    /// Closes the connection. Pending WAL content stays in the WAL (no implicit checkpoint
+    /// beyond SQLite's own on last close).
+    public func close() throws {
+        try queue.close()
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// Where a database lives, and the URI SQLite opens it by.
+///
+/// The store always opens `file:PATH[?vfs=NAME]`, so an instrumented VFS can be
+/// selected per database (<https://sqlite.org/uri.html>; Debian builds SQLite with
+/// `SQLITE_USE_URI=1`). Characters with a meaning in URIs are percent-encoded.
+public struct StoreLocation: Sendable, Equatable {
+    /// Absolute path of the main database file.
+    public var path: String
+    /// A registered SQLite VFS name, or nil for the default.
+    public var vfs: String?
+
+    public init(path: String, vfs: String? = nil) {
+        self.path = URL(fileURLWithPath: path).standardizedFileURL.path
+        self.vfs = vfs
+    }
+
+    public var walPath: String { path + "-wal" }
+    public var shmPath: String { path + "-shm" }
+
+    public var uri: String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "/-._~")
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path
+        var uri = "file:" + encoded
+        if let vfs { uri += "?vfs=" + (vfs.addingPercentEncoding(withAllowedCharacters: allowed) ?? vfs) }
+        return uri
+    }
+
+    /// Size of the WAL file in bytes (0 if absent).
+    public var walBytes: Int {
+        ((try? FileManager.default.attributesOfItem(atPath: walPath))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// The stable identity of an entity: a 128-bit UUID that survives restarts.
+///
+/// Stored as a 16-byte BLOB (`entities.id`). Within one run, prefer the cheaper
+/// ``Entity`` handle; `EntityID` is what persists and what peers exchange.
+public struct EntityID: Hashable, Sendable, CustomStringConvertible {
+    public let uuid: UUID
+
+    /// A new random (version 4) id.
+    public init() { uuid = UUID() }
+
+    public init(_ uuid: UUID) { self.uuid = uuid }
+
+    /// Rebuilds an id from its 16 stored bytes; nil if there are not exactly 16.
+    public init?(bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == 16 else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+        uuid = UUID(uuid: raw)
+    }
+
+    /// Calls `body` with the id's 16 bytes, as stored in the database.
+    @inline(__always)
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeBytes(of: uuid.uuid, body)
+    }
+
+    public var description: String { uuid.uuidString.lowercased() }
+}
+
+/// A handle to a live entity in one ``World``: an index plus a generation.
+///
+/// Handles are cheap (8 bytes) and O(1) to resolve; a handle to a despawned entity
+/// is detected by its generation and resolves to nothing. Handles do not survive a
+/// restart: keep the ``EntityID`` for that.
+public struct Entity: Hashable, Sendable, CustomStringConvertible {
+    /// Slot in the world's entity table.
+    public let index: UInt32
+    /// Incremented each time the slot is reused.
+    public let generation: UInt32
+
+    public var description: String { "Entity(\(index)v\(generation))" }
+}

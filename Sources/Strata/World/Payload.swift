@@ -1,0 +1,176 @@
+import Foundation
+
+/// Appends a component's compact binary encoding.
+///
+/// Integers are LEB128 varints (signed ones zig-zag encoded), floating-point numbers
+/// their little-endian IEEE bits, strings and byte arrays a varint length and the bytes.
+/// A `Transform` of four `Float`s is 16 bytes; the same value through JSON is ~60.
+public struct PayloadWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    public init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Empties the buffer, keeping its storage (the writer thread reuses one buffer).
+    public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+
+    public mutating func write(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    public mutating func write(_ value: Int64) {
+        write(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    public mutating func write(_ value: Int) { write(Int64(value)) }
+    public mutating func write(_ value: Int32) { write(Int64(value)) }
+    public mutating func write(_ value: UInt32) { write(UInt64(value)) }
+    public mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    public mutating func write(_ value: UInt8) { bytes.append(value) }
+
+    public mutating func write(_ value: Float) {
+        withUnsafeBytes(of: value.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func write(_ value: Double) {
+        withUnsafeBytes(of: value.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func write(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            write(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    public mutating func write(_ value: [UInt8]) {
+        write(UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    public mutating func write(_ value: [Float]) {
+        write(UInt64(value.count))
+        for element in value { write(element) }
+    }
+
+    public mutating func write(_ value: EntityID) {
+        value.withBytes { bytes.append(contentsOf: $0) }
+    }
+}
+
+/// Reads a payload written by ``PayloadWriter``, failing cleanly on truncated input.
+///
+/// A reader borrows the bytes it reads: use it only inside the closure that lent them.
+public struct PayloadReader {
+    private let buffer: UnsafeRawBufferPointer
+    /// Read position in bytes.
+    public private(set) var offset = 0
+
+    public init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+
+    /// Whether every byte has been read.
+    public var isAtEnd: Bool { offset >= buffer.count }
+
+    private mutating func take(_ count: Int) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, buffer.count - offset >= count else {
+            throw PayloadError.truncated(needed: count, offset: offset, size: buffer.count)
+        }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset ..< offset + count])
+    }
+
+    public mutating func read() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try take(1)[0]
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+            if shift > 63 { throw PayloadError.invalid("varint longer than 10 bytes at offset \(offset)") }
+        }
+    }
+
+    public mutating func read() throws -> Int64 {
+        let raw: UInt64 = try read()
+        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    }
+
+    public mutating func read() throws -> Int { Int(try read() as Int64) }
+
+    public mutating func read() throws -> Int32 {
+        let wide: Int64 = try read()
+        guard let narrow = Int32(exactly: wide) else { throw PayloadError.invalid("\(wide) does not fit Int32") }
+        return narrow
+    }
+
+    public mutating func read() throws -> UInt32 {
+        let wide: UInt64 = try read()
+        guard let narrow = UInt32(exactly: wide) else { throw PayloadError.invalid("\(wide) does not fit UInt32") }
+        return narrow
+    }
+
+    public mutating func read() throws -> Bool { try take(1)[0] != 0 }
+    public mutating func read() throws -> UInt8 { try take(1)[0] }
+
+    public mutating func read() throws -> Float {
+        Float(bitPattern: UInt32(littleEndian: try take(4).loadUnaligned(as: UInt32.self)))
+    }
+
+    public mutating func read() throws -> Double {
+        Double(bitPattern: UInt64(littleEndian: try take(8).loadUnaligned(as: UInt64.self)))
+    }
+
+    private mutating func readCount() throws -> Int {
+        let count: UInt64 = try read()
+        guard count <= UInt64(buffer.count - offset) else {
+            throw PayloadError.truncated(needed: Int(clamping: count), offset: offset, size: buffer.count)
+        }
+        return Int(count)
+    }
+
+    public mutating func read() throws -> String {
+        let utf8 = try take(try readCount())
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    public mutating func read() throws -> [UInt8] {
+        Array(try take(try readCount()))
+    }
+
+    public mutating func read() throws -> [Float] {
+        let count = try readCount()
+        var result = [Float]()
+        result.reserveCapacity(count)
+        for _ in 0 ..< count { result.append(try read()) }
+        return result
+    }
+
+    public mutating func read() throws -> EntityID {
+        EntityID(bytes: try take(16))!
+    }
+}
+
+/// A payload that cannot be decoded.
+public enum PayloadError: Error, CustomStringConvertible, Equatable {
+    case truncated(needed: Int, offset: Int, size: Int)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case let .truncated(needed, offset, size):
+            "payload truncated: needed \(needed) bytes at offset \(offset) of \(size)"
+        case let .invalid(message):
+            "invalid payload: \(message)"
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import GRDB
+import GRDBSQLite
+
+extension Writer {
+    /// Bytes of WAL content not yet copied into the database, from the WAL hook's
+    /// frame count (each frame is a page plus a 24-byte header).
+    var pendingWalBytes: Int { Int(walFrames.frames) * (settings.pageSize + 24) }
+
+    /// Runs the checkpoint ``CheckpointPolicy`` asks for, if any. Writer thread.
+    func checkpointIfNeeded() {
+        let policy = CheckpointPolicy(interval: settings.checkpointInterval, maxWalBytes: maxWalBytes)
+        guard let mode = policy.decide(now: clock.now(), lastCheckpoint: lastCheckpoint,
+                                       pendingWalBytes: pendingWalBytes, incompleteStreak: incompleteStreak)
+        else { return }
+        checkpoint(mode)
+    }
+
+    /// Runs one checkpoint with `sqlite3_wal_checkpoint_v2`
+    /// (<https://sqlite.org/c3ref/wal_checkpoint_v2.html>) and records it.
+    @discardableResult
+    func checkpoint(_ mode: CheckpointPolicy.Mode) -> Bool {
+        let started = clock.now()
+        var log: Int32 = 0
+        var copied: Int32 = 0
+        var code: Int32 = SQLITE_OK
+        do {
+            try store.withConnection { db in
+                let sqliteMode: Int32 = switch mode {
+                case .passive: SQLITE_CHECKPOINT_PASSIVE
+                case .restart: SQLITE_CHECKPOINT_RESTART
+                case .truncate: SQLITE_CHECKPOINT_TRUNCATE
+                }
+                code = sqlite3_wal_checkpoint_v2(db.sqliteConnection, nil, sqliteMode, &log, &copied)
+            }
+        } catch {
+            code = SQLITE_ERROR
+        }
+        let complete = code == SQLITE_OK && copied >= log
+        lastCheckpoint = clock.now()
+        if complete {
+            incompleteStreak = 0
+            // The next commit restarts the WAL from its first frame.
+            walFrames.frames = 0
+        } else {
+            incompleteStreak += 1
+            if log > 0 { walFrames.frames = max(0, log - copied) }
+            logger.notice("writer: \(mode.rawValue) checkpoint incomplete (code \(code), \(copied)/\(log) frames); streak \(incompleteStreak)")
+        }
+        let elapsed = lastCheckpoint.duration(since: started)
+        let walBytes = store.location.walBytes
+        metrics.update {
+            $0.checkpointCount += 1
+            $0.checkpointsByMode[mode.rawValue, default: 0] += 1
+            if !complete { $0.incompleteCheckpoints += 1 }
+            $0.totalCheckpointDuration += elapsed
+            $0.walSizeBytes = walBytes
+        }
+        return complete
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Logging
+
+/// Layer 3 of RFC 0002: the one thread that writes to SQLite.
+///
+/// A dedicated `Thread` (not the cooperative pool: SQLite blocks) that owns the
+/// store's write connection. It takes batches from the ``WriteBuffer``, commits each
+/// in ONE transaction, checkpoints the WAL by hand, and on stop writes the
+/// clean-shutdown mark and truncates the WAL.
+///
+/// States:
+///
+///     created ──start──▶ running ──stop──▶ draining ──slot empty──▶ finished
+///
+/// Invariants:
+/// 1. Only this thread touches `store` between `start` and `finished`.
+/// 2. A batch whose commit fails is put back (merged with anything newer) and retried
+///    with exponential backoff; a transient error never loses it.
+/// 3. A batch's sequence is reported committed only after its transaction commits.
+final class Writer: @unchecked Sendable {
+    // @unchecked Sendable: the fields below the "writer thread" mark are touched only on
+    // the writer thread; `control` fields only under `controlLock`; the rest are immutable.
+    let store: Store
+    let buffer: WriteBuffer
+    let metrics: MetricsRecorder
+    let clock: any StrataClock
+    let logger: Logger
+    let settings: Settings
+
+    struct Settings: Sendable {
+        var retryInitialBackoff: Duration
+        var retryMaxBackoff: Duration
+        var checkpointInterval: Duration
+        var maxWalBytes: Int
+        var pageSize: Int
+        /// Failed attempts allowed while draining for shutdown before giving up.
+        var shutdownAttempts = 5
+    }
+
+    enum State: Equatable {
+        case created, running, finished
+    }
+
+    private let controlLock = Lock()
+    private var state = State.created
+    private var maxWalBytesOverride: Int?
+    /// The error that kept the final drain from finishing, if any.
+    private var shutdownError: StoreError?
+
+    // Writer thread only.
+    var typeIDs: [Int64?] = []
+    var payload = PayloadWriter(capacity: 512)
+    var lastCheckpoint: Instant
+    var incompleteStreak = 0
+    var consecutiveFailures = 0
+    let walFrames = WalFrameCounter()
+
+    init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
+         logger: Logger, settings: Settings, typeIDs: [Int64?]) {
+        self.store = store
+        self.buffer = buffer
+        self.metrics = metrics
+        self.clock = clock
+        self.logger = logger
+        self.settings = settings
+        self.typeIDs = typeIDs
+        self.lastCheckpoint = clock.now()
+    }
+
+    func start() {
+        controlLock.withLock {
+            precondition(state == .created, "writer started twice")
+            state = .running
+        }
+        let thread = Thread { [self] in run() }
+        thread.name = "strata.writer"
+        thread.start()
+    }
+
+    /// Changes the WAL size that forces a checkpoint (the desktop override is larger).
+    func setMaxWalBytes(_ bytes: Int) {
+        controlLock.withLock { maxWalBytesOverride = bytes }
+    }
+
+    var maxWalBytes: Int { controlLock.withLock { maxWalBytesOverride ?? settings.maxWalBytes } }
+
+    /// Closes the buffer and waits until every batch is committed, the clean-shutdown
+    /// mark written and the WAL truncated. Returns the error that prevented it, if any.
+    func stop() -> StoreError? {
+        buffer.close()
+        return controlLock.withLock {
+            while state != .finished { controlLock.wait() }
+            return shutdownError
+        }
+    }
+
+    private func run() {
+        do {
+            try store.withConnection { db in walFrames.install(on: db) }
+        } catch {
+            logger.error("writer: cannot install the WAL hook: \(error)")
+        }
+        var closingFailures = 0
+        loop: while true {
+            let deadline = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
+            switch buffer.take(until: deadline) {
+            case .batch(let batch):
+                if !commitWithRetry(batch) {
+                    if buffer.isClosed {
+                        closingFailures += 1
+                        if closingFailures >= settings.shutdownAttempts {
+                            abandonWaiting(reason: "shutdown after \(closingFailures) failed attempts")
+                            break loop
+                        }
+                    }
+                    backoff()
+                    continue loop
+                }
+            case .timedOut:
+                break
+            case .closed:
+                break loop
+            }
+            checkpointIfNeeded()
+        }
+        finish()
+    }
+
+    private func backoff() {
+        let exponent = min(consecutiveFailures - 1, 20)
+        let wait = min(settings.retryInitialBackoff * (1 << exponent), settings.retryMaxBackoff)
+        Thread.sleep(forTimeInterval: wait.seconds)
+    }
+
+    private func abandonWaiting(reason: String) {
+        if case .batch(let batch) = buffer.take(until: Date()) {
+            metrics.update { $0.abandonedRows += batch.rowCount }
+            let error = StoreError(.write, message: "\(batch.rowCount) rows not written (\(reason)): \(metrics.snapshot.lastWriteError ?? "unknown error")", path: store.location.path)
+            logger.error("writer: \(error)")
+            controlLock.withLock { shutdownError = error }
+        }
+    }
+
+    private func finish() {
+        let failed = controlLock.withLock { shutdownError != nil }
+        if !failed {
+            do {
+                try markCleanShutdown()
+                checkpoint(.truncate)
+            } catch {
+                let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+                logger.error("writer: clean shutdown failed: \(storeError)")
+                controlLock.withLock { shutdownError = storeError }
+            }
+        }
+        walFrames.uninstall(store: store)
+        controlLock.withLock {
+            state = .finished
+            controlLock.broadcast()
+        }
+    }
+}
+
+/// Counts the frames in the WAL through `sqlite3_wal_hook`, which SQLite calls after
+/// each commit with the WAL's frame count (<https://sqlite.org/c3ref/wal_hook.html>).
+/// With `wal_autocheckpoint=0` nothing else uses the hook.
+final class WalFrameCounter: @unchecked Sendable {
+    // @unchecked Sendable: `frames` is written by SQLite's callback on the writer thread
+    // and read on the same thread; the object is only shared to be kept alive.
+    var frames: Int32 = 0
+
+    func install(on db: Database) {
+        sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
+            Unmanaged<WalFrameCounter>.fromOpaque(context!).takeUnretainedValue().frames = frames
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    func uninstall(store: Store) {
+        try? store.withConnection { db in _ = sqlite3_wal_hook(db.sqliteConnection, nil, nil) }
+    }
+}

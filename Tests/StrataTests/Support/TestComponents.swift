@@ -1,0 +1,38 @@
+import Strata
+
+/// A derived component: moves every tick while dragged.
+struct Position: Component, Equatable {
+    static let typeName = "test.position"
+    static let tier = Tier.derived
+    var x: Float
+    var y: Float
+
+    init(x: Float, y: Float) { self.x = x; self.y = y }
+    func encode(to payload: inout PayloadWriter) { payload.write(x); payload.write(y) }
+    init(from payload: inout PayloadReader, version: Int) throws { x = try payload.read(); y = try payload.read() }
+}
+
+/// A critical component: document metadata.
+struct Title: Component, Equatable {
+    static let typeName = "test.title"
+    static let tier = Tier.critical
+    var text: String
+    var revision: Int
+
+    init(_ text: String, revision: Int = 0) { self.text = text; self.revision = revision }
+    func encode(to payload: inout PayloadWriter) { payload.write(text); payload.write(revision) }
+    init(from payload: inout PayloadReader, version: Int) throws { text = try payload.read(); revision = try payload.read() }
+}
+
+/// An ephemeral component: never written.
+struct Cursor: Component, Equatable {
+    static let typeName = "test.cursor"
+    static let tier = Tier.ephemeral
+    var x: Float
+
+    init(x: Float) { self.x = x }
+    func encode(to payload: inout PayloadWriter) { payload.write(x) }
+    init(from payload: inout PayloadReader, version: Int) throws { x = try payload.read() }
+}
+
+let testComponents: [any Component.Type] = [Position.self, Title.self, Cursor.self]

@@ -1,0 +1,61 @@
+import Foundation
+import GRDB
+import Logging
+@testable import Strata
+
+/// A temporary directory with a database path, removed when the test ends.
+final class TestDirectory {
+    let url: URL
+
+    init(_ name: String = #function) {
+        let safe = name.filter { $0.isLetter || $0.isNumber }
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("strata-tests-\(safe)-\(UUID().uuidString.prefix(8))")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    var databasePath: String { url.appendingPathComponent("test.db").path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Builds engines on a temporary database in virtual time.
+struct EngineFixture {
+    let directory: TestDirectory
+    let clock = ManualClock()
+    var config = StrataConfig()
+    var options = Engine.Options()
+
+    init(_ name: String = #function) {
+        directory = TestDirectory(name)
+        config.database.path = directory.databasePath
+        config.writer.retryInitialBackoff = .milliseconds(1)
+        config.writer.retryMaxBackoff = .milliseconds(5)
+        options.clock = clock
+    }
+
+    func open() throws -> Engine {
+        try Engine.open(config: config, components: testComponents, logger: quietLogger, options: options)
+    }
+
+    /// A separate read connection onto the database, as another process would see it.
+    func reader() throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return try DatabaseQueue(path: directory.databasePath, configuration: configuration)
+    }
+
+    func count(_ sql: String, _ arguments: StatementArguments = []) throws -> Int {
+        let queue = try reader()
+        defer { try? queue.close() }
+        return try queue.read { try Int.fetchOne($0, sql: sql, arguments: arguments) ?? 0 }
+    }
+
+    func entityCount() throws -> Int { try count("SELECT count(*) FROM entities") }
+    func componentCount(_ type: any Component.Type) throws -> Int {
+        try count("SELECT count(*) FROM components JOIN component_types t ON t.id = type_id WHERE t.name = ?", [type.typeName])
+    }
+}
+
+/// Tests log nothing: assertions say what matters.
+let quietLogger = Logger(label: "strata.tests", factory: { _ in SwiftLogNoOpLogHandler() })
