@@ -43,9 +43,9 @@ extension Engine {
         let (summary, typeIDs) = try store.load(into: world, logger: logger)
         let recovery = RecoveryReport(session: state, loaded: summary, setAsideCorruptFile: setAside, corruption: corruption)
         if recovery.crashed {
-            logger.warning("\(recovery.description)")
+            logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         } else {
-            logger.info("\(recovery.description)")
+            logger.info("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         }
 
         let recorder = MetricsRecorder()

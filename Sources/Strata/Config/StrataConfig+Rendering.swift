@@ -1,0 +1,54 @@
+extension StrataConfig {
+    /// The effective configuration as TOML, every key present (what `strata check-config` prints).
+    public func renderTOML() -> String {
+        func secs(_ d: Duration) -> String {
+            let s = d.seconds
+            return s == s.rounded() ? String(Int(s)) : String(s)
+        }
+        func ms(_ d: Duration) -> String { String(Int(d.milliseconds.rounded())) }
+        func mb(_ bytes: Int) -> String {
+            let v = Double(bytes) / 1_048_576
+            return v == v.rounded() ? String(Int(v)) : String(v)
+        }
+        let p = persistence
+        return """
+            [database]
+            path = "\(database.path)"
+            page_size = \(database.pageSize)
+
+            [simulation]
+            tick_hz = \(simulation.tickHz)
+            max_catch_up_ticks = \(simulation.maxCatchUpTicks)
+
+            [persistence]
+            flush_interval_secs = \(secs(p.flushInterval))
+            critical_flush_delay_ms = \(ms(p.criticalFlushDelay))
+            checkpoint_interval_secs = \(secs(p.checkpointInterval))
+            max_wal_size_mb = \(mb(p.maxWalSizeBytes))
+            battery_adaptive = \(p.batteryAdaptive)
+            critical_durability = "\(p.criticalDurability.rawValue)"
+            idle_after_secs = \(secs(p.idleAfter))
+            idle_flush_interval_secs = \(secs(p.idleFlushInterval))
+
+            [persistence.battery_tiers]
+            charging = \(secs(p.batteryTiers.charging))
+            high = \(secs(p.batteryTiers.high))
+            medium = \(secs(p.batteryTiers.medium))
+            low = \(secs(p.batteryTiers.low))
+
+            [persistence.linux]
+            low_power_mode_interval_secs = \(secs(p.lowPowerModeInterval))
+            background_flush_timeout_secs = \(secs(p.backgroundFlushTimeout))
+
+            [persistence.desktop]
+            flush_interval_secs = \(secs(p.desktop.flushInterval))
+            max_wal_size_mb = \(mb(p.desktop.maxWalSizeBytes))
+
+            [writer]
+            busy_timeout_ms = \(ms(writer.busyTimeout))
+            retry_initial_backoff_ms = \(ms(writer.retryInitialBackoff))
+            retry_max_backoff_ms = \(ms(writer.retryMaxBackoff))
+
+            """
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Strata
+
+/// A drawing canvas driven by a seeded script: shapes created and deleted, shapes
+/// dragged (derived transforms), strokes drawn (start critical, points derived, end a
+/// flush event), document metadata edited, peer cursors moving (ephemeral).
+///
+/// Tick thread. Every critical change is reported to `trace` (the crash test checks
+/// them against the database after a SIGKILL).
+final class CanvasScenario {
+    private let engine: Engine
+    private var world: World { engine.world }
+    private var rng: SplitMix64
+    private let targetShapes: Int
+    private let hz: Double
+    private let trace: CriticalTrace?
+
+    private var shapes: [Entity] = []
+    private var document: Entity
+    private var viewport: Entity
+    private var drag: (shape: Entity, ticksLeft: Int, dx: Float, dy: Float)?
+    private var stroke: (entity: Entity, ticksLeft: Int)?
+    private(set) var tick = 0
+
+    init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?) {
+        self.engine = engine
+        self.rng = SplitMix64(seed: seed)
+        self.targetShapes = targetShapes
+        self.hz = Double(hz)
+        self.trace = trace
+        let world = engine.world
+
+        // Resume what the database holds.
+        shapes = world.entities(with: ShapeStyle.self).map(\.entity)
+        if let existing = world.entities(with: DocumentMetadata.self).first {
+            document = existing.entity
+        } else {
+            document = world.spawn(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0))
+            trace?.record(.spawn, world.id(of: document)!)
+        }
+        if let existing = world.entities(with: Viewport.self).first {
+            viewport = existing.entity
+        } else {
+            viewport = world.spawn(Viewport(panX: 0, panY: 0, zoom: 1))
+            trace?.record(.spawn, world.id(of: viewport)!)
+        }
+        // A peer's cursor rides on the viewport: ephemeral, so never written.
+        world.insert(PeerCursor(x: 0, y: 0), for: viewport)
+    }
+
+    /// Advances the canvas by one tick.
+    func step() {
+        tick += 1
+        let perSecond = 1 / hz
+
+        world.mutate(PeerCursor.self, of: viewport) { $0.x += Float.random(in: -2 ... 2, using: &rng); $0.y += 1 }
+
+        // Create and delete: grow to the target, then churn around it.
+        let spawnRate = max(2.0, Double(targetShapes) / 5) * perSecond
+        if shapes.count < targetShapes {
+            let burst = min(targetShapes - shapes.count, max(1, Int(spawnRate.rounded(.up))))
+            for _ in 0 ..< burst { spawnShape() }
+        } else if rng.chance(2 * perSecond) {
+            spawnShape()
+            despawnShape()
+        }
+
+        // Drag: a shape follows the pointer for 1–3 s.
+        if let current = drag {
+            world.mutate(ShapeTransform.self, of: current.shape) { $0.x += current.dx; $0.y += current.dy }
+            drag = current.ticksLeft > 1 ? (current.shape, current.ticksLeft - 1, current.dx, current.dy) : nil
+            engine.noteInput()
+        } else if !shapes.isEmpty, rng.chance(0.8 * perSecond) {
+            let shape = shapes.randomElement(using: &rng)!
+            drag = (shape, Int(hz * Double.random(in: 1 ... 3, using: &rng)),
+                    Float.random(in: -3 ... 3, using: &rng), Float.random(in: -3 ... 3, using: &rng))
+        }
+
+        // Strokes: start (critical), points (derived), end (critical + flush event).
+        if let current = stroke {
+            world.mutate(StrokePoints.self, of: current.entity) {
+                $0.xy.append(Float(tick)); $0.xy.append(Float.random(in: 0 ... 1000, using: &rng))
+            }
+            engine.noteInput()
+            if current.ticksLeft > 1 {
+                stroke = (current.entity, current.ticksLeft - 1)
+            } else {
+                world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
+                trace?.record(.strokeEnd, world.id(of: current.entity)!)
+                engine.flush(reason: .majorAction)
+                stroke = nil
+            }
+        } else if rng.chance(0.25 * perSecond) {
+            let entity = world.spawn(StrokeStyle(color: UInt32.random(in: 0 ... 0xFFFFFF, using: &rng), width: 2),
+                                     StrokePoints())
+            trace?.record(.spawn, world.id(of: entity)!)
+            stroke = (entity, Int(hz * Double.random(in: 0.5 ... 1.5, using: &rng)))
+        }
+
+        // Metadata edits: a major action, flushed within the critical delay.
+        if rng.chance(0.2 * perSecond) {
+            let revision = world.mutate(DocumentMetadata.self, of: document) { meta -> Int in
+                meta.revision += 1
+                meta.modifiedAtMs = Int(Date().timeIntervalSince1970 * 1000)
+                return meta.revision
+            } ?? 0
+            trace?.record(.metadata(revision: revision), world.id(of: document)!)
+            engine.flush(reason: .majorAction)
+        }
+
+        // The viewport pans now and then (UI state, derived).
+        if rng.chance(0.5 * perSecond) {
+            world.mutate(Viewport.self, of: viewport) { $0.panX += 10; $0.zoom = Float.random(in: 0.5 ... 2, using: &rng) }
+        }
+    }
+
+    private func spawnShape() {
+        let entity = world.spawn(
+            ShapeStyle(kind: UInt8.random(in: 0 ... 3, using: &rng), color: UInt32.random(in: 0 ... 0xFFFFFF, using: &rng)),
+            ShapeTransform(x: Float.random(in: 0 ... 2000, using: &rng), y: Float.random(in: 0 ... 2000, using: &rng)))
+        shapes.append(entity)
+        trace?.record(.spawn, world.id(of: entity)!)
+    }
+
+    private func despawnShape() {
+        guard !shapes.isEmpty else { return }
+        let i = Int.random(in: 0 ..< shapes.count, using: &rng)
+        shapes.swapAt(i, shapes.count - 1)
+        let entity = shapes.removeLast()
+        if drag?.shape == entity { drag = nil }
+        let id = world.id(of: entity)!
+        world.despawn(entity)
+        trace?.record(.despawn, id)
+    }
+}

@@ -1,0 +1,148 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Strata
+
+struct SimCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sim",
+        abstract: "Run the drawing-canvas simulation on a fixed-tick loop, persisted by Strata.",
+        discussion: """
+            Shapes are created, deleted and dragged, strokes drawn and the document's metadata \
+            edited, on a seeded script. SIGINT or SIGTERM shut down cleanly; after a crash the next \
+            start says so and what it recovered.
+            """)
+
+    @Option(help: "The TOML config file (defaults apply when it is absent and not given).")
+    var config: String?
+
+    @Option(help: "The database file (overrides [database] path).")
+    var db: String?
+
+    @Option(help: "Stop after this many seconds (default: run until SIGINT/SIGTERM).")
+    var duration: Double?
+
+    @Option(help: "Number of shapes the canvas grows to.")
+    var entities = 1000
+
+    @Option(help: "Tick rate (overrides [simulation] tick_hz).")
+    var hz: Int?
+
+    @Option(help: "Seed of the scenario's script.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .notice
+
+    @Option(name: .customLong("trace-critical"), help: ArgumentHelp("Append every critical change to this file (for crash tests).", visibility: .hidden))
+    var traceCritical: String?
+
+    func validate() throws {
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
+        if entities < 0 { throw ValidationError("--entities must not be negative") }
+        if let hz, !(1 ... 1000).contains(hz) { throw ValidationError("--hz must be between 1 and 1000") }
+    }
+
+    func run() throws {
+        bootstrapLogging(level: logLevel)
+        let logger = Logger(label: "strata")
+        var config = try loadConfig()
+        if let db { config.database.path = db }
+        if let hz { config.simulation.tickHz = hz }
+
+        let engine: Engine
+        do {
+            engine = try Engine.open(config: config, components: canvasComponents, logger: logger)
+        } catch let error as StoreError {
+            printError("strata sim: cannot open the database: \(error)")
+            throw ExitCode.failure
+        }
+        print("strata sim: \(engine.store.location.path)")
+        if engine.recovery.crashed || engine.recovery.setAsideCorruptFile != nil {
+            print("strata sim: the previous session crashed.")
+        }
+        for line in engine.recovery.description.split(separator: "\n") { print("  \(line)") }
+
+        let trace = try traceCritical.map { try CriticalTrace(path: $0) }
+        let scenario = CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace)
+        let signals = SignalFlags()
+        let outcome = runLoop(engine: engine, scenario: scenario, signals: signals, config: config)
+
+        do {
+            try engine.shutdown()
+        } catch {
+            printError("strata sim: shutdown could not finish: \(error)")
+            print(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
+                                     droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason))
+            throw ExitCode.failure
+        }
+        print(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
+                                 droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason + ", shut down cleanly"))
+    }
+
+    private func loadConfig() throws -> StrataConfig {
+        let path = config ?? "config.toml"
+        guard config != nil || FileManager.default.fileExists(atPath: path) else { return StrataConfig() }
+        do {
+            return try StrataConfig.load(path: path)
+        } catch let error as ConfigError {
+            printError("strata sim: \(error)")
+            throw ExitCode.failure
+        }
+    }
+
+    private struct Outcome {
+        var ticks = 0
+        var elapsed: Duration = .zero
+        var dropped = 0
+        var maxTick: Duration = .zero
+        var reason = ""
+    }
+
+    /// The fixed-tick loop: run the ticks the accumulator owes, end each with
+    /// `engine.endTick()`, redraw the status line, sleep until the next tick is due.
+    private func runLoop(engine: Engine, scenario: CanvasScenario, signals: SignalFlags, config: StrataConfig) -> Outcome {
+        let clock = MonotonicClock()
+        var timestep = FixedTimestep(hz: config.simulation.tickHz, maxCatchUp: config.simulation.maxCatchUpTicks)
+        let status = StatusLine()
+        let start = clock.now()
+        let end = duration.map { start + .nanoseconds(Int64($0 * 1e9)) }
+        var previous = start
+        var lastStatus = start
+        var statusTicks = 0
+        var outcome = Outcome()
+
+        while true {
+            if let sig = signals.stopSignal {
+                outcome.reason = sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"
+                break
+            }
+            let now = clock.now()
+            if let end, now >= end {
+                outcome.reason = "ran for \(duration!) s"
+                break
+            }
+            let steps = timestep.advance(by: now.duration(since: previous))
+            previous = now
+            for _ in 0 ..< steps {
+                let tickStart = clock.now()
+                scenario.step()
+                engine.endTick()
+                outcome.maxTick = max(outcome.maxTick, clock.now().duration(since: tickStart))
+                outcome.ticks += 1
+            }
+            if now.duration(since: lastStatus) >= .milliseconds(250) {
+                let rate = Double(outcome.ticks - statusTicks) / now.duration(since: lastStatus).seconds
+                status.draw(engine: engine, tickRate: rate, ticks: outcome.ticks)
+                lastStatus = now
+                statusTicks = outcome.ticks
+            }
+            let wait = timestep.untilNextTick - clock.now().duration(since: now)
+            if wait > .zero { usleep(UInt32(max(1, wait.nanoseconds / 1000))) }
+        }
+        status.clear()
+        outcome.elapsed = clock.now().duration(since: start)
+        outcome.dropped = timestep.droppedTicks
+        return outcome
+    }
+}

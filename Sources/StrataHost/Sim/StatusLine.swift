@@ -1,0 +1,52 @@
+import Foundation
+import Strata
+
+/// The live one-line status of `strata sim` on a terminal, and its closing summary.
+struct StatusLine {
+    let isTerminal = isatty(STDOUT_FILENO) == 1
+
+    static func megabytes(_ bytes: Int) -> String {
+        bytes < 1_048_576 ? String(format: "%.1f KB", Double(bytes) / 1024) : String(format: "%.2f MB", Double(bytes) / 1_048_576)
+    }
+
+    /// Redraws the line in place (only on a terminal).
+    func draw(engine: Engine, tickRate: Double, ticks: Int) {
+        guard isTerminal else { return }
+        let m = engine.metrics
+        let world = engine.world
+        let line = String(
+            format: "tick %5.1f Hz | entities %6d | pending critical %4d derived %5d | flushes %5d (commits %5d, FULL %4d) | WAL %@ | %@, derived %.0fs",
+            tickRate, world.entityCount, world.pendingCount(.critical), world.pendingCount(.derived),
+            m.flushCount, m.commitCount, m.fullCommitCount, Self.megabytes(m.walSizeBytes),
+            engine.powerState.description, engine.derivedInterval.seconds)
+        FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(line)".utf8))
+    }
+
+    func clear() {
+        guard isTerminal else { return }
+        FileHandle.standardOutput.write(Data("\r\u{1B}[2K".utf8))
+    }
+
+    /// The end-of-run summary.
+    static func summary(engine: Engine, ticks: Int, elapsed: Duration, droppedTicks: Int, maxTick: Duration, stopReason: String) -> String {
+        let m = engine.metrics
+        let reasons = m.flushesByReason.sorted { $0.key.rawValue < $1.key.rawValue }
+            .map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        var lines = [
+            "strata sim: \(stopReason)",
+            String(format: "  ticks        %d in %.1f s (%.1f Hz), slowest tick %.2f ms, %d ticks dropped after stalls",
+                   ticks, elapsed.seconds, Double(ticks) / max(elapsed.seconds, 0.001), maxTick.milliseconds, droppedTicks),
+            "  world        \(engine.world.entityCount) entities",
+            "  flushes      \(m.flushCount) (\(reasons.isEmpty ? "none" : reasons)); \(m.mergedBatches) merged while the writer was busy",
+            String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
+                   m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
+            "  rows         \(m.componentRowsWritten) component upserts, \(m.componentRowsDeleted) deletes, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",
+            "  payload      \(megabytes(m.payloadBytesWritten)) encoded",
+            "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
+            "  failures     \(m.failedCommits) failed commits (retried), \(m.abandonedRows) rows abandoned",
+            "  sessions     \(m.crashRecoveryCount) crashes, \(m.cleanShutdownCount) clean shutdowns",
+        ]
+        for alert in m.alerts { lines.append("  alert        \(alert)") }
+        return lines.joined(separator: "\n")
+    }
+}
