@@ -75,6 +75,10 @@ public final class Engine {
         scheduler.policy.derivedInterval(power: powerState, activity: scheduler.activity(now: clock.now()))
     }
 
+    /// How far ahead of a deadline a tier is flushed: one tick plus the commit budget,
+    /// so that a change is committed, not merely handed off, by its deadline.
+    public var flushLookahead: Duration { scheduler.lookahead }
+
     /// Whether the user counts as idle now.
     public var activity: Activity { scheduler.activity(now: clock.now()) }
 
@@ -156,7 +160,8 @@ public final class Engine {
 
     deinit {
         if !isShutDown {
-            buffer.close()
+            logger.warning("engine released without shutdown(): undrained changes are lost; the next open will report a crash")
+            writer.abandon()
         }
     }
 }

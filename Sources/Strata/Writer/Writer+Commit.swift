@@ -8,6 +8,7 @@ private let SQLITE_STATIC = unsafeBitCast(0, to: sqlite3_destructor_type.self)
 
 extension Writer {
     /// Commits `batch`, or puts it back for a retry. Returns false if it must be retried.
+    /// The caller reports the sequence committed (after any checkpoint it triggers).
     func commitWithRetry(_ batch: WriteBatch) -> Bool {
         let started = clock.now()
         do {
@@ -31,7 +32,6 @@ extension Writer {
                 logger.notice("writer: batch committed after \(consecutiveFailures) failed attempts")
             }
             consecutiveFailures = 0
-            buffer.didCommit(batch.sequence)
             return true
         } catch {
             let storeError = StoreError(.write, wrapping: error, path: store.location.path)
@@ -49,7 +49,6 @@ extension Writer {
             logger.error("writer: dropping a batch of \(batch.rowCount) rows after a permanent error: \(storeError)")
             metrics.update { $0.abandonedRows += batch.rowCount }
             consecutiveFailures = 0
-            buffer.didCommit(batch.sequence)
             return true
         }
     }

@@ -48,6 +48,8 @@ final class Writer: @unchecked Sendable {
     private var maxWalBytesOverride: Int?
     /// The error that kept the final drain from finishing, if any.
     private var shutdownError: StoreError?
+    /// Set by ``abandon()``: finish without the clean-shutdown mark.
+    private var abandoned = false
 
     // Writer thread only.
     var typeIDs: [Int64?] = []
@@ -96,6 +98,13 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// Stops after the queued batches without marking the session clean: the world's
+    /// undrained changes are lost, so the next open must see a crash.
+    func abandon() {
+        controlLock.withLock { abandoned = true }
+        buffer.close()
+    }
+
     private func run() {
         do {
             try store.withConnection { db in walFrames.install(on: db) }
@@ -107,7 +116,11 @@ final class Writer: @unchecked Sendable {
             let deadline = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
             switch buffer.take(until: deadline) {
             case .batch(let batch):
-                if !commitWithRetry(batch) {
+                if commitWithRetry(batch) {
+                    checkpointIfNeeded()
+                    buffer.didCommit(batch.sequence)
+                    continue loop
+                } else {
                     if buffer.isClosed {
                         closingFailures += 1
                         if closingFailures >= settings.shutdownAttempts {
@@ -119,11 +132,10 @@ final class Writer: @unchecked Sendable {
                     continue loop
                 }
             case .timedOut:
-                break
+                checkpointIfNeeded()
             case .closed:
                 break loop
             }
-            checkpointIfNeeded()
         }
         finish()
     }
@@ -144,8 +156,8 @@ final class Writer: @unchecked Sendable {
     }
 
     private func finish() {
-        let failed = controlLock.withLock { shutdownError != nil }
-        if !failed {
+        let skipMark = controlLock.withLock { shutdownError != nil || abandoned }
+        if !skipMark {
             do {
                 try markCleanShutdown()
                 checkpoint(.truncate)

@@ -1,0 +1,178 @@
+import Testing
+@testable import Strata
+
+/// The whole path in virtual time: world → scheduler → writer → SQLite, asserting on
+/// the database file. Time only moves when the test advances the clock.
+@Suite struct FlushSchedulerTests {
+    @Test func criticalChangesAreCommittedByTheDelayAndNotBefore() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.world.spawn(Title("doc"))
+        let notYet = fixture.config.persistence.criticalFlushDelay - engine.flushLookahead - .milliseconds(1)
+        fixture.clock.advance(by: notYet)
+        engine.endTick()
+        engine.waitForWriter()
+        #expect(try fixture.entityCount() == 0)
+
+        fixture.clock.advance(by: .milliseconds(1) + engine.flushLookahead)   // now exactly at the delay
+        engine.endTick()
+        engine.waitForWriter()
+        #expect(try fixture.entityCount() == 1)
+        #expect(try fixture.componentCount(Title.self) == 1)
+        #expect(engine.metrics.flushesByReason[.criticalDelay] == 1)
+        #expect(engine.metrics.fullCommitCount == 1)
+        try engine.shutdown()
+    }
+
+    @Test func derivedChangesAreCommittedByTheIntervalAndNotBefore() throws {
+        var fixture = EngineFixture()
+        fixture.config.persistence.batteryAdaptive = false
+        fixture.config.persistence.flushInterval = .seconds(10)
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Position(x: 0, y: 0))
+        engine.flushNow()
+        #expect(try fixture.componentCount(Position.self) == 1)
+
+        engine.world.mutate(Position.self, of: e) { $0.x = 42 }
+        for _ in 0 ..< 9 {   // 9 s of ticks: nothing due
+            fixture.clock.advance(by: .seconds(1))
+            engine.endTick()
+        }
+        engine.waitForWriter()
+        #expect(try fixture.count("SELECT count(*) FROM components WHERE version = 1 AND hex(payload) = ?", [payloadHex(Position(x: 42, y: 0))]) == 0)
+
+        fixture.clock.advance(by: .seconds(1))
+        engine.endTick()
+        engine.waitForWriter()
+        #expect(try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?", [payloadHex(Position(x: 42, y: 0))]) == 1)
+        #expect(engine.metrics.flushesByReason[.derivedInterval] == 1)
+        try engine.shutdown()
+    }
+
+    @Test func derivedIntervalFollowsThePowerState() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.powerState = .discharging(15)
+        #expect(engine.derivedInterval == .seconds(60))
+        let e = engine.world.spawn(Position(x: 0, y: 0))
+        engine.flushNow()
+        engine.world.mutate(Position.self, of: e) { $0.x = 1 }
+        fixture.clock.advance(by: .seconds(59))
+        engine.endTick()
+        #expect(engine.metrics.flushesByReason[.derivedInterval] == nil)
+        fixture.clock.advance(by: .seconds(1))
+        engine.endTick()
+        #expect(engine.metrics.flushesByReason[.derivedInterval] == 1)
+        try engine.shutdown()
+    }
+
+    @Test func ephemeralChangesAreNeverWritten() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Cursor(x: 0))
+        for i in 0 ..< 100 {
+            engine.world.mutate(Cursor.self, of: e) { $0.x = Float(i) }
+            fixture.clock.advance(by: .seconds(1))
+            engine.endTick()
+        }
+        engine.flushNow()
+        try engine.shutdown()
+        #expect(try fixture.entityCount() == 1)
+        #expect(try fixture.componentCount(Cursor.self) == 0)
+        #expect(try fixture.count("SELECT count(*) FROM component_types WHERE name = ?", [Cursor.typeName]) == 1)
+    }
+
+    @Test func threeHundredUpdatesOfOneKeyAreOneRow() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Position(x: 0, y: 0))
+        engine.flushNow()
+        let before = engine.metrics
+        for i in 1 ... 300 {   // a 5 s drag at 60 Hz
+            engine.world.mutate(Position.self, of: e) { $0.x = Float(i) }
+            fixture.clock.advance(by: .milliseconds(16))
+            engine.endTick()
+        }
+        engine.flushNow()
+        let after = engine.metrics
+        #expect(after.componentRowsWritten - before.componentRowsWritten == 1)
+        #expect(after.commitCount - before.commitCount == 1)
+        #expect(try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?", [payloadHex(Position(x: 300, y: 0))]) == 1)
+        try engine.shutdown()
+    }
+
+    @Test func aSpawnIsWrittenWithItsComponentsInOneCriticalBatch() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.world.spawn(Position(x: 1, y: 1), Title("t"))   // derived + critical
+        fixture.clock.advance(by: fixture.config.persistence.criticalFlushDelay)
+        engine.endTick()
+        engine.waitForWriter()
+        // Long before any derived interval, the derived component is there with its entity.
+        #expect(try fixture.entityCount() == 1)
+        #expect(try fixture.componentCount(Position.self) == 1)
+        #expect(try fixture.componentCount(Title.self) == 1)
+        #expect(engine.metrics.commitCount == 1)
+        try engine.shutdown()
+    }
+
+    @Test func despawnDeletesTheEntityAndCascadesToItsComponents() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Position(x: 1, y: 1), Title("t"))
+        engine.flushNow()
+        #expect(try fixture.count("SELECT count(*) FROM components") == 2)
+        engine.world.mutate(Position.self, of: e) { $0.x = 5 }   // pending write, dropped by the despawn
+        engine.world.despawn(e)
+        engine.flushNow()
+        #expect(try fixture.entityCount() == 0)
+        #expect(try fixture.count("SELECT count(*) FROM components") == 0)
+        #expect(engine.metrics.componentRowsWritten == 2)
+        try engine.shutdown()
+    }
+
+    @Test func removingAComponentDeletesItsRow() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Position(x: 1, y: 1), Title("t"))
+        engine.flushNow()
+        engine.world.remove(Title.self, from: e)
+        engine.flushNow()
+        #expect(try fixture.componentCount(Title.self) == 0)
+        #expect(try fixture.componentCount(Position.self) == 1)
+        try engine.shutdown()
+    }
+
+    @Test func flushEventsFlushEveryTierWithTheirReason() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Position(x: 1, y: 1))
+        engine.flushNow()
+        engine.world.mutate(Position.self, of: e) { $0.x = 2 }
+        engine.flush(reason: .majorAction)
+        engine.endTick()   // no time has passed: the request alone makes it due
+        engine.waitForWriter()
+        #expect(engine.metrics.flushesByReason[.majorAction] == 1)
+        #expect(try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?", [payloadHex(Position(x: 2, y: 1))]) == 1)
+        try engine.shutdown()
+    }
+
+    @Test func crashDurabilityCommitsCriticalBatchesWithNormal() throws {
+        var fixture = EngineFixture()
+        fixture.config.persistence.criticalDurability = .crash
+        let engine = try fixture.open()
+        engine.world.spawn(Title("t"))
+        engine.flushNow()
+        #expect(engine.metrics.commitCount == 1)
+        #expect(engine.metrics.fullCommitCount == 0)
+        try engine.shutdown()
+    }
+}
+
+func payloadHex<C: Component>(_ value: C) -> String {
+    var writer = PayloadWriter()
+    value.encode(to: &writer)
+    return writer.bytes.map { String(format: "%02X", $0) }.joined()
+}
+
+import Foundation

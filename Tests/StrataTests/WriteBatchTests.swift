@@ -1,0 +1,60 @@
+import Testing
+@testable import Strata
+
+@Suite struct WriteBatchTests {
+    func write(_ entity: EntityID, _ x: Float) -> ComponentWrite {
+        ComponentWrite(entity: entity, typeIndex: 0, typeName: Position.typeName, value: Position(x: x, y: 0))
+    }
+
+    @Test func newerWritesReplaceOlderOnesOfTheSameKey() {
+        let a = EntityID(), b = EntityID()
+        var older = WriteBatch()
+        older.writes = [write(a, 1), write(b, 1)]
+        var newer = WriteBatch()
+        newer.writes = [write(a, 2)]
+        newer.sequence = 7
+        older.merge(newer: newer)
+        #expect(older.writes.count == 2)
+        #expect((older.writes[0].value as? Position)?.x == 2)
+        #expect(older.sequence == 7)
+    }
+
+    @Test func aDeleteDropsOlderWritesAndCancelsAnUnsavedInsert() {
+        let saved = EntityID(), unsaved = EntityID()
+        var older = WriteBatch()
+        older.entityInserts = [unsaved]
+        older.writes = [write(saved, 1), write(unsaved, 1)]
+        var newer = WriteBatch()
+        newer.entityDeletes = [saved, unsaved]
+        older.merge(newer: newer)
+        #expect(older.entityInserts.isEmpty)
+        #expect(older.entityDeletes == [saved])
+        #expect(older.writes.isEmpty)
+    }
+
+    @Test func mergingKeepsTheStrongestDurabilityAndEveryReason() {
+        var older = WriteBatch()
+        older.reasons = [.derivedInterval]
+        older.oldestChange = Instant(nanoseconds: 50)
+        var newer = WriteBatch()
+        newer.durability = .full
+        newer.reasons = [.criticalDelay]
+        newer.oldestChange = Instant(nanoseconds: 10)
+        older.merge(newer: newer)
+        #expect(older.durability == .full)
+        #expect(older.reasons == [.derivedInterval, .criticalDelay])
+        #expect(older.oldestChange == Instant(nanoseconds: 10))
+    }
+
+    @Test func manyMergesStayBoundedByDistinctKeys() {
+        let ids = (0 ..< 10).map { _ in EntityID() }
+        var batch = WriteBatch()
+        for round in 0 ..< 100 {
+            var next = WriteBatch()
+            next.writes = ids.map { write($0, Float(round)) }
+            batch.merge(newer: next)
+        }
+        #expect(batch.writes.count == 10)
+        #expect(batch.writes.allSatisfy { ($0.value as? Position)?.x == 99 })
+    }
+}
