@@ -103,6 +103,7 @@ import Testing
         #expect(policy.decide(now: now, lastCheckpoint: t0, pendingWalBytes: 10, incompleteStreak: 1) == .passive)
         #expect(policy.decide(now: now, lastCheckpoint: t0, pendingWalBytes: 10, incompleteStreak: 2) == .restart)
         #expect(policy.decide(now: now, lastCheckpoint: t0, pendingWalBytes: 10, incompleteStreak: 4) == .truncate)
-        #expect(policy.decide(now: now, lastCheckpoint: t0, pendingWalBytes: 4000, incompleteStreak: 0) == .truncate)
+        #expect(policy.decide(now: now, lastCheckpoint: t0, pendingWalBytes: 4000, incompleteStreak: 0) == .passive)
+        #expect(policy.decide(now: now, lastCheckpoint: t0, pendingWalBytes: 4000, incompleteStreak: 1) == .truncate)
     }
 }

@@ -3,8 +3,8 @@
 /// PASSIVE every `checkpoint_interval_secs`, or as soon as the un-checkpointed WAL
 /// passes `max_wal_size_mb`. A PASSIVE checkpoint that readers keep from finishing
 /// leaves frames behind; after two such in a row the writer escalates to RESTART,
-/// and after four, or with the WAL at four times its limit, to TRUNCATE, so the WAL
-/// cannot grow without bound.
+/// and after four, or after one with the WAL at four times its limit, to TRUNCATE, so
+/// the WAL cannot grow without bound. One large batch alone never escalates.
 struct CheckpointPolicy: Sendable, Equatable {
     enum Mode: String, Sendable {
         case passive = "PASSIVE"
@@ -21,7 +21,7 @@ struct CheckpointPolicy: Sendable, Equatable {
         guard pendingWalBytes > 0 else { return nil }
         let tooBig = pendingWalBytes >= maxWalBytes
         guard tooBig || now >= lastCheckpoint + interval else { return nil }
-        if incompleteStreak >= 4 || pendingWalBytes >= 4 * maxWalBytes { return .truncate }
+        if incompleteStreak >= 4 || (incompleteStreak >= 1 && pendingWalBytes >= 4 * maxWalBytes) { return .truncate }
         if incompleteStreak >= 2 { return .restart }
         return .passive
     }

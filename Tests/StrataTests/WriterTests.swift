@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Testing
+@testable import Strata
+
+/// Counts the transactions SQLite commits on the writer connection, and can hold a
+/// commit until released (a deliberately stalled writer).
+final class CommitProbe: TransactionObserver, @unchecked Sendable {
+    // @unchecked Sendable: counters are under `lock`; semaphores are thread-safe.
+    private let lock = NSLock()
+    private var commits = 0
+    private var stallNext = false
+    let entered = DispatchSemaphore(value: 0)
+    let release = DispatchSemaphore(value: 0)
+
+    var commitCount: Int { lock.withLock { commits } }
+    func stallNextCommit() { lock.withLock { stallNext = true } }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
+    func databaseDidChange(with event: DatabaseEvent) {}
+    func databaseWillCommit() throws {
+        let stall = lock.withLock { () -> Bool in
+            defer { stallNext = false }
+            return stallNext
+        }
+        if stall {
+            entered.signal()
+            release.wait()
+        }
+    }
+    func databaseDidCommit(_ db: Database) { lock.withLock { commits += 1 } }
+    func databaseDidRollback(_ db: Database) {}
+
+    func install(on options: inout Engine.Options) {
+        options.prepareConnection = { db in db.add(transactionObserver: self, extent: .databaseLifetime) }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes (for events on other threads
+/// or processes; never to let time pass).
+func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.002)
+    }
+    return try condition()
+}
+
+@Suite struct WriterTests {
+    @Test func oneTransactionPerBatch() throws {
+        var fixture = EngineFixture()
+        let probe = CommitProbe()
+        probe.install(on: &fixture.options)
+        let engine = try fixture.open()
+        let before = probe.commitCount
+        for i in 0 ..< 500 {
+            engine.world.spawn(Position(x: Float(i), y: 0), Title("shape \(i)"))
+        }
+        engine.flushNow()
+        #expect(probe.commitCount - before == 1)
+        #expect(try fixture.entityCount() == 500)
+        #expect(try fixture.count("SELECT count(*) FROM components") == 1000)
+        try engine.shutdown()
+    }
+
+    @Test func aStalledWriterNeverStallsTheTickThread() throws {
+        var fixture = EngineFixture()
+        let probe = CommitProbe()
+        probe.install(on: &fixture.options)
+        let engine = try fixture.open()
+        let entities = (0 ..< 100).map { engine.world.spawn(Position(x: Float($0), y: 0)) }
+        engine.flushNow()
+        let commitsBefore = probe.commitCount
+
+        // Stall the writer inside its next commit.
+        probe.stallNextCommit()
+        engine.world.mutate(Position.self, of: entities[0]) { $0.y = 1 }
+        engine.flush(reason: .explicitSave)
+        engine.endTick()
+        #expect(probe.entered.wait(timeout: .now() + 20) == .success, "the writer should be inside the stalled commit")
+
+        // A watchdog releases the writer if the tick thread ever blocks on it.
+        let watchdogFired = LockedFlag()
+        let ticksDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            if ticksDone.wait(timeout: .now() + 20) == .timedOut {
+                watchdogFired.set()
+                probe.release.signal()
+            }
+        }
+        for round in 0 ..< 50 {
+            for e in entities { engine.world.mutate(Position.self, of: e) { $0.y = Float(round + 2) } }
+            engine.flush(reason: .explicitSave)
+            engine.endTick()
+        }
+        ticksDone.signal()
+        #expect(!watchdogFired.value, "endTick waited for the stalled writer")
+        #expect(engine.metrics.mergedBatches >= 48, "batches that waited merge into one")
+
+        probe.release.signal()
+        #expect(engine.waitForWriter())
+        // The stalled batch and one merged batch: two commits for 51 flushes.
+        #expect(probe.commitCount - commitsBefore == 2)
+        #expect(try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?", [payloadHex(Position(x: 99, y: 51))]) == 1)
+        try engine.shutdown()
+    }
+
+    @Test func failedCommitsAreRetriedWithoutLoss() throws {
+        var fixture = EngineFixture()
+        fixture.config.writer.busyTimeout = .milliseconds(1)
+        let engine = try fixture.open()
+
+        // Another connection takes the write lock: the writer gets SQLITE_BUSY.
+        var blocker: OpaquePointer?
+        #expect(sqlite3_open(fixture.directory.databasePath, &blocker) == SQLITE_OK)
+        #expect(sqlite3_exec(blocker, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+
+        for i in 0 ..< 50 { engine.world.spawn(Position(x: Float(i), y: 0), Title("t\(i)")) }
+        engine.flush(reason: .explicitSave)
+        engine.endTick()
+        #expect(eventually { engine.metrics.failedCommits >= 3 })
+        #expect(engine.metrics.lastWriteError?.contains("SQLite 5") == true, "SQLITE_BUSY is 5")
+        #expect(try fixture.entityCount() == 0)
+
+        // More changes arrive while the batch is failing: they merge into it.
+        engine.world.spawn(Title("late"))
+        engine.flush(reason: .explicitSave)
+        engine.endTick()
+
+        #expect(sqlite3_exec(blocker, "ROLLBACK", nil, nil, nil) == SQLITE_OK)
+        sqlite3_close(blocker)
+        #expect(engine.waitForWriter())
+        #expect(try fixture.entityCount() == 51)
+        #expect(try fixture.count("SELECT count(*) FROM components") == 101)
+        #expect(engine.metrics.abandonedRows == 0)
+        try engine.shutdown()
+    }
+
+    @Test func checkpointsWhenTheWalPassesItsLimit() throws {
+        var fixture = EngineFixture()
+        fixture.config.persistence.maxWalSizeBytes = 64 * 1024
+        fixture.config.persistence.batteryAdaptive = false   // no desktop override
+        let engine = try fixture.open()
+        for i in 0 ..< 2000 { engine.world.spawn(Title(String(repeating: "x", count: 100) + "\(i)")) }
+        engine.flushNow()
+        #expect(engine.metrics.checkpointsByMode["PASSIVE"] == 1)
+        try engine.shutdown()
+    }
+
+    @Test func checkpointsOnTheIntervalInVirtualTime() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.world.spawn(Title("a"))
+        engine.flushNow()
+        #expect(engine.metrics.checkpointCount == 0)
+        fixture.clock.advance(by: fixture.config.persistence.checkpointInterval)
+        engine.world.spawn(Title("b"))
+        engine.flushNow()
+        #expect(engine.metrics.checkpointsByMode["PASSIVE"] == 1)
+        try engine.shutdown()
+    }
+
+    @Test func cleanShutdownSetsTheMarkAndEmptiesTheWal() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        for i in 0 ..< 100 { engine.world.spawn(Position(x: Float(i), y: 0)) }
+        try engine.shutdown()
+        let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
+        #expect(inspection.cleanShutdown == true)
+        #expect(inspection.cleanShutdownCount == 1)
+        #expect(inspection.walBytes == 0)
+        #expect(inspection.entityCount == 100)
+        #expect(engine.metrics.checkpointsByMode["TRUNCATE"] == 1)
+    }
+
+    @Test func anEngineReleasedWithoutShutdownIsACrashNextTime() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            engine.world.spawn(Title("x"))
+            engine.flushNow()
+        }
+        #expect(try eventually { try DatabaseInspection.inspect(path: fixture.directory.databasePath).cleanShutdown == false })
+        let engine = try fixture.open()
+        #expect(engine.recovery.crashed)
+        #expect(engine.recovery.session.crashCount == 1)
+        #expect(engine.world.entityCount == 1)
+        try engine.shutdown()
+    }
+}
+
+final class LockedFlag: @unchecked Sendable {
+    // @unchecked Sendable: `flag` is under `lock`.
+    private let lock = NSLock()
+    private var flag = false
+    func set() { lock.withLock { flag = true } }
+    var value: Bool { lock.withLock { flag } }
+}
