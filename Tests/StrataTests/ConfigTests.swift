@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+@testable import Strata
+
+@Suite struct ConfigTests {
+    func error(_ toml: String) -> ConfigError? {
+        do {
+            _ = try StrataConfig.parse(toml, source: "test.toml")
+            return nil
+        } catch let error as ConfigError {
+            return error
+        } catch {
+            Issue.record("unexpected error \(error)")
+            return nil
+        }
+    }
+
+    @Test func anEmptyFileIsTheDefaults() throws {
+        #expect(try StrataConfig.parse("") == StrataConfig())
+    }
+
+    @Test func theShippedConfigIsValidAndDocumentsTheDefaults() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        var shipped = try StrataConfig.load(path: root.appendingPathComponent("config.toml").path)
+        #expect(shipped.database.path == "strata-data/canvas.db")
+        shipped.database.path = StrataConfig().database.path
+        #expect(shipped == StrataConfig())
+    }
+
+    @Test func renderedConfigParsesBackToItself() throws {
+        var config = StrataConfig()
+        config.persistence.flushInterval = .milliseconds(2500)
+        config.persistence.batteryTiers.low = .seconds(90)
+        config.persistence.criticalDurability = .crash
+        config.database.pageSize = 16384
+        #expect(try StrataConfig.parse(config.renderTOML()) == config)
+    }
+
+    @Test func valuesAreRead() throws {
+        let config = try StrataConfig.parse("""
+            [persistence]
+            flush_interval_secs = 2.5
+            critical_flush_delay_ms = 250
+            max_wal_size_mb = 1
+            [persistence.battery_tiers]
+            low = 120
+            [simulation]
+            tick_hz = 30
+            """)
+        #expect(config.persistence.flushInterval == .milliseconds(2500))
+        #expect(config.persistence.criticalFlushDelay == .milliseconds(250))
+        #expect(config.persistence.maxWalSizeBytes == 1_048_576)
+        #expect(config.persistence.batteryTiers.low == .seconds(120))
+        #expect(config.simulation.tickHz == 30)
+    }
+
+    @Test func syntaxErrorsCarryTheParsersLineAndColumn() throws {
+        let e = try #require(error("[persistence]\nflush_interval_secs = = 3\n"))
+        #expect(e.kind == .syntax)
+        #expect(e.line == 2)
+        #expect(e.column != nil)
+        #expect(e.description.hasPrefix("test.toml:2:"))
+    }
+
+    @Test func unknownKeysAreNamedWithTheirLineAndTheKnownKeys() throws {
+        let e = try #require(error("[persistence]\nflush_interval_secs = 10\nflush_intervl_secs = 3\n"))
+        #expect(e.kind == .unknownKey)
+        #expect(e.keyPath == "persistence.flush_intervl_secs")
+        #expect(e.line == 3)
+        #expect(e.message.contains("known keys: flush_interval_secs"))
+        #expect(e.description == "test.toml:3: persistence.flush_intervl_secs: \(e.message)")
+    }
+
+    @Test func unknownTablesAreUnknownKeys() throws {
+        let e = try #require(error("[persistance]\nflush_interval_secs = 10\n"))
+        #expect(e.kind == .unknownKey)
+        #expect(e.keyPath == "persistance")
+        #expect(e.line == 1)
+    }
+
+    @Test func wrongTypesNameTheKeyAndWhatWasFound() throws {
+        let e = try #require(error("[persistence]\nflush_interval_secs = \"ten\"\n"))
+        #expect(e.kind == .typeMismatch)
+        #expect(e.keyPath == "persistence.flush_interval_secs")
+        #expect(e.line == 2)
+        #expect(e.message == "expected a number of seconds, found a string (\"ten\")")
+
+        let b = try #require(error("[persistence]\nbattery_adaptive = 1\n"))
+        #expect(b.message == "expected a boolean (true or false), found an integer (1)")
+
+        let t = try #require(error("persistence = 3\n"))
+        #expect(t.kind == .typeMismatch)
+        #expect(t.keyPath == "persistence")
+    }
+
+    @Test func negativeIntervalsAreImpossible() throws {
+        let e = try #require(error("[persistence]\ncheckpoint_interval_secs = -5\n"))
+        #expect(e.kind == .invalidValue)
+        #expect(e.keyPath == "persistence.checkpoint_interval_secs")
+        #expect(e.message == "must be a positive number of seconds, got an integer (-5)")
+        #expect(try #require(error("[persistence.battery_tiers]\nlow = 0\n")).keyPath == "persistence.battery_tiers.low")
+    }
+
+    @Test func theCriticalDelayMustBeBelowTheDerivedIntervals() throws {
+        let e = try #require(error("[persistence]\ncritical_flush_delay_ms = 12000\n"))
+        #expect(e.kind == .invalidValue)
+        #expect(e.keyPath == "persistence.critical_flush_delay_ms")
+        #expect(e.message == "must be below persistence.flush_interval_secs (10.0 s), got 12000")
+
+        // With the default battery tiers, 6 s is above the 5 s charging interval.
+        let tier = try #require(error("[persistence]\ncritical_flush_delay_ms = 6000\n"))
+        #expect(tier.message.contains("persistence.battery_tiers.charging"))
+        // Without battery adaptation only flush_interval_secs counts.
+        #expect(error("[persistence]\nbattery_adaptive = false\ncritical_flush_delay_ms = 6000\n") == nil)
+    }
+
+    @Test func pageSizeMustBeAPowerOfTwo() throws {
+        let e = try #require(error("[database]\npage_size = 3000\n"))
+        #expect(e.kind == .invalidValue)
+        #expect(e.keyPath == "database.page_size")
+        #expect(e.message == "must be a power of two between 512 and 65536, got 3000")
+        #expect(try #require(error("[database]\npage_size = 131072\n")).message == "must be between 512 and 65536 bytes, got 131072")
+    }
+
+    @Test func enumeratedValuesListTheChoices() throws {
+        let e = try #require(error("[persistence]\ncritical_durability = \"sometimes\"\n"))
+        #expect(e.message == "must be one of \"power_loss\", \"crash\", got \"sometimes\"")
+    }
+
+    @Test func otherImpossibleValues() throws {
+        #expect(try #require(error("[simulation]\ntick_hz = 0\n")).message == "must be between 1 and 1000 ticks per second, got 0")
+        #expect(try #require(error("[database]\npath = \"\"\n")).message == "must not be empty")
+        #expect(try #require(error("[writer]\nretry_initial_backoff_ms = 100\nretry_max_backoff_ms = 10\n")).keyPath == "writer.retry_max_backoff_ms")
+        #expect(try #require(error("[persistence]\nmax_wal_size_mb = 0\n")).kind == .invalidValue)
+    }
+
+    @Test func anUnreadableFileSaysSo() {
+        #expect(throws: ConfigError.self) { try StrataConfig.load(path: "/nonexistent/strata.toml") }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+@Suite struct StoreTests {
+    @Test func theEnginesPragmasAreInForce() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let pragmas = try engine.store.withConnection { db in
+            try [
+                "journal_mode": String.fetchOne(db, sql: "PRAGMA journal_mode")!,
+                "page_size": String.fetchOne(db, sql: "PRAGMA page_size")!,
+                "synchronous": String.fetchOne(db, sql: "PRAGMA synchronous")!,
+                "wal_autocheckpoint": String.fetchOne(db, sql: "PRAGMA wal_autocheckpoint")!,
+                "foreign_keys": String.fetchOne(db, sql: "PRAGMA foreign_keys")!,
+                "journal_size_limit": String.fetchOne(db, sql: "PRAGMA journal_size_limit")!,
+                "user_version": String.fetchOne(db, sql: "PRAGMA user_version")!,
+            ]
+        }
+        #expect(pragmas == [
+            "journal_mode": "wal", "page_size": "8192", "synchronous": "1", "wal_autocheckpoint": "0",
+            "foreign_keys": "1", "journal_size_limit": "\(5 * 1024 * 1024)", "user_version": "1",
+        ])
+        try engine.shutdown()
+    }
+
+    @Test func theConfiguredPageSizeAppliesToANewFile() throws {
+        var fixture = EngineFixture()
+        fixture.config.database.pageSize = 16384
+        let engine = try fixture.open()
+        try engine.shutdown()
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).pageSize == 16384)
+    }
+
+    @Test func pathsWithURICharactersOpenTheRightFile() throws {
+        let directory = TestDirectory()
+        let path = directory.url.appendingPathComponent("odd ?#%name.db").path
+        let location = StoreLocation(path: path, vfs: "unix")
+        #expect(location.uri.hasSuffix("odd%20%3F%23%25name.db?vfs=unix"))
+        let store = try Store(location: location)
+        try store.close()
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func anUnknownVfsIsAnOpenError() throws {
+        let directory = TestDirectory()
+        #expect(throws: StoreError.self) {
+            try Store(location: StoreLocation(path: directory.databasePath, vfs: "no-such-vfs"))
+        }
+    }
+
+    @Test func rowsOfUnregisteredTypesAreKeptUntouched() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            engine.world.spawn(Position(x: 1, y: 1), Title("kept"))
+            try engine.shutdown()
+        }
+        do {
+            let engine = try Engine.open(config: fixture.config, components: [Position.self], logger: quietLogger, options: fixture.options)
+            #expect(engine.recovery.loaded.unknownTypeRows == 1)
+            #expect(engine.recovery.loaded.components == 1)
+            let e = try #require(engine.world.entities.first)
+            engine.world.mutate(Position.self, of: e) { $0.x = 2 }
+            try engine.shutdown()
+        }
+        #expect(try fixture.componentCount(Title.self) == 1)
+        let engine = try fixture.open()
+        #expect(engine.world.get(Title.self, for: engine.world.entities[0]) == Title("kept"))
+        #expect(engine.world.get(Position.self, for: engine.world.entities[0]) == Position(x: 2, y: 1))
+        try engine.shutdown()
+    }
+
+    @Test func payloadsFromANewerBuildAreKeptButNotLoaded() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            engine.world.spawn(Position(x: 1, y: 1), Title("t"))
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE components SET version = 99 WHERE type_id = (SELECT id FROM component_types WHERE name = ?)",
+                           arguments: [Title.typeName])
+        }
+        try queue.close()
+        let engine = try fixture.open()
+        #expect(engine.recovery.loaded.undecodableRows == 1)
+        #expect(engine.recovery.loaded.components == 1)
+        try engine.shutdown()
+        #expect(try fixture.componentCount(Title.self) == 1)
+    }
+
+    @Test func aCorruptDatabaseIsSetAsideReportedAndReplaced() throws {
+        let fixture = EngineFixture()
+        let garbage = Data((0 ..< 64 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
+        try garbage.write(to: URL(fileURLWithPath: fixture.directory.databasePath))
+        let engine = try fixture.open()
+        let setAside = try #require(engine.recovery.setAsideCorruptFile)
+        #expect(FileManager.default.contents(atPath: setAside) == garbage)
+        #expect(engine.recovery.description.contains("corrupt"))
+        engine.world.spawn(Title("fresh"))
+        try engine.shutdown()
+        #expect(try fixture.entityCount() == 1)
+    }
+
+    @Test func inspectionJSONHasTheStableKeys() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.world.spawn(Position(x: 1, y: 1), Title("t"))
+        try engine.shutdown()
+        let json = try DatabaseInspection.inspect(path: fixture.directory.databasePath).json()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        for key in ["journal_mode", "page_size", "schema_version", "wal_bytes", "entity_count", "components",
+                    "clean_shutdown", "crash_count", "clean_shutdown_count"] {
+            #expect(object[key] != nil, "missing \(key)")
+        }
+        #expect(object["journal_mode"] as? String == "wal")
+        #expect((object["components"] as? [String: Int])?[Title.typeName] == 1)
+    }
+
+    @Test func inspectingAMissingFileIsAnError() {
+        #expect(throws: StoreError.self) { try DatabaseInspection.inspect(path: "/nonexistent/x.db") }
+    }
+}
