@@ -182,7 +182,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
             engine.world.spawn(Title("x"))
             engine.flushNow()
         }
-        #expect(try eventually { try DatabaseInspection.inspect(path: fixture.directory.databasePath).cleanShutdown == false })
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).cleanShutdown == false)
         let engine = try fixture.open()
         #expect(engine.recovery.crashed)
         #expect(engine.recovery.session.crashCount == 1)

@@ -162,6 +162,7 @@ public final class Engine {
         if !isShutDown {
             logger.warning("engine released without shutdown(): undrained changes are lost; the next open will report a crash")
             writer.abandon()
+            try? store.close()
         }
     }
 }

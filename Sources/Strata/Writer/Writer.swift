@@ -98,11 +98,11 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    /// Stops after the queued batches without marking the session clean: the world's
-    /// undrained changes are lost, so the next open must see a crash.
+    /// Stops after the queued batches without marking the session clean (the world's
+    /// undrained changes are lost, so the next open must see a crash), and waits.
     func abandon() {
         controlLock.withLock { abandoned = true }
-        buffer.close()
+        _ = stop()
     }
 
     private func run() {

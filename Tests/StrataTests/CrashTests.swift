@@ -1,0 +1,192 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// Mirrors of the canvas types `strata sim` writes, to read its database back.
+struct CanvasDocument: Component {
+    static let typeName = "canvas.document"
+    static let tier = Tier.critical
+    var name: String, revision: Int, modifiedAtMs: Int
+    func encode(to p: inout PayloadWriter) { p.write(name); p.write(revision); p.write(modifiedAtMs) }
+    init(from p: inout PayloadReader, version: Int) throws { name = try p.read(); revision = try p.read(); modifiedAtMs = try p.read() }
+}
+
+struct CanvasStrokeStyle: Component {
+    static let typeName = "canvas.stroke_style"
+    static let tier = Tier.critical
+    var color: UInt32, width: Float, finished: Bool
+    func encode(to p: inout PayloadWriter) { p.write(color); p.write(width); p.write(finished) }
+    init(from p: inout PayloadReader, version: Int) throws { color = try p.read(); width = try p.read(); finished = try p.read() }
+}
+
+/// The `strata` executable next to this test bundle (`make test` builds it first).
+func strataExecutable() throws -> String {
+    if let path = ProcessInfo.processInfo.environment["STRATA_BIN"] { return path }
+    let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("strata").path
+    guard FileManager.default.isExecutableFile(atPath: candidate) else {
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no strata binary at \(candidate): run `swift build` first (make test does)"])
+    }
+    return candidate
+}
+
+/// One line of `strata sim --trace-critical`.
+struct TraceLine {
+    var instant: Instant
+    var operation: String
+    var entity: String
+    var revision: Int?
+
+    static func read(_ path: String) -> [TraceLine] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        // The last line may be cut short by the kill: keep only complete lines.
+        return text.split(separator: "\n", omittingEmptySubsequences: true).dropLast(text.hasSuffix("\n") ? 0 : 1).compactMap { line in
+            let parts = line.split(separator: " ")
+            guard parts.count >= 3, let ns = Int64(parts[0]) else { return nil }
+            return TraceLine(instant: Instant(nanoseconds: ns), operation: String(parts[1]), entity: String(parts[2]),
+                             revision: parts.count > 3 ? Int(parts[3]) : nil)
+        }
+    }
+}
+
+@Suite(.serialized) struct CrashTests {
+    func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try strataExecutable())
+        process.arguments = ["sim", "--db", directory.databasePath, "--log-level", "error"] + extra
+        process.currentDirectoryURL = directory.url
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    @Test func aKilledSimIsDetectedAndKeepsEveryCriticalChangeOlderThanTheDelay() throws {
+        let directory = TestDirectory()
+        let tracePath = directory.url.appendingPathComponent("critical.trace").path
+        let sim = try startSim(directory, ["--entities", "300", "--seed", "7", "--trace-critical", tracePath])
+
+        // Let it run until it has made critical changes for a few seconds of its own time.
+        let running = eventually(timeout: .seconds(60)) {
+            let lines = TraceLine.read(tracePath)
+            guard let first = lines.first, let last = lines.last else { return false }
+            return last.instant.duration(since: first.instant) > .seconds(4)
+                && lines.contains { $0.operation == "despawn" } && lines.contains { $0.operation == "metadata" }
+        }
+        #expect(running, "strata sim made no progress")
+        let killedAt = MonotonicClock().now()
+        kill(sim.processIdentifier, SIGKILL)
+        sim.waitUntilExit()
+        #expect(sim.terminationReason == .uncaughtSignal)
+
+        let before = try DatabaseInspection.inspect(path: directory.databasePath)
+        #expect(before.cleanShutdown == false)
+
+        var config = StrataConfig()
+        config.database.path = directory.databasePath
+        let engine = try Engine.open(config: config, components: [CanvasDocument.self, CanvasStrokeStyle.self], logger: quietLogger)
+        #expect(engine.recovery.crashed)
+        #expect(engine.recovery.session.crashCount == 1)
+        #expect(engine.recovery.session.integrity == "ok")
+        #expect(engine.recovery.loaded.unknownTypeRows > 0, "shapes' rows are kept though this engine does not load them")
+
+        let integrity = try engine.store.withConnection { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
+        #expect(integrity == ["ok"])
+
+        // Every critical change older than the critical delay at the kill is in the database.
+        let cutoff = killedAt - config.persistence.criticalFlushDelay
+        let trace = TraceLine.read(tracePath)
+        let old = trace.filter { $0.instant < cutoff }
+        #expect(old.count > 10)
+        let world = engine.world
+        var checked = 0
+        for (entity, ops) in Dictionary(grouping: trace, by: \.entity) {
+            let id = try #require(UUID(uuidString: entity)).entityID
+            let oldOps = ops.filter { $0.instant < cutoff }
+            let newOps = ops.filter { $0.instant >= cutoff }
+            guard let lastOld = oldOps.last else { continue }
+            checked += 1
+            let present = world.entity(for: id) != nil
+            switch lastOld.operation {
+            case "spawn" where !newOps.contains { $0.operation == "despawn" }:
+                #expect(present, "spawned \(entity) before the cutoff, missing")
+            case "despawn":
+                #expect(!present, "despawned \(entity) before the cutoff, still there")
+            case "metadata":
+                let revision = try #require(world.entity(for: id).flatMap { world.get(CanvasDocument.self, for: $0) }?.revision)
+                #expect(revision >= lastOld.revision!, "document revision \(revision) older than \(lastOld.revision!)")
+            case "stroke_end":
+                let style = world.entity(for: id).flatMap { world.get(CanvasStrokeStyle.self, for: $0) }
+                #expect(style?.finished == true, "stroke \(entity) ended before the cutoff, not saved as finished")
+            default:
+                break
+            }
+        }
+        #expect(checked > 10)
+
+        // Never a shape without the components it was spawned with.
+        let orphans = try engine.store.withConnection { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM components s JOIN component_types st ON st.id = s.type_id AND st.name = 'canvas.shape_style'
+                WHERE NOT EXISTS (SELECT 1 FROM components t JOIN component_types tt ON tt.id = t.type_id AND tt.name = 'canvas.transform'
+                                  WHERE t.entity_id = s.entity_id)
+                """)
+        }
+        #expect(orphans == 0)
+        try engine.shutdown()
+
+        // The counters persist: the next session sees one crash and one clean shutdown.
+        let after = try DatabaseInspection.inspect(path: directory.databasePath)
+        #expect(after.crashCount == 1)
+        #expect(after.cleanShutdownCount == 1)
+        #expect(after.cleanShutdown == true)
+    }
+
+    @Test func sigtermShutsDownCleanly() throws {
+        let directory = TestDirectory()
+        let tracePath = directory.url.appendingPathComponent("critical.trace").path
+        let sim = try startSim(directory, ["--entities", "50", "--trace-critical", tracePath])
+        #expect(eventually(timeout: .seconds(60)) { TraceLine.read(tracePath).count > 50 })
+        kill(sim.processIdentifier, SIGTERM)
+        sim.waitUntilExit()
+        #expect(sim.terminationReason == .exit)
+        #expect(sim.terminationStatus == 0)
+        let inspection = try DatabaseInspection.inspect(path: directory.databasePath)
+        #expect(inspection.cleanShutdown == true)
+        #expect(inspection.walBytes == 0)
+        #expect(inspection.crashCount == 0)
+        #expect(inspection.entityCount >= 50)
+    }
+
+    @Test func theNextStartSaysTheSimCrashed() throws {
+        let directory = TestDirectory()
+        let tracePath = directory.url.appendingPathComponent("critical.trace").path
+        let sim = try startSim(directory, ["--entities", "20", "--trace-critical", tracePath])
+        // Wait until the first critical batch is in the database.
+        #expect(eventually(timeout: .seconds(60)) {
+            ((try? DatabaseInspection.inspect(path: directory.databasePath))?.entityCount ?? 0) > 0
+        })
+        kill(sim.processIdentifier, SIGKILL)
+        sim.waitUntilExit()
+
+        let next = Process()
+        next.executableURL = URL(fileURLWithPath: try strataExecutable())
+        next.arguments = ["sim", "--db", directory.databasePath, "--duration", "0.5", "--entities", "20", "--log-level", "error"]
+        let output = Pipe()
+        next.standardOutput = output
+        next.standardError = FileHandle.nullDevice
+        try next.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        next.waitUntilExit()
+        #expect(next.terminationStatus == 0)
+        #expect(text.contains("the previous session crashed"))
+        #expect(text.contains("crash #1"))
+        #expect(text.contains("integrity check: ok"))
+        #expect(text.contains("recovered"))
+    }
+}
+
+extension UUID {
+    var entityID: EntityID { EntityID(self) }
+}
