@@ -7,7 +7,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps build test run bench clean
+.PHONY: all deps build test run bench-micro clean
 
 all: build
 
@@ -33,5 +33,10 @@ run: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata sim --config $(CONFIG) --duration $(DURATION)
 
+# The micro-benchmarks (ordo-one/benchmark, release build): marking, hand-off, encoding,
+# writer vs a raw sqlite3 loop, reload. A separate package: library users don't inherit it.
+bench-micro: deps
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
 clean:
-	rm -rf .build
+	rm -rf .build Benchmarks/.build

@@ -1,4 +1,5 @@
 /// One component row to write: its new value, or `nil` to delete the row.
+@usableFromInline
 struct ComponentWrite: Sendable {
     var entity: EntityID
     /// The world's index for the type; the writer caches the row's `type_id` by it.

@@ -6,14 +6,15 @@ import Foundation
 /// thread is a programming error, caught at the call site rather than as a data race.
 /// Ownership is taken by the first checked call, so an object may be built on one
 /// thread and handed to its owner before first use.
+@usableFromInline
 struct ThreadOwner {
     #if DEBUG
-    private var owner: pthread_t?
+    @usableFromInline var owner: pthread_t?
     #endif
 
-    init() {}
+    @usableFromInline init() {}
 
-    @inline(__always)
+    @inlinable @inline(__always)
     mutating func check(_ what: @autoclosure () -> String, file: StaticString = #file, line: UInt = #line) {
         #if DEBUG
         let me = pthread_self()

@@ -1,70 +1,75 @@
-/// Layer 1 of RFC 0002: which keys changed since their tier was last drained.
+/// Layer 1 of RFC 0002: which tiers are dirty, since when, and where to look.
 ///
-/// Owned by the tick thread (inside ``World``).
+/// Owned by the tick thread (inside ``World``). The dirty keys themselves live in the
+/// component columns (``ComponentColumn``: a dirty bit per entity slot and a list of
+/// slots per tier), so that a drain runs type-specialized code column by column.
 ///
 /// Invariants:
-/// 1. A key is appended to a tier's list only when its column's dirty bit goes from
-///    false to true, so each list holds each live dirty key at most once more than
-///    the number of despawn-and-reuse cycles of its slot (stale keys are skipped).
-/// 2. `firstDirty[tier]` is set exactly when the tier goes from clean to dirty and
-///    cleared when the tier is drained: the flush deadline runs from the oldest change.
-/// 3. Entity spawns and despawns are critical work: they live in `spawns` and
-///    `despawns` and make the critical tier dirty.
-/// 4. Marking never allocates once the lists have grown to their steady-state size:
+/// 1. A column's slot is appended to its tier list only when its dirty bit goes from
+///    false to true; stale entries (bit cleared by a despawn or an earlier drain) are
+///    skipped at drain time and never cause a wrong write.
+/// 2. A column index is in `columns[tier]` exactly when that column's tier list went
+///    from empty to non-empty since the tier was last drained.
+/// 3. `firstDirty[tier]` is set when the tier goes from clean to dirty and cleared when
+///    it is drained: flush deadlines run from the oldest pending change.
+/// 4. Spawns and despawns are critical work and make the critical tier dirty.
+/// 5. Marking never allocates once the lists have reached their steady-state size:
 ///    drains keep capacity.
+@usableFromInline
 struct DirtyTracker {
     /// A spawn waiting for the next critical drain.
+    @usableFromInline
     struct Spawn {
-        var entity: Entity
-        var id: EntityID
+        @usableFromInline var entity: Entity
+        @usableFromInline var id: EntityID
+
+        @usableFromInline
+        init(entity: Entity, id: EntityID) { self.entity = entity; self.id = id }
     }
 
-    /// Dirty keys per persisted tier (`Tier.critical.rawValue`, `Tier.derived.rawValue`).
-    private(set) var keys: [[DirtyKey]] = [[], []]
-    /// When each persisted tier first became dirty since its last drain.
-    private(set) var firstDirty: [Instant?] = [nil, nil]
-    private(set) var spawns: [Spawn] = []
-    private(set) var despawns: [EntityID] = []
+    /// Columns with dirty slots, per persisted tier (`Tier.rawValue`).
+    @usableFromInline var columns: [[UInt32]] = [[], []]
+    @usableFromInline var firstDirty: [Instant?] = [nil, nil]
+    @usableFromInline var spawns: [Spawn] = []
+    @usableFromInline var despawns: [EntityID] = []
 
-    @inline(__always)
-    mutating func mark(_ key: DirtyKey, tier: Tier, now: () -> Instant) {
+    @usableFromInline
+    init() {}
+
+    /// Records that column `typeIndex` has its first queued key of `tier`: the only
+    /// marking that reaches the tracker (a tier goes dirty only through such a key).
+    @inlinable
+    mutating func noteColumnDirty(_ tier: Tier, typeIndex: UInt32, clock: any StrataClock) {
         let t = tier.rawValue
-        if firstDirty[t] == nil { firstDirty[t] = now() }
-        keys[t].append(key)
+        if firstDirty[t] == nil { firstDirty[t] = clock.now() }
+        columns[t].append(typeIndex)
     }
 
-    mutating func markSpawn(_ entity: Entity, id: EntityID, now: () -> Instant) {
-        if firstDirty[0] == nil { firstDirty[0] = now() }
+    mutating func noteSpawn(_ entity: Entity, id: EntityID, clock: any StrataClock) {
+        if firstDirty[0] == nil { firstDirty[0] = clock.now() }
         spawns.append(Spawn(entity: entity, id: id))
     }
 
-    mutating func markDespawn(_ id: EntityID, now: () -> Instant) {
-        if firstDirty[0] == nil { firstDirty[0] = now() }
+    mutating func noteDespawn(_ id: EntityID, clock: any StrataClock) {
+        if firstDirty[0] == nil { firstDirty[0] = clock.now() }
         despawns.append(id)
     }
 
-    /// Number of keys queued for `tier` (an upper bound: stale keys are counted).
-    func pendingCount(_ tier: Tier) -> Int {
-        guard tier != .ephemeral else { return 0 }
-        let entityOps = tier == .critical ? spawns.count + despawns.count : 0
-        return keys[tier.rawValue].count + entityOps
-    }
 
     func firstDirty(_ tier: Tier) -> Instant? {
         tier == .ephemeral ? nil : firstDirty[tier.rawValue]
     }
 
-    /// Hands the tier's keys to `body` and clears the tier, keeping the lists' storage.
-    mutating func drain(_ tier: Tier, _ body: (_ keys: [DirtyKey], _ spawns: [Spawn], _ despawns: [EntityID]) -> Void) {
+    /// Clears the tier, keeping the lists' storage; returns the columns to drain.
+    mutating func reset(_ tier: Tier) -> [UInt32] {
         let t = tier.rawValue
+        let dirtyColumns = columns[t]
+        columns[t].removeAll(keepingCapacity: true)
+        firstDirty[t] = nil
         if tier == .critical {
-            body(keys[t], spawns, despawns)
             spawns.removeAll(keepingCapacity: true)
             despawns.removeAll(keepingCapacity: true)
-        } else {
-            body(keys[t], [], [])
         }
-        keys[t].removeAll(keepingCapacity: true)
-        firstDirty[t] = nil
+        return dirtyColumns
     }
 }

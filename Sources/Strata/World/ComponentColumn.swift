@@ -1,4 +1,5 @@
-/// Storage for one component type: a sparse set with a dirty bit per entity slot.
+/// Storage for one component type: a sparse set with a dirty bit per entity slot and
+/// the slots queued for each persisted tier.
 ///
 /// Owned by the tick thread (inside ``World``).
 ///
@@ -7,26 +8,37 @@
 /// The dirty bit lives in `slots`, not in the dense arrays, so it survives a `remove`:
 /// a removed component is still dirty until drained, and drains as a row delete.
 /// Trade-off: a sparse set costs 8 bytes per entity slot per type even for entities
-/// without the component, in exchange for O(1) insert, remove and dirty checks.
+/// without the component, in exchange for O(1) insert, remove and dirty checks, and a
+/// drain that runs specialized code over one type at a time.
+@usableFromInline
 final class ComponentColumn<C: Component>: AnyComponentColumn {
+    @usableFromInline
     struct Slot {
         /// Index into `values`, or -1.
-        var dense: Int32 = -1
+        @usableFromInline var dense: Int32 = -1
         /// Set when the value changed and has not been drained since.
-        var dirty = false
+        @usableFromInline var dirty = false
+
+        @usableFromInline init() {}
     }
 
-    let typeIndex: UInt32
-    var values: [C] = []
-    var owners: [UInt32] = []
-    var slots: [Slot] = []
+    @usableFromInline let typeIndex: UInt32
+    @usableFromInline var values: [C] = []
+    @usableFromInline var owners: [UInt32] = []
+    // Never borrowed across user code (see `World.records`): exclusivity checks skipped.
+    @exclusivity(unchecked) @usableFromInline var slots: [Slot] = []
+    /// Slots whose dirty bit was set, per persisted tier (`Tier.rawValue`).
+    @exclusivity(unchecked) @usableFromInline var queued: [[UInt32]] = [[], []]
 
+    @usableFromInline
     init(typeIndex: UInt32) { self.typeIndex = typeIndex }
 
+    @usableFromInline
     var componentType: any Component.Type { C.self }
+    @usableFromInline
     var count: Int { values.count }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func denseIndex(_ entityIndex: UInt32) -> Int? {
         let i = Int(entityIndex)
         guard i < slots.count else { return nil }
@@ -34,9 +46,10 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         return d >= 0 ? Int(d) : nil
     }
 
+    @usableFromInline
     func contains(_ entityIndex: UInt32) -> Bool { denseIndex(entityIndex) != nil }
 
-    @inline(__always)
+    @inlinable
     func growSlots(to entityIndex: UInt32) {
         let needed = Int(entityIndex) + 1
         if slots.count < needed {
@@ -45,7 +58,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     }
 
     /// Stores `value`; returns true if the entity had no value before.
-    @inline(__always)
+    @inlinable
     @discardableResult
     func set(_ value: C, at entityIndex: UInt32) -> Bool {
         if let d = denseIndex(entityIndex) {
@@ -60,6 +73,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     }
 
     /// Swap-removes the entity's value; returns it if there was one.
+    @inlinable
     @discardableResult
     func remove(at entityIndex: UInt32) -> C? {
         guard let d = denseIndex(entityIndex) else { return nil }
@@ -76,50 +90,64 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         return removed
     }
 
-    func removeAny(at entityIndex: UInt32) { remove(at: entityIndex) }
-
-    /// Sets the dirty bit; returns true if it was clear (the caller then queues the key).
-    @inline(__always)
-    func markDirty(_ entityIndex: UInt32) -> Bool {
+    /// Sets the dirty bit and queues the slot for `tier`. Returns true if this was the
+    /// tier's first queued key in this column (the tracker must hear of it).
+    @inlinable @inline(__always)
+    func markDirty(_ entityIndex: UInt32, tier: Tier) -> Bool {
         growSlots(to: entityIndex)
         let i = Int(entityIndex)
         if slots[i].dirty { return false }
         slots[i].dirty = true
-        return true
+        let t = tier.rawValue
+        queued[t].append(entityIndex)
+        return queued[t].count == 1
     }
 
-    func isDirty(_ entityIndex: UInt32) -> Bool {
-        Int(entityIndex) < slots.count && slots[Int(entityIndex)].dirty
-    }
+    @usableFromInline
+    func queuedCount(_ tier: Tier) -> Int { queued[tier.rawValue].count }
 
-    func clearDirty(_ entityIndex: UInt32) {
+    /// Clears the entity's value and dirty bit (despawn): its queued entries go stale.
+    @usableFromInline
+    func forget(_ entityIndex: UInt32) {
+        remove(at: entityIndex)
         if Int(entityIndex) < slots.count { slots[Int(entityIndex)].dirty = false }
     }
 
-    func boxedValue(_ entityIndex: UInt32) -> (any Component)? {
-        denseIndex(entityIndex).map { values[$0] }
+    /// Moves the tier's dirty slots into `writes`, with their current values.
+    /// See ``World/drain(_:into:)`` for the rules.
+    @usableFromInline
+    func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
+        let t = tier.rawValue
+        writes.reserveCapacity(writes.count + queued[t].count)
+        for entityIndex in queued[t] {
+            let i = Int(entityIndex)
+            guard slots[i].dirty else { continue }
+            let record = records[i]
+            // Keys of an entity whose spawn is not drained yet travel with the spawn.
+            if tier != .critical && record.spawnPending { continue }
+            slots[i].dirty = false
+            let d = slots[i].dense
+            writes.append(ComponentWrite(entity: record.id, typeIndex: typeIndex, typeName: C.typeName,
+                                         value: d >= 0 ? values[Int(d)] : nil))
+        }
+        queued[t].removeAll(keepingCapacity: true)
     }
 
+    @usableFromInline
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws {
         set(try C(from: &payload, version: version), at: entityIndex)
-    }
-
-    func reserve(_ capacity: Int) {
-        values.reserveCapacity(capacity)
-        owners.reserveCapacity(capacity)
     }
 }
 
 /// The type-erased face of ``ComponentColumn`` that the world and the drain use.
+@usableFromInline
 protocol AnyComponentColumn: AnyObject {
     var typeIndex: UInt32 { get }
     var componentType: any Component.Type { get }
     var count: Int { get }
     func contains(_ entityIndex: UInt32) -> Bool
-    func removeAny(at entityIndex: UInt32)
-    func isDirty(_ entityIndex: UInt32) -> Bool
-    func clearDirty(_ entityIndex: UInt32)
-    func boxedValue(_ entityIndex: UInt32) -> (any Component)?
+    func forget(_ entityIndex: UInt32)
+    func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
+    func queuedCount(_ tier: Tier) -> Int
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
-    func reserve(_ capacity: Int)
 }

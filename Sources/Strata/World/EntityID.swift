@@ -40,5 +40,11 @@ public struct Entity: Hashable, Sendable, CustomStringConvertible {
     /// Incremented each time the slot is reused.
     public let generation: UInt32
 
+    @usableFromInline
+    init(index: UInt32, generation: UInt32) {
+        self.index = index
+        self.generation = generation
+    }
+
     public var description: String { "Entity(\(index)v\(generation))" }
 }

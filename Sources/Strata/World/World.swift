@@ -14,23 +14,33 @@
 /// Spawns are critical: a spawned entity is written together with every component it
 /// gets before the next critical flush, whatever their tiers, so after a crash there
 /// is never an entity row without its initial components.
+///
+/// The component API (`World+Components.swift`) is `@inlinable`, so a host's calls
+/// are specialized for its component types: marking a change costs a few nanoseconds.
 public final class World {
+    @usableFromInline
     struct EntityRecord {
-        var id: EntityID
-        var generation: UInt32
-        var alive: Bool
+        @usableFromInline var id: EntityID
+        @usableFromInline var generation: UInt32
+        @usableFromInline var alive: Bool
         /// Spawned, and the spawn not yet drained into a batch: its components go critical.
-        var spawnPending: Bool
+        @usableFromInline var spawnPending: Bool
     }
 
-    var records: [EntityRecord] = []
+    // Tick-thread storage that is never borrowed across a call into user code: its
+    // accesses cannot overlap, so the dynamic exclusivity checks are skipped (they cost
+    // more than the rest of a change-marking). Component values stay checked: `mutate`
+    // lends them to the caller's closure.
+    @exclusivity(unchecked) @usableFromInline var records: [EntityRecord] = []
     private var freeSlots: [UInt32] = []
     private var indexByID: [EntityID: UInt32] = [:]
-    var columns: [any AnyComponentColumn] = []
-    private var columnByType: [ObjectIdentifier: Int] = [:]
-    var tracker = DirtyTracker()
-    let clock: any StrataClock
-    var owner = ThreadOwner()
+    @exclusivity(unchecked) @usableFromInline var columns: [any AnyComponentColumn] = []
+    @usableFromInline var columnByType: [ObjectIdentifier: Int] = [:]
+    /// The last column looked up: hot loops touch one type many times in a row.
+    @exclusivity(unchecked) @usableFromInline var lastColumn: (type: ObjectIdentifier, index: Int)?
+    @exclusivity(unchecked) @usableFromInline var tracker = DirtyTracker()
+    @usableFromInline let clock: any StrataClock
+    @usableFromInline var owner = ThreadOwner()
     public private(set) var entityCount = 0
 
     /// A world whose change instants come from `clock`.
@@ -54,15 +64,28 @@ public final class World {
     /// The registered component types, in registration order.
     public var componentTypes: [any Component.Type] { columns.map(\.componentType) }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     func column<C: Component>(_ type: C.Type) -> ComponentColumn<C> {
-        if let i = columnByType[ObjectIdentifier(type)] {
-            return unsafeDowncast(columns[i], to: ComponentColumn<C>.self)
+        let key = ObjectIdentifier(type)
+        if let last = lastColumn, last.type == key {
+            return unsafeDowncast(columns[last.index], to: ComponentColumn<C>.self)
         }
-        let column = ComponentColumn<C>(typeIndex: UInt32(columns.count))
-        columnByType[ObjectIdentifier(type)] = columns.count
-        columns.append(column)
-        return column
+        return lookUpColumn(type)
+    }
+
+    @usableFromInline
+    func lookUpColumn<C: Component>(_ type: C.Type) -> ComponentColumn<C> {
+        let key = ObjectIdentifier(type)
+        let index: Int
+        if let known = columnByType[key] {
+            index = known
+        } else {
+            index = columns.count
+            columnByType[key] = index
+            columns.append(ComponentColumn<C>(typeIndex: UInt32(index)))
+        }
+        lastColumn = (key, index)
+        return unsafeDowncast(columns[index], to: ComponentColumn<C>.self)
     }
 
     // MARK: Entities
@@ -72,11 +95,12 @@ public final class World {
     public func spawn(id: EntityID = EntityID()) -> Entity {
         owner.check("World")
         let entity = makeEntity(id: id, spawnPending: true)
-        tracker.markSpawn(entity, id: id, now: clock.now)
+        tracker.noteSpawn(entity, id: id, clock: clock)
         return entity
     }
 
     /// Spawns an entity with its initial components, persisted together.
+    @inlinable
     @discardableResult
     public func spawn<each C: Component>(_ components: repeat each C) -> Entity {
         let entity = spawn()
@@ -109,13 +133,10 @@ public final class World {
         owner.check("World")
         guard isAlive(entity) else { return false }
         let i = Int(entity.index)
-        for column in columns {
-            column.removeAny(at: entity.index)
-            column.clearDirty(entity.index)
-        }
+        for column in columns { column.forget(entity.index) }
         let record = records[i]
         if !record.spawnPending {
-            tracker.markDespawn(record.id, now: clock.now)
+            tracker.noteDespawn(record.id, clock: clock)
         }
         // A pending spawn is cancelled: the drain skips spawns whose generation moved on.
         records[i].alive = false
@@ -127,7 +148,7 @@ public final class World {
         return true
     }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     public func isAlive(_ entity: Entity) -> Bool {
         let i = Int(entity.index)
         return i < records.count && records[i].generation == entity.generation && records[i].alive
@@ -151,105 +172,14 @@ public final class World {
         }
     }
 
-    // MARK: Components
+    // MARK: Pending changes
 
-    /// Inserts or replaces the entity's `C`, marking it dirty. False if the entity is dead.
-    @inline(__always)
-    @discardableResult
-    public func insert<C: Component>(_ value: C, for entity: Entity) -> Bool {
-        owner.check("World")
-        guard isAlive(entity) else { return false }
-        let column = column(C.self)
-        column.set(value, at: entity.index)
-        markDirty(column, entity.index, tier: C.tier)
-        return true
+    /// Keys waiting for `tier`'s next flush (an upper bound: stale entries count).
+    public func pendingCount(_ tier: Tier) -> Int {
+        guard tier != .ephemeral else { return 0 }
+        let keys = tracker.columns[tier.rawValue].reduce(0) { $0 + columns[Int($1)].queuedCount(tier) }
+        return keys + (tier == .critical ? tracker.spawns.count + tracker.despawns.count : 0)
     }
-
-    /// Inserts or replaces `value` only if it differs from the current one
-    /// (bevy's `set_if_neq`): an equal value is neither stored nor marked dirty.
-    /// Returns true if the value changed.
-    @discardableResult
-    public func setIfChanged<C: Component>(_ value: C, for entity: Entity) -> Bool {
-        owner.check("World")
-        guard isAlive(entity) else { return false }
-        let column = column(C.self)
-        if let d = column.denseIndex(entity.index), column.values[d] == value { return false }
-        column.set(value, at: entity.index)
-        markDirty(column, entity.index, tier: C.tier)
-        return true
-    }
-
-    /// The entity's `C`, if it has one.
-    @inline(__always)
-    public func get<C: Component>(_ type: C.Type, for entity: Entity) -> C? {
-        owner.check("World")
-        guard isAlive(entity) else { return nil }
-        let column = column(C.self)
-        return column.denseIndex(entity.index).map { column.values[$0] }
-    }
-
-    /// Mutates the entity's `C` in place and marks it dirty; nil if it has none.
-    @inline(__always)
-    @discardableResult
-    public func mutate<C: Component, R>(_ type: C.Type, of entity: Entity, _ body: (inout C) throws -> R) rethrows -> R? {
-        owner.check("World")
-        guard isAlive(entity) else { return nil }
-        let column = column(C.self)
-        guard let d = column.denseIndex(entity.index) else { return nil }
-        let result = try body(&column.values[d])
-        markDirty(column, entity.index, tier: C.tier)
-        return result
-    }
-
-    /// Removes the entity's `C` (its row is deleted at the tier's next flush) and returns it.
-    @discardableResult
-    public func remove<C: Component>(_ type: C.Type, from entity: Entity) -> C? {
-        owner.check("World")
-        guard isAlive(entity) else { return nil }
-        let column = column(C.self)
-        guard let removed = column.remove(at: entity.index) else { return nil }
-        markDirty(column, entity.index, tier: C.tier)
-        return removed
-    }
-
-    /// Whether the entity has a `C`.
-    public func has<C: Component>(_ type: C.Type, _ entity: Entity) -> Bool {
-        isAlive(entity) && column(C.self).contains(entity.index)
-    }
-
-    /// Number of entities that have a `C`.
-    public func count<C: Component>(of type: C.Type) -> Int { column(C.self).count }
-
-    /// Calls `body` for every entity that has a `C`, with its value.
-    public func forEach<C: Component>(_ type: C.Type, _ body: (Entity, C) throws -> Void) rethrows {
-        owner.check("World")
-        let column = column(C.self)
-        for d in column.values.indices {
-            let index = column.owners[d]
-            try body(Entity(index: index, generation: records[Int(index)].generation), column.values[d])
-        }
-    }
-
-    /// The entities that have a `C`, with their values (a snapshot).
-    public func entities<C: Component>(with type: C.Type) -> [(entity: Entity, value: C)] {
-        var result: [(entity: Entity, value: C)] = []
-        forEach(type) { result.append(($0, $1)) }
-        return result
-    }
-
-    // MARK: Change tracking
-
-    @inline(__always)
-    private func markDirty<C: Component>(_ column: ComponentColumn<C>, _ entityIndex: UInt32, tier: Tier) {
-        guard tier != .ephemeral else { return }
-        guard column.markDirty(entityIndex) else { return }
-        // A component set before the entity's spawn is drained travels with the spawn.
-        let effectiveTier: Tier = records[Int(entityIndex)].spawnPending ? .critical : tier
-        tracker.mark(DirtyKey(entityIndex: entityIndex, typeIndex: column.typeIndex), tier: effectiveTier, now: clock.now)
-    }
-
-    /// Keys waiting for `tier`'s next flush (an upper bound).
-    public func pendingCount(_ tier: Tier) -> Int { tracker.pendingCount(tier) }
 
     /// When `tier` first became dirty since its last flush.
     public func firstPendingChange(_ tier: Tier) -> Instant? { tracker.firstDirty(tier) }

@@ -1,0 +1,254 @@
+// Micro-costs of the engine's data path, each measured against what it must beat.
+//
+//     cd Benchmarks && swift package benchmark
+//
+// Every benchmark uses the public API only, in a release build, on real files.
+
+import Benchmark
+import Foundation
+import GRDBSQLite
+import Strata
+
+// MARK: Components
+
+struct Transform: Component {
+    static let typeName = "bench.transform"
+    static let tier = Tier.derived
+    var x: Float, y: Float, rotation: Float, scale: Float
+    func encode(to p: inout PayloadWriter) { p.write(x); p.write(y); p.write(rotation); p.write(scale) }
+    init(x: Float, y: Float, rotation: Float = 0, scale: Float = 1) { self.x = x; self.y = y; self.rotation = rotation; self.scale = scale }
+    init(from p: inout PayloadReader, version: Int) throws {
+        x = try p.read(); y = try p.read(); rotation = try p.read(); scale = try p.read()
+    }
+}
+
+struct Style: Component {
+    static let typeName = "bench.style"
+    static let tier = Tier.critical
+    var color: UInt32, kind: UInt8
+    func encode(to p: inout PayloadWriter) { p.write(color); p.write(kind) }
+    init(color: UInt32, kind: UInt8) { self.color = color; self.kind = kind }
+    init(from p: inout PayloadReader, version: Int) throws { color = try p.read(); kind = try p.read() }
+}
+
+// MARK: Fixtures
+
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
+let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
+
+func freshPath(_ name: String) -> String {
+    try? FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    let path = scratch.appendingPathComponent(name).path
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    return path
+}
+
+func benchConfig(_ path: String) -> StrataConfig {
+    var config = StrataConfig()
+    config.database.path = path
+    // Checkpoints are not what these benchmarks measure: keep them out of the way.
+    config.persistence.maxWalSizeBytes = 1024 * 1024 * 1024
+    config.persistence.desktop.maxWalSizeBytes = 1024 * 1024 * 1024
+    config.persistence.checkpointInterval = .seconds(3600)
+    return config
+}
+
+/// An engine with `count` entities, each with a Transform and a Style, all saved.
+func makeEngine(_ name: String, count: Int) throws -> (Engine, [Entity]) {
+    let engine = try Engine.open(config: benchConfig(freshPath(name)), components: [Transform.self, Style.self], logger: quiet)
+    let entities = (0 ..< count).map { i in
+        engine.world.spawn(Transform(x: Float(i), y: 0), Style(color: UInt32(i), kind: 1))
+    }
+    engine.flushNow()
+    return (engine, entities)
+}
+
+import Logging
+
+// MARK: The raw baseline
+
+/// The same upsert as Strata's writer, on the same schema, with a plain C loop.
+final class RawUpsertLoop {
+    let db: OpaquePointer
+    let statement: OpaquePointer
+    let ids: [[UInt8]]
+    let payloads: [[UInt8]]
+
+    init(path: String, rows: Int) {
+        var handle: OpaquePointer?
+        sqlite3_open(path, &handle)
+        db = handle!
+        sqlite3_exec(db, """
+            PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+            PRAGMA wal_autocheckpoint = 0; PRAGMA foreign_keys = ON;
+            CREATE TABLE entities (id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16), created_at INTEGER NOT NULL) WITHOUT ROWID;
+            CREATE TABLE components (
+                entity_id BLOB NOT NULL REFERENCES entities(id) ON DELETE CASCADE, type_id INTEGER NOT NULL,
+                version INTEGER NOT NULL, payload BLOB NOT NULL, updated_at INTEGER NOT NULL,
+                PRIMARY KEY (entity_id, type_id)) WITHOUT ROWID;
+            """, nil, nil, nil)
+        ids = (0 ..< rows).map { _ in withUnsafeBytes(of: UUID().uuid) { Array($0) } }
+        payloads = (0 ..< rows).map { i in
+            var w = PayloadWriter()
+            Transform(x: Float(i), y: 1).encode(to: &w)
+            return w.bytes
+        }
+        sqlite3_exec(db, "BEGIN", nil, nil, nil)
+        var insert: OpaquePointer?
+        sqlite3_prepare_v2(db, "INSERT INTO entities VALUES (?, 0)", -1, &insert, nil)
+        for id in ids {
+            id.withUnsafeBytes { _ = sqlite3_bind_blob(insert, 1, $0.baseAddress, 16, nil) }
+            sqlite3_step(insert); sqlite3_reset(insert)
+        }
+        sqlite3_finalize(insert)
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+        var upsert: OpaquePointer?
+        sqlite3_prepare_v3(db, """
+            INSERT INTO components (entity_id, type_id, version, payload, updated_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (entity_id, type_id) DO UPDATE SET
+                version = excluded.version, payload = excluded.payload, updated_at = excluded.updated_at
+            """, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &upsert, nil)
+        statement = upsert!
+    }
+
+    /// One transaction of `ids.count` upserts, payloads already encoded (a stricter
+    /// baseline than Strata's writer, which encodes as it goes).
+    func run(round: Int64) {
+        sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+        for i in ids.indices {
+            ids[i].withUnsafeBytes { id in
+                payloads[i].withUnsafeBytes { payload in
+                    sqlite3_bind_blob(statement, 1, id.baseAddress, 16, nil)
+                    sqlite3_bind_int64(statement, 2, 1)
+                    sqlite3_bind_int64(statement, 3, 1)
+                    sqlite3_bind_blob(statement, 4, payload.baseAddress, Int32(payload.count), nil)
+                    sqlite3_bind_int64(statement, 5, round)
+                    sqlite3_step(statement)
+                    sqlite3_reset(statement)
+                }
+            }
+        }
+        sqlite3_exec(db, "COMMIT", nil, nil, nil)
+    }
+}
+
+// MARK: Benchmarks
+
+let writerCommitMicros = BenchmarkMetric.custom("Writer commit (µs)", polarity: .prefersSmaller, useScalingFactor: false)
+
+let keys = 10_000
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .mallocCountTotal],
+        timeUnits: .nanoseconds,
+        warmupIterations: 3,
+        maxDuration: .seconds(4),
+        maxIterations: 1000)
+
+    var engine: Engine!
+    var entities: [Entity] = []
+
+    // Per change: `mutate` of a key that is not dirty yet (sets the bit, queues the key).
+    Benchmark("Dirty marking, first change of a key",
+              configuration: .init(scalingFactor: .kilo),
+              closure: { benchmark in
+                  // As a host's system would: the world and the handles in locals.
+                  let world = engine.world, handles = entities, count = benchmark.scaledIterations.count
+                  benchmark.startMeasurement()
+                  for i in 0 ..< count {
+                      world.mutate(Transform.self, of: handles[i]) { $0.x += 1 }
+                  }
+                  benchmark.stopMeasurement()
+                  engine.flushNow()
+              },
+              setup: { (engine, entities) = try! makeEngine("marking.db", count: 1000) },
+              teardown: { try! engine.shutdown() })
+
+    // Per change: `mutate` of a key that is already dirty (a drag: 60 changes a second).
+    Benchmark("Dirty marking, repeated change of a dirty key",
+              configuration: .init(scalingFactor: .kilo),
+              closure: { benchmark in
+                  let world = engine.world, handles = entities, count = benchmark.scaledIterations.count
+                  for i in 0 ..< count { world.mutate(Transform.self, of: handles[i]) { $0.x += 1 } }
+                  benchmark.startMeasurement()
+                  for i in 0 ..< count {
+                      world.mutate(Transform.self, of: handles[i]) { $0.x += 1 }
+                  }
+                  benchmark.stopMeasurement()
+                  engine.flushNow()
+              },
+              setup: { (engine, entities) = try! makeEngine("marking-repeat.db", count: 1000) },
+              teardown: { try! engine.shutdown() })
+
+    // The tick thread's cost of a flush: drain 10k dirty keys, copy their values, hand off.
+    Benchmark("Hand-off at a flush of 10k dirty keys (endTick)",
+              configuration: .init(maxIterations: 200),
+              closure: { benchmark in
+                  for e in entities { engine.world.mutate(Transform.self, of: e) { $0.y += 1 } }
+                  engine.flush(reason: .explicitSave)
+                  benchmark.startMeasurement()
+                  engine.endTick()
+                  benchmark.stopMeasurement()
+                  engine.waitForWriter()
+              },
+              setup: { (engine, entities) = try! makeEngine("handoff.db", count: keys) },
+              teardown: { try! engine.shutdown() })
+
+    Benchmark("Encode a Transform payload",
+              configuration: .init(scalingFactor: .kilo),
+              closure: { benchmark in
+                  var writer = PayloadWriter()
+                  let t = Transform(x: 1, y: 2, rotation: 3, scale: 4)
+                  for _ in benchmark.scaledIterations {
+                      writer.reset()
+                      t.encode(to: &writer)
+                      blackHole(writer.bytes.count)
+                  }
+              })
+
+    // Writer throughput: 10k upserts in one transaction, through the whole engine
+    // (drain, hand-off, encode, bind through the C API, commit NORMAL).
+    // Wall clock: flushNow() end to end. "Writer commit": the writer thread's own time
+    // for the transaction, from the engine's metrics.
+    Benchmark("Writer: 10k component upserts, one transaction (Strata)",
+              configuration: .init(metrics: [.wallClock, .throughput, writerCommitMicros], timeUnits: .microseconds, maxIterations: 100),
+              closure: { benchmark in
+                  for e in entities { engine.world.mutate(Transform.self, of: e) { $0.y += 1 } }
+                  let before = engine.metrics.totalCommitDuration
+                  benchmark.startMeasurement()
+                  engine.flushNow()
+                  benchmark.stopMeasurement()
+                  let commit = engine.metrics.totalCommitDuration - before
+                  benchmark.measurement(writerCommitMicros, Int(commit.nanoseconds / 1000))
+              },
+              setup: { (engine, entities) = try! makeEngine("writer.db", count: keys) },
+              teardown: { try! engine.shutdown() })
+
+    // The same rows with a bare sqlite3 bind/step loop: the ceiling the writer is measured against.
+    var raw: RawUpsertLoop!
+    var round: Int64 = 0
+    Benchmark("Writer baseline: 10k upserts, raw sqlite3 bind/step loop",
+              configuration: .init(metrics: [.wallClock, .throughput], timeUnits: .microseconds, maxIterations: 100),
+              closure: { _ in
+                  round += 1
+                  raw.run(round: round)
+              },
+              setup: { raw = RawUpsertLoop(path: freshPath("raw.db"), rows: keys) })
+
+    // Reload: open a database of 100k entities with 2 components each and rebuild the world.
+    Benchmark("Reload 100k entities x 2 components (Engine.open)",
+              configuration: .init(metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds, maxIterations: 10),
+              closure: { benchmark in
+                  benchmark.startMeasurement()
+                  let reopened = try! Engine.open(config: benchConfig(scratch.appendingPathComponent("reload.db").path),
+                                                  components: [Transform.self, Style.self], logger: quiet)
+                  benchmark.stopMeasurement()
+                  precondition(reopened.world.entityCount == 100_000)
+                  try! reopened.shutdown()
+              },
+              setup: {
+                  let (built, _) = try! makeEngine("reload.db", count: 100_000)
+                  try! built.shutdown()
+              })
+}
