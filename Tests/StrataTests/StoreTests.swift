@@ -43,6 +43,13 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: path))
     }
 
+    @Test func missingParentDirectoriesAreCreated() throws {
+        let directory = TestDirectory()
+        let path = directory.url.appendingPathComponent("a/b/doc.db").path
+        try Store(location: StoreLocation(path: path)).close()
+        #expect(FileManager.default.fileExists(atPath: path))
+    }
+
     @Test func anUnknownVfsIsAnOpenError() throws {
         let directory = TestDirectory()
         #expect(throws: StoreError.self) {

@@ -162,6 +162,38 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         try engine.shutdown()
     }
 
+    @Test func checkpointsEscalateWhenAReaderKeepsPassiveFromFinishing() throws {
+        var fixture = EngineFixture()
+        fixture.config.writer.busyTimeout = .milliseconds(1)
+        let engine = try fixture.open()
+        engine.world.spawn(Title("before the reader"))
+        engine.flushNow()
+
+        // A reader holds a snapshot: frames after it cannot be copied back.
+        var reader: OpaquePointer?
+        #expect(sqlite3_open(fixture.directory.databasePath, &reader) == SQLITE_OK)
+        #expect(sqlite3_exec(reader, "BEGIN; SELECT count(*) FROM entities;", nil, nil, nil) == SQLITE_OK)
+
+        for round in 1 ... 4 {
+            fixture.clock.advance(by: fixture.config.persistence.checkpointInterval)
+            engine.world.spawn(Title("round \(round)"))
+            engine.flushNow()
+        }
+        let metrics = engine.metrics
+        #expect(metrics.incompleteCheckpoints >= 3)
+        #expect(metrics.checkpointsByMode["PASSIVE"] == 2)
+        #expect(metrics.checkpointsByMode["RESTART"] == 2, "two incomplete PASSIVE checkpoints escalate")
+
+        sqlite3_exec(reader, "COMMIT", nil, nil, nil)
+        sqlite3_close(reader)
+        fixture.clock.advance(by: fixture.config.persistence.checkpointInterval)
+        engine.world.spawn(Title("after the reader"))
+        engine.flushNow()
+        #expect(engine.metrics.incompleteCheckpoints == metrics.incompleteCheckpoints, "with the reader gone it completes")
+        try engine.shutdown()
+        #expect(try fixture.entityCount() == 6)
+    }
+
     @Test func cleanShutdownSetsTheMarkAndEmptiesTheWal() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

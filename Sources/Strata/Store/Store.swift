@@ -53,6 +53,8 @@ public final class Store: Sendable {
             try prepare?(db)
         }
         do {
+            let directory = URL(fileURLWithPath: location.path).deletingLastPathComponent()
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             queue = try DatabaseQueue(path: location.uri, configuration: configuration)
             try Self.checkOpenedFile(queue, location: location)
             isNew = try queue.read { db in try !db.tableExists("session_state") }

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// The `strata` executable's tool commands, run as a user would.
+@Suite struct HostCommandTests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    func strata(_ arguments: [String], in directory: URL? = nil) throws -> Run {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try strataExecutable())
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+    }
+
+    @Test func checkConfigPrintsTheEffectiveConfig() throws {
+        let directory = TestDirectory()
+        let file = directory.url.appendingPathComponent("c.toml")
+        try "[persistence]\nflush_interval_secs = 20\n".write(to: file, atomically: true, encoding: .utf8)
+        let run = try strata(["check-config", file.path])
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("flush_interval_secs = 20"))
+        #expect(run.stdout.contains("critical_flush_delay_ms = 1000"))
+        #expect(try StrataConfig.parse(run.stdout).persistence.flushInterval == .seconds(20))
+    }
+
+    @Test func checkConfigFailsWithTheKeyAndLine() throws {
+        let directory = TestDirectory()
+        let file = directory.url.appendingPathComponent("bad.toml")
+        try "[database]\npage_size = 3000\n".write(to: file, atomically: true, encoding: .utf8)
+        let run = try strata(["check-config", file.path])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("bad.toml:2: database.page_size: must be a power of two"))
+        #expect(run.stdout.isEmpty)
+    }
+
+    @Test func inspectJSONIsParseableWithTheDocumentedKeys() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.world.spawn(Position(x: 1, y: 2))
+        try engine.shutdown()
+        let run = try strata(["inspect", "--json", fixture.directory.databasePath])
+        #expect(run.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(object["entity_count"] as? Int == 1)
+        #expect(object["clean_shutdown"] as? Bool == true)
+        #expect(object["page_size"] as? Int == 8192)
+        #expect(object["schema_version"] as? Int == 1)
+    }
+
+    @Test func inspectOfAMissingFileFails() throws {
+        let run = try strata(["inspect", "/nonexistent/strata.db"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("no database file"))
+    }
+
+    @Test func simRejectsABadConfigNamingTheKey() throws {
+        let directory = TestDirectory()
+        let file = directory.url.appendingPathComponent("c.toml")
+        try "[persistence]\nflush_interval_secs = \"soon\"\n".write(to: file, atomically: true, encoding: .utf8)
+        let run = try strata(["sim", "--config", file.path, "--duration", "1"], in: directory.url)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("persistence.flush_interval_secs: expected a number of seconds, found a string"))
+        #expect(!FileManager.default.fileExists(atPath: directory.url.appendingPathComponent("strata-data").path))
+    }
+}
