@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Strata
 
@@ -175,4 +176,3 @@ func payloadHex<C: Component>(_ value: C) -> String {
     return writer.bytes.map { String(format: "%02X", $0) }.joined()
 }
 
-import Foundation

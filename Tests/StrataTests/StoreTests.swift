@@ -112,6 +112,35 @@ import Testing
         #expect(try fixture.entityCount() == 1)
     }
 
+    @Test func aCrashedDatabaseThatFailsItsIntegrityCheckIsSetAside() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 3000 { engine.world.spawn(Title(String(repeating: "t", count: 40) + "\(i)")) }
+            try engine.shutdown()
+        }
+        // Mark the session as crashed, so the next open runs the integrity check,
+        // then scribble over the last data pages (the components' b-tree).
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { try $0.execute(sql: "UPDATE session_state SET clean_shutdown = 0") }
+        try queue.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        try queue.close()
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: size - 3 * 8192)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 3 * 8192))
+        try handle.close()
+
+        let engine = try fixture.open()
+        #expect(engine.recovery.setAsideCorruptFile != nil)
+        #expect(engine.recovery.crashed)
+        // Reported by the integrity check, or by SQLite on the first read of a bad page.
+        let reason = try #require(engine.recovery.corruption)
+        #expect(reason.contains("integrity check failed") || reason.contains("malformed"), "\(reason)")
+        #expect(engine.world.entityCount == 0)
+        try engine.shutdown()
+    }
+
     @Test func inspectionJSONHasTheStableKeys() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

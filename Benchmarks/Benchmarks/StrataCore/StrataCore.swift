@@ -7,6 +7,7 @@
 import Benchmark
 import Foundation
 import GRDBSQLite
+import Logging
 import Strata
 
 // MARK: Components
@@ -63,7 +64,6 @@ func makeEngine(_ name: String, count: Int) throws -> (Engine, [Entity]) {
     return (engine, entities)
 }
 
-import Logging
 
 // MARK: The raw baseline
 

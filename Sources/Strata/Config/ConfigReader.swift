@@ -1,3 +1,4 @@
+import Foundation
 import TOMLKit
 
 /// Reads one TOML table against the schema, key by key, remembering what it read so
@@ -143,4 +144,3 @@ struct ConfigSourceMap {
     func line(of keyPath: String) -> Int? { lines[keyPath] }
 }
 
-import Foundation

@@ -20,28 +20,23 @@ extension Engine {
         storeOptions.journalSizeLimitBytes = config.persistence.maxWalSizeBytes
         storeOptions.prepareConnection = options.prepareConnection
 
+        var store: Store
+        var session: SessionState
         var setAside: String?
         var corruption: String?
-        var (store, session) = try openAndBegin(location, storeOptions)
-        if let error = session.error ?? (session.state?.integrityOK == false ? StoreError(.corrupt, message: session.state!.integrity!, path: location.path) : nil) {
-            guard error.isCorruption else { throw error }
-            try? store?.close()
+        do {
+            (store, session) = try openVerified(location, storeOptions)
+        } catch let error as StoreError where error.isCorruption {
             corruption = error.message
             setAside = try setAsideCorruptFiles(location)
             logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one")
-            (store, session) = try openAndBegin(location, storeOptions)
-            if let error = session.error { throw error }
-        }
-        guard let store, var state = session.state else { throw StoreError(.open, message: "no store", path: location.path) }
-        if setAside != nil {
-            // The crash (or corruption) that led here is still worth counting.
-            state.previous = .crashed
+            (store, session) = try openVerified(location, storeOptions)
         }
 
         let world = World(clock: options.clock)
         for type in components { world.register(any: type) }
         let (summary, typeIDs) = try store.load(into: world, logger: logger)
-        let recovery = RecoveryReport(session: state, loaded: summary, setAsideCorruptFile: setAside, corruption: corruption)
+        let recovery = RecoveryReport(session: session, loaded: summary, setAsideCorruptFile: setAside, corruption: corruption)
         if recovery.crashed {
             logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         } else {
@@ -50,8 +45,8 @@ extension Engine {
 
         let recorder = MetricsRecorder()
         recorder.update {
-            $0.crashRecoveryCount = state.crashCount
-            $0.cleanShutdownCount = state.cleanShutdownCount
+            $0.crashRecoveryCount = session.crashCount
+            $0.cleanShutdownCount = session.cleanShutdownCount
         }
         let buffer = WriteBuffer()
         let policy = FlushPolicy(config: config.persistence)
@@ -71,18 +66,19 @@ extension Engine {
                       recorder: recorder, clock: options.clock, logger: logger, scheduler: scheduler)
     }
 
-    private static func openAndBegin(_ location: StoreLocation, _ options: Store.Options)
-        throws -> (Store?, (state: SessionState?, error: StoreError?)) {
-        let store: Store
+    /// Opens the store and begins the session; a failed integrity check after a crash
+    /// is a corruption error, like a file SQLite cannot read.
+    private static func openVerified(_ location: StoreLocation, _ options: Store.Options) throws -> (Store, SessionState) {
+        let store = try Store(location: location, options: options)
         do {
-            store = try Store(location: location, options: options)
-        } catch let error as StoreError where error.isCorruption {
-            return (nil, (nil, error))
-        }
-        do {
-            return (store, (try store.beginSession(), nil))
-        } catch let error as StoreError where error.isCorruption {
-            return (store, (nil, error))
+            let session = try store.beginSession()
+            guard session.integrityOK else {
+                throw StoreError(.corrupt, message: "integrity check failed: \(session.integrity ?? "")", path: location.path)
+            }
+            return (store, session)
+        } catch {
+            try? store.close()
+            throw error
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 
 /// The persistence engine a simulation host embeds: a ``World`` whose changes reach
@@ -167,6 +168,5 @@ public final class Engine {
     }
 }
 
-import GRDB
 /// GRDB's connection type, re-exported for ``Engine/Options/prepareConnection``.
 public typealias GRDBDatabase = GRDB.Database

@@ -8,7 +8,8 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     /// Why it was set aside.
     public var corruption: String?
 
-    public var crashed: Bool { session.previous == .crashed }
+    /// The previous session crashed, or left a file that had to be set aside.
+    public var crashed: Bool { session.previous == .crashed || setAsideCorruptFile != nil }
 
     public var description: String {
         var lines: [String] = []

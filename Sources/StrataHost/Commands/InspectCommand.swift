@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Strata
 
 struct InspectCommand: ParsableCommand {
@@ -34,4 +35,3 @@ struct StandardError: TextOutputStream {
     }
 }
 
-import Foundation
