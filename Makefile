@@ -2,7 +2,8 @@
 # System packages the build and the tests need are installed here when missing.
 
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev
+# libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus).
+APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30

@@ -15,9 +15,22 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
+        // libupower-glib, UPower's client library (Debian: libupower-glib-dev).
+        .systemLibrary(
+            name: "CUPowerGlib",
+            pkgConfig: "upower-glib",
+            providers: [.apt(["libupower-glib-dev"])]
+        ),
+        // The power probe: libupower-glib and power-profiles-daemon, every D-Bus call bounded.
+        .target(
+            name: "CStrataPower",
+            dependencies: ["CUPowerGlib"],
+            linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
+        ),
         .target(
             name: "Strata",
             dependencies: [
+                "CStrataPower",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "TOMLKit", package: "TOMLKit"),

@@ -69,6 +69,28 @@ struct ConfigReader {
         return int
     }
 
+    /// A number (integer or float) within `range`.
+    mutating func number(_ key: String, default fallback: Double, range: ClosedRange<Double>, unit: String = "") throws -> Double {
+        guard let value = value(key) else { return fallback }
+        let number: Double
+        if let int = value.int { number = Double(int) }
+        else if let double = value.double { number = double }
+        else { throw mismatch(key, expected: "a number\(unit)", found: value) }
+        guard range.contains(number) else {
+            throw error(.invalidValue, key, "must be between \(range.lowerBound) and \(range.upperBound)\(unit), got \(Self.describe(value))")
+        }
+        return number
+    }
+
+    /// One of a fixed set of strings.
+    mutating func choice<T: RawRepresentable & CaseIterable>(_ key: String, default fallback: T) throws -> T where T.RawValue == String {
+        let raw = try string(key, default: fallback.rawValue)
+        guard let value = T(rawValue: raw) else {
+            throw error(.invalidValue, key, "must be one of \(T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), got \"\(raw)\"")
+        }
+        return value
+    }
+
     /// A positive duration written as a number of `unit`s (integer or float).
     mutating func duration(_ key: String, default fallback: Duration, unit: DurationUnit, allowZero: Bool = false) throws -> Duration {
         guard let value = value(key) else { return fallback }

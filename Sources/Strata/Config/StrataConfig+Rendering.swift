@@ -6,6 +6,7 @@ extension StrataConfig {
             return s == s.rounded() ? String(Int(s)) : String(s)
         }
         func ms(_ d: Duration) -> String { String(Int(d.milliseconds.rounded())) }
+        func num(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
         func mb(_ bytes: Int) -> String {
             let v = Double(bytes) / 1_048_576
             return v == v.rounded() ? String(Int(v)) : String(v)
@@ -29,16 +30,26 @@ extension StrataConfig {
             critical_durability = "\(p.criticalDurability.rawValue)"
             idle_after_secs = \(secs(p.idleAfter))
             idle_flush_interval_secs = \(secs(p.idleFlushInterval))
+            vector_clock_every_operations = \(p.vectorClockEveryOperations)
+            vector_clock_every_secs = \(secs(p.vectorClockInterval))
 
             [persistence.battery_tiers]
             charging = \(secs(p.batteryTiers.charging))
             high = \(secs(p.batteryTiers.high))
             medium = \(secs(p.batteryTiers.medium))
             low = \(secs(p.batteryTiers.low))
+            high_above_percent = \(num(p.batteryTiers.highAbovePercent))
+            low_below_percent = \(num(p.batteryTiers.lowBelowPercent))
 
             [persistence.linux]
             low_power_mode_interval_secs = \(secs(p.lowPowerModeInterval))
             background_flush_timeout_secs = \(secs(p.backgroundFlushTimeout))
+            power_source = "\(p.power.source.rawValue)"
+            power_fallback = "\(p.power.fallback.rawValue)"
+            power_poll_interval_secs = \(secs(p.power.pollInterval))
+            dbus_timeout_ms = \(ms(p.power.dbusTimeout))
+            memory_pressure_percent = \(num(p.memoryPressurePercent))
+            memory_poll_interval_secs = \(secs(p.memoryPollInterval))
 
             [persistence.desktop]
             flush_interval_secs = \(secs(p.desktop.flushInterval))

@@ -69,6 +69,58 @@ public struct PersistenceConfig: Sendable, Equatable {
     public var backgroundFlushTimeout: Duration = .seconds(5)
     /// `[persistence.desktop]`: overrides for a machine without a battery.
     public var desktop = DesktopOverrides()
+    /// `[persistence.linux]`: where the power state comes from.
+    public var power = PowerSourceConfig()
+    /// `[persistence.linux] memory_pressure_percent`: PSI `some avg10` above which a
+    /// low-memory flush fires (Linux memory pressure, `/proc/pressure/memory`).
+    public var memoryPressurePercent = 10.0
+    /// `[persistence.linux] memory_poll_interval_secs`: how often memory pressure is read.
+    public var memoryPollInterval: Duration = .seconds(2)
+    /// `vector_clock_every_operations`: the vector clock is flushed after this many operations…
+    public var vectorClockEveryOperations = 5
+    /// `vector_clock_every_secs`: …or this long after the first unflushed one, whichever first.
+    public var vectorClockInterval: Duration = .seconds(5)
+
+    public init() {}
+}
+
+/// Where the power state comes from (`[persistence.linux]`).
+public struct PowerSourceConfig: Sendable, Equatable {
+    public enum Source: String, Sendable, CaseIterable {
+        /// UPower through libupower-glib, and power-profiles-daemon's active profile.
+        case upower
+        /// Always the fallback: for machines where D-Bus is unwanted.
+        case fallback
+    }
+
+    /// What the engine assumes when the source is `fallback`, or UPower does not answer.
+    public enum Fallback: String, Sendable, CaseIterable {
+        case ac, charging
+        case batteryHigh = "battery_high"
+        case batteryMedium = "battery_medium"
+        case batteryLow = "battery_low"
+        case powerSaver = "power_saver"
+
+        public var state: PowerState {
+            switch self {
+            case .ac: .assumedAC
+            case .charging: .charging(50)
+            case .batteryHigh: .discharging(75)
+            case .batteryMedium: .discharging(35)
+            case .batteryLow: .discharging(10)
+            case .powerSaver: PowerState(batteryPresent: false, onBattery: false, charging: false, percentage: nil, powerSaver: true)
+            }
+        }
+    }
+
+    /// `power_source`.
+    public var source = Source.upower
+    /// `power_fallback`.
+    public var fallback = Fallback.ac
+    /// `power_poll_interval_secs`: how often the monitor reads, besides change signals.
+    public var pollInterval: Duration = .seconds(30)
+    /// `dbus_timeout_ms`: the longest any one D-Bus call may wait.
+    public var dbusTimeout: Duration = .milliseconds(500)
 
     public init() {}
 }
@@ -83,6 +135,10 @@ public struct BatteryTiers: Sendable, Equatable {
     public var medium: Duration = .seconds(30)
     /// `low`: discharging below 20 %.
     public var low: Duration = .seconds(60)
+    /// `high_above_percent`: "high" is strictly above this charge.
+    public var highAbovePercent = 50.0
+    /// `low_below_percent`: "low" is strictly below this charge; between the two, "medium".
+    public var lowBelowPercent = 20.0
 
     public init() {}
 }

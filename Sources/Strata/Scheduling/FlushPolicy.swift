@@ -1,3 +1,18 @@
+/// The row of RFC 0002's battery table in force (see ``FlushPolicy/tier(power:)``).
+public enum PowerTier: String, Sendable, Equatable, CaseIterable {
+    /// `battery_adaptive = false`: `flush_interval_secs`.
+    case fixed
+    case powerSaver = "power-saver"
+    /// No battery: the desktop override.
+    case desktop
+    case charging
+    case high
+    case medium
+    case low
+    /// On battery with an unknown charge: `flush_interval_secs`.
+    case unknownCharge = "unknown-charge"
+}
+
 /// The pure decision "is a flush due?" (RFC 0002 "Battery-Adaptive Flushing", "Flush Events").
 ///
 /// A function of (config, power, activity, clock) with no I/O, so it is tested over
@@ -49,29 +64,38 @@ public struct FlushPolicy: Sendable, Equatable {
         public var isEmpty: Bool { !flushCritical && !flushDerived }
     }
 
-    /// The derived interval for this power state and activity.
+    /// Which row of RFC 0002's table applies to a power state.
     ///
-    /// `battery_adaptive = false`: `flush_interval_secs`, always. Otherwise the
-    /// power-saver interval, the desktop interval without a battery, the battery tier
-    /// (charging or on AC; >50 %; 20–50 %; <20 %), and never less than the idle
-    /// interval when idle.
+    /// `battery_adaptive = false` is ``PowerTier/fixed``. Otherwise, in order: the
+    /// power-saver profile, no battery (a desktop on mains), charging or on AC, then the
+    /// charge: above `high_above_percent` high, below `low_below_percent` low, else
+    /// medium (so both boundaries, 50 % and 20 % by default, are medium).
+    public func tier(power: PowerState) -> PowerTier {
+        guard config.batteryAdaptive else { return .fixed }
+        if power.powerSaver { return .powerSaver }
+        if !power.batteryPresent { return .desktop }
+        if power.charging || !power.onBattery { return .charging }
+        guard let pct = power.percentage else { return .unknownCharge }
+        if pct > config.batteryTiers.highAbovePercent { return .high }
+        if pct < config.batteryTiers.lowBelowPercent { return .low }
+        return .medium
+    }
+
+    /// The derived interval for this power state and activity: the tier's interval,
+    /// and never less than the idle interval when idle (unless `battery_adaptive` is
+    /// false: then `flush_interval_secs`, always).
     public func derivedInterval(power: PowerState, activity: Activity) -> Duration {
-        guard config.batteryAdaptive else { return config.flushInterval }
-        var interval: Duration
-        if power.powerSaver {
-            interval = config.lowPowerModeInterval
-        } else if !power.batteryPresent {
-            interval = config.desktop.flushInterval
-        } else if power.charging || !power.onBattery {
-            interval = config.batteryTiers.charging
-        } else if let pct = power.percentage {
-            interval = pct > 50 ? config.batteryTiers.high
-                : pct >= 20 ? config.batteryTiers.medium
-                : config.batteryTiers.low
-        } else {
-            interval = config.flushInterval
+        let tier = tier(power: power)
+        var interval: Duration = switch tier {
+        case .fixed, .unknownCharge: config.flushInterval
+        case .powerSaver: config.lowPowerModeInterval
+        case .desktop: config.desktop.flushInterval
+        case .charging: config.batteryTiers.charging
+        case .high: config.batteryTiers.high
+        case .medium: config.batteryTiers.medium
+        case .low: config.batteryTiers.low
         }
-        if activity == .idle { interval = max(interval, config.idleFlushInterval) }
+        if tier != .fixed && activity == .idle { interval = max(interval, config.idleFlushInterval) }
         return interval
     }
 

@@ -104,7 +104,7 @@ public final class World {
     @discardableResult
     public func spawn<each C: Component>(_ components: repeat each C) -> Entity {
         let entity = spawn()
-        repeat insert(each components, for: entity)
+        _ = (repeat insert(each components, for: entity))
         return entity
     }
 

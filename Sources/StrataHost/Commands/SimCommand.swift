@@ -46,7 +46,7 @@ struct SimCommand: ParsableCommand {
     func run() throws {
         bootstrapLogging(level: logLevel)
         let logger = Logger(label: "strata")
-        var config = try loadConfig()
+        var config = try loadConfig(self.config, command: "sim")
         if let db { config.database.path = db }
         if let hz { config.simulation.tickHz = hz }
 
@@ -78,17 +78,6 @@ struct SimCommand: ParsableCommand {
         }
         print(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
                                  droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason + ", shut down cleanly"))
-    }
-
-    private func loadConfig() throws -> StrataConfig {
-        let path = config ?? "config.toml"
-        guard config != nil || FileManager.default.fileExists(atPath: path) else { return StrataConfig() }
-        do {
-            return try StrataConfig.load(path: path)
-        } catch let error as ConfigError {
-            printError("strata sim: \(error)")
-            throw ExitCode.failure
-        }
     }
 
     private struct Outcome {
