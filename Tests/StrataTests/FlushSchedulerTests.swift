@@ -144,20 +144,6 @@ import Testing
         try engine.shutdown()
     }
 
-    @Test func flushEventsFlushEveryTierWithTheirReason() throws {
-        let fixture = EngineFixture()
-        let engine = try fixture.open()
-        let e = engine.world.spawn(Position(x: 1, y: 1))
-        engine.flushNow()
-        engine.world.mutate(Position.self, of: e) { $0.x = 2 }
-        engine.flush(reason: .majorAction)
-        engine.endTick()   // no time has passed: the request alone makes it due
-        engine.waitForWriter()
-        #expect(engine.metrics.flushesByReason[.majorAction] == 1)
-        #expect(try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?", [payloadHex(Position(x: 2, y: 1))]) == 1)
-        try engine.shutdown()
-    }
-
     @Test func crashDurabilityCommitsCriticalBatchesWithNormal() throws {
         var fixture = EngineFixture()
         fixture.config.persistence.criticalDurability = .crash

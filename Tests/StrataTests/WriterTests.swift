@@ -153,11 +153,11 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         let fixture = EngineFixture()
         let engine = try fixture.open()
         engine.world.spawn(Title("a"))
-        engine.flushNow()
+        engine.flushNow(reason: .majorAction)
         #expect(engine.metrics.checkpointCount == 0)
         fixture.clock.advance(by: fixture.config.persistence.checkpointInterval)
         engine.world.spawn(Title("b"))
-        engine.flushNow()
+        engine.flushNow(reason: .majorAction)
         #expect(engine.metrics.checkpointsByMode["PASSIVE"] == 1)
         try engine.shutdown()
     }
@@ -167,7 +167,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         fixture.config.writer.busyTimeout = .milliseconds(1)
         let engine = try fixture.open()
         engine.world.spawn(Title("before the reader"))
-        engine.flushNow()
+        engine.flushNow(reason: .majorAction)
 
         // A reader holds a snapshot: frames after it cannot be copied back.
         var reader: OpaquePointer?
@@ -177,7 +177,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         for round in 1 ... 4 {
             fixture.clock.advance(by: fixture.config.persistence.checkpointInterval)
             engine.world.spawn(Title("round \(round)"))
-            engine.flushNow()
+            engine.flushNow(reason: .majorAction)
         }
         let metrics = engine.metrics
         #expect(metrics.incompleteCheckpoints >= 3)
@@ -188,7 +188,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         sqlite3_close(reader)
         fixture.clock.advance(by: fixture.config.persistence.checkpointInterval)
         engine.world.spawn(Title("after the reader"))
-        engine.flushNow()
+        engine.flushNow(reason: .majorAction)
         #expect(engine.metrics.incompleteCheckpoints == metrics.incompleteCheckpoints, "with the reader gone it completes")
         try engine.shutdown()
         #expect(try fixture.entityCount() == 6)

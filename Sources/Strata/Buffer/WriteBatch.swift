@@ -40,6 +40,8 @@ struct WriteBatch: Sendable {
     var oldestChange: Instant?
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
     var sequence: UInt64 = 0
+    /// Checkpoint right after committing (an app transition that may precede termination).
+    var checkpointAfter = false
     /// Position of each write, built on first merge.
     private var writeIndex: [WriteKey: Int]?
 
@@ -82,6 +84,7 @@ struct WriteBatch: Sendable {
         writeIndex = index
 
         durability = max(durability, newer.durability)
+        checkpointAfter = checkpointAfter || newer.checkpointAfter
         reasons.formUnion(newer.reasons)
         tiers.formUnion(newer.tiers)
         if let theirs = newer.oldestChange {

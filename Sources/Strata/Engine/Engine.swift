@@ -32,6 +32,9 @@ public final class Engine {
     let logger: Logger
     var scheduler: FlushScheduler
     var owner = ThreadOwner()
+    private var powerMonitor: PowerMonitor?
+    private var memoryMonitor: MemoryPressureMonitor?
+    private var memoryWarningsSeen = 0
     private var isShutDown = false
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
@@ -68,6 +71,39 @@ public final class Engine {
         self.scheduler = scheduler
     }
 
+    /// Takes the power state from `monitor` at every ``endTick()`` from now on
+    /// (started here if it was not), and stops it at shutdown.
+    public func attach(_ monitor: PowerMonitor) {
+        owner.check("Engine")
+        powerMonitor = monitor
+        monitor.startIfNeeded()
+    }
+
+    /// Flushes every tier (reason ``FlushReason/lowMemory``) when `monitor` reports
+    /// memory pressure, checked at every ``endTick()``; stops it at shutdown.
+    public func attach(_ monitor: MemoryPressureMonitor) {
+        owner.check("Engine")
+        memoryMonitor = monitor
+        memoryWarningsSeen = monitor.warningCount
+        monitor.startIfNeeded()
+    }
+
+    /// Where the current power state came from: the monitor's source, or the host's setting.
+    public var powerReading: PowerReading {
+        powerMonitor?.latest ?? PowerReading(source: .fallback, state: powerState)
+    }
+
+    private func pollMonitors() {
+        if let state = powerMonitor?.latest.state, state != powerState { powerState = state }
+        if let memoryMonitor {
+            let warnings = memoryMonitor.warningCount
+            if warnings != memoryWarningsSeen {
+                memoryWarningsSeen = warnings
+                flush(reason: .lowMemory)
+            }
+        }
+    }
+
     /// A snapshot of the persistence metrics.
     public var metrics: PersistenceMetrics { recorder.snapshot }
 
@@ -89,23 +125,40 @@ public final class Engine {
         scheduler.lastInput = clock.now()
     }
 
-    /// The end of a simulation tick: asks the flush policy, drains the due tiers, and
-    /// hands the batch to the writer. O(dirty keys); never waits for SQLite.
+    /// The end of a simulation tick: takes the latest power state and memory warnings,
+    /// asks the flush policy, drains the due tiers and hands the batch to the writer.
+    /// O(dirty keys); never waits for SQLite.
     public func endTick() {
         owner.check("Engine")
         guard !isShutDown else { return }
+        pollMonitors()
         guard var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) else { return }
         hand(&batch)
     }
 
-    /// Requests a flush of every tier at the next ``endTick()`` (a flush event: stroke
-    /// end, undo, metadata change…). Cheap; the flush itself is still off-thread.
+    /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
+    ///
+    /// - major actions (stroke end, undo, redo, metadata change), operations from peers,
+    ///   the vector clock: every tier within `critical_flush_delay_ms` (events in one
+    ///   window share one commit), at a later ``endTick()``;
+    /// - app transitions (background, low memory, explicit save, document switch):
+    ///   every tier now, then a checkpoint. Handed off at once; the call does not wait
+    ///   for the commit (``flushNow(reason:timeout:)`` does).
     public func flush(reason: FlushReason) {
         owner.check("Engine")
-        scheduler.request(reason)
+        guard !isShutDown else { return }
+        switch reason.urgency {
+        case .scheduled, .withinCriticalDelay:
+            scheduler.request(reason, by: clock.now() + config.persistence.criticalFlushDelay)
+        case .nowThenCheckpoint:
+            var batch = scheduler.drainAll(world: world, reasons: [reason])
+            batch.checkpointAfter = true
+            hand(&batch)
+        }
     }
 
-    /// Flushes every tier now and waits until the writer has committed it.
+    /// Flushes every tier now and waits until the writer has committed it (and, for an
+    /// app transition, checkpointed).
     ///
     /// For explicit saves and transitions that may precede termination. Blocks the
     /// calling thread for the commit (and anything queued before it), at most `timeout`.
@@ -114,11 +167,28 @@ public final class Engine {
     public func flushNow(reason: FlushReason = .explicitSave, timeout: Duration = .seconds(30)) -> Bool {
         owner.check("Engine")
         guard !isShutDown else { return true }
-        scheduler.request(reason)
-        if var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) {
-            hand(&batch)
-        }
+        var batch = scheduler.drainAll(world: world, reasons: [reason])
+        batch.checkpointAfter = reason.urgency == .nowThenCheckpoint
+        hand(&batch)
         return waitForWriter(timeout: timeout)
+    }
+
+    /// The app is about to go to the background (iOS `applicationWillResignActive`;
+    /// SIGTSTP in `strata sim`): flushes every tier and checkpoints, waiting at most
+    /// `background_flush_timeout_secs`. Returns false if that was not enough.
+    @discardableResult
+    public func willEnterBackground() -> Bool {
+        flushNow(reason: .background, timeout: config.persistence.backgroundFlushTimeout)
+    }
+
+    /// Records operation-log activity (RFC 0002 "Network Events"): operations from
+    /// peers are flushed within the critical delay, and the vector clock is flushed
+    /// every `vector_clock_every_operations` operations or `vector_clock_every_secs`.
+    public func recordOperations(_ count: Int, fromPeers: Bool) {
+        owner.check("Engine")
+        guard count > 0 else { return }
+        scheduler.vectorClock.record(count, now: clock.now())
+        if fromPeers { flush(reason: .networkOperations) }
     }
 
     /// Waits until every batch handed off so far is committed (tests, explicit saves).
@@ -129,6 +199,7 @@ public final class Engine {
 
     private func hand(_ batch: inout WriteBatch) {
         if config.persistence.criticalDurability == .crash { batch.durability = .normal }
+        guard !batch.isEmpty || batch.checkpointAfter else { return }
         let reasons = batch.reasons
         let merged = buffer.hasWaitingBatch
         buffer.submit(batch)
@@ -147,11 +218,11 @@ public final class Engine {
     public func shutdown() throws {
         owner.check("Engine")
         guard !isShutDown else { return }
-        scheduler.request(.shutdown)
-        if var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) {
-            hand(&batch)
-        }
+        var batch = scheduler.drainAll(world: world, reasons: [.shutdown])
+        hand(&batch)
         isShutDown = true
+        powerMonitor?.stop()
+        memoryMonitor?.stop()
         let error = writer.stop()
         if error == nil { recorder.update { $0.cleanShutdownCount += 1 } }
         try? store.close()

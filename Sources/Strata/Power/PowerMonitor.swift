@@ -45,6 +45,10 @@ public final class PowerMonitor: @unchecked Sendable {
         thread.start()
     }
 
+    func startIfNeeded() {
+        if !lock.withLock({ running }) { start() }
+    }
+
     /// Asks the thread to stop; returns at once (the thread ends within ~200 ms).
     public func stop() {
         lock.withLock { stopping = true }

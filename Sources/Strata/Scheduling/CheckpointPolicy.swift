@@ -16,11 +16,12 @@ struct CheckpointPolicy: Sendable, Equatable {
     var maxWalBytes: Int
 
     /// The checkpoint to run, or nil. `pendingWalBytes` is what the WAL holds beyond the
-    /// last checkpoint; `incompleteStreak` counts consecutive checkpoints that fell short.
-    func decide(now: Instant, lastCheckpoint: Instant, pendingWalBytes: Int, incompleteStreak: Int) -> Mode? {
+    /// last checkpoint; `incompleteStreak` counts consecutive checkpoints that fell short;
+    /// `forced` asks for one now (an app transition), however recent the last.
+    func decide(now: Instant, lastCheckpoint: Instant, pendingWalBytes: Int, incompleteStreak: Int, forced: Bool = false) -> Mode? {
         guard pendingWalBytes > 0 else { return nil }
         let tooBig = pendingWalBytes >= maxWalBytes
-        guard tooBig || now >= lastCheckpoint + interval else { return nil }
+        guard forced || tooBig || now >= lastCheckpoint + interval else { return nil }
         if incompleteStreak >= 4 || (incompleteStreak >= 1 && pendingWalBytes >= 4 * maxWalBytes) { return .truncate }
         if incompleteStreak >= 2 { return .restart }
         return .passive

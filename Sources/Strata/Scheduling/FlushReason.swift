@@ -26,4 +26,22 @@ public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringC
     case shutdown
 
     public var description: String { rawValue }
+
+    /// How soon a flush event with this reason must reach the database.
+    public enum Urgency: Sendable, Equatable {
+        /// Chosen by the flush policy (deadlines, intervals).
+        case scheduled
+        /// Every tier within `critical_flush_delay_ms`: events in one window share a commit.
+        case withinCriticalDelay
+        /// Every tier now, then a checkpoint: the app may be about to stop.
+        case nowThenCheckpoint
+    }
+
+    public var urgency: Urgency {
+        switch self {
+        case .criticalDelay, .derivedInterval, .idleInterval: .scheduled
+        case .majorAction, .networkOperations, .vectorClock: .withinCriticalDelay
+        case .background, .lowMemory, .explicitSave, .documentSwitch, .shutdown: .nowThenCheckpoint
+        }
+    }
 }

@@ -2,14 +2,17 @@
 ///
 /// Owned by the tick thread (inside ``Engine``).
 ///
-/// State: the derived deadline captured when the derived tier became dirty
-/// (`nil` while it is clean), pending explicit flush requests, and the last input instant.
+/// State: the derived deadline captured when the derived tier became dirty (`nil`
+/// while it is clean); flush events waiting for their deadline (every tier is flushed
+/// by `eventDeadline`, for `eventReasons`); the vector-clock trigger; the last input.
 struct FlushScheduler {
     var policy: FlushPolicy
     /// Captured when the derived tier first became dirty; cleared when it is drained.
     private(set) var derivedDeadline: Instant?
-    /// Reasons of flush events requested since the last end of tick: flush every tier.
-    private(set) var requested: Set<FlushReason> = []
+    /// The earliest deadline of the flush events requested since the last flush of every tier.
+    private(set) var eventDeadline: Instant?
+    private(set) var eventReasons: Set<FlushReason> = []
+    var vectorClock: VectorClockTrigger
     var lastInput: Instant
     var lookahead: Duration
 
@@ -17,38 +20,56 @@ struct FlushScheduler {
         self.policy = policy
         self.lastInput = now
         self.lookahead = lookahead
+        self.vectorClock = VectorClockTrigger(everyOperations: policy.config.vectorClockEveryOperations,
+                                              interval: policy.config.vectorClockInterval)
     }
 
     func activity(now: Instant) -> Activity {
         now.duration(since: lastInput) > policy.config.idleAfter ? .idle : .active
     }
 
-    mutating func request(_ reason: FlushReason) { requested.insert(reason) }
+    /// A flush event that wants every tier by `deadline`.
+    mutating func request(_ reason: FlushReason, by deadline: Instant) {
+        eventDeadline = eventDeadline.map { min($0, deadline) } ?? deadline
+        eventReasons.insert(reason)
+    }
+
+    /// Drains every tier now (an app transition, an explicit save, shutdown).
+    mutating func drainAll(world: World, reasons: Set<FlushReason>) -> WriteBatch {
+        var batch = WriteBatch()
+        batch.reasons = reasons.union(eventReasons)
+        world.drain(.critical, into: &batch)
+        world.drain(.derived, into: &batch)
+        derivedDeadline = nil
+        eventDeadline = nil
+        eventReasons = []
+        return batch
+    }
 
     /// Decides and drains; returns the batch to hand off, or nil if nothing is due.
     mutating func endTick(world: World, now: Instant, power: PowerState) -> WriteBatch? {
+        if vectorClock.isDue(now: now) {
+            vectorClock.reset()
+            request(.vectorClock, by: now)
+        }
+        if let deadline = eventDeadline, now + lookahead >= deadline {
+            return drainAll(world: world, reasons: [])
+        }
         let activity = activity(now: now)
         let derivedFirst = world.firstPendingChange(.derived)
         if let derivedFirst, derivedDeadline == nil {
             derivedDeadline = policy.derivedDeadline(firstChange: derivedFirst, power: power, activity: activity)
         }
-        var decision = policy.decide(FlushPolicy.Input(
+        let decision = policy.decide(FlushPolicy.Input(
             now: now,
             criticalFirstChange: world.firstPendingChange(.critical),
             derivedFirstChange: derivedFirst,
             derivedDeadline: derivedDeadline,
             power: power, activity: activity, lookahead: lookahead))
-        var reasons: Set<FlushReason> = []
-        if !requested.isEmpty {
-            reasons = requested
-            requested = []
-            decision.flushCritical = world.firstPendingChange(.critical) != nil
-            decision.flushDerived = derivedFirst != nil
-        } else {
-            if decision.flushCritical { reasons.insert(.criticalDelay) }
-            if decision.flushDerived { reasons.insert(decision.derivedReason) }
-        }
         guard !decision.isEmpty else { return nil }
+        var reasons: Set<FlushReason> = []
+        if decision.flushCritical { reasons.insert(.criticalDelay) }
+        if decision.flushDerived { reasons.insert(decision.derivedReason) }
 
         var batch = WriteBatch()
         batch.reasons = reasons

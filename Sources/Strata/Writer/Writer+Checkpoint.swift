@@ -6,11 +6,12 @@ extension Writer {
     /// frame count (each frame is a page plus a 24-byte header).
     var pendingWalBytes: Int { Int(walFrames.frames) * (settings.pageSize + 24) }
 
-    /// Runs the checkpoint ``CheckpointPolicy`` asks for, if any. Writer thread.
-    func checkpointIfNeeded() {
+    /// Runs the checkpoint ``CheckpointPolicy`` asks for, if any; `forced` asks for one
+    /// whatever the interval (after an app transition). Writer thread.
+    func checkpointIfNeeded(forced: Bool = false) {
         let policy = CheckpointPolicy(interval: settings.checkpointInterval, maxWalBytes: maxWalBytes)
-        guard let mode = policy.decide(now: clock.now(), lastCheckpoint: lastCheckpoint,
-                                       pendingWalBytes: pendingWalBytes, incompleteStreak: incompleteStreak)
+        guard let mode = policy.decide(now: clock.now(), lastCheckpoint: lastCheckpoint, pendingWalBytes: pendingWalBytes,
+                                       incompleteStreak: incompleteStreak, forced: forced)
         else { return }
         checkpoint(mode)
     }

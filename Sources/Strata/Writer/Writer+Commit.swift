@@ -10,6 +10,7 @@ extension Writer {
     /// Commits `batch`, or puts it back for a retry. Returns false if it must be retried.
     /// The caller reports the sequence committed (after any checkpoint it triggers).
     func commitWithRetry(_ batch: WriteBatch) -> Bool {
+        guard !batch.isEmpty else { return true }   // e.g. a checkpoint request with nothing to write
         let started = clock.now()
         do {
             let rows = try commit(batch)

@@ -117,7 +117,7 @@ final class Writer: @unchecked Sendable {
             switch buffer.take(until: deadline) {
             case .batch(let batch):
                 if commitWithRetry(batch) {
-                    checkpointIfNeeded()
+                    checkpointIfNeeded(forced: batch.checkpointAfter)
                     buffer.didCommit(batch.sequence)
                     continue loop
                 } else {
