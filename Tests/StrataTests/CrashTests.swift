@@ -190,3 +190,90 @@ struct TraceLine {
 extension UUID {
     var entityID: EntityID { EntityID(self) }
 }
+
+/// `strata sim` as a user runs it: Ctrl-Z, and a battery that changes under it.
+@Suite(.serialized) struct SimLifecycleTests {
+    /// The state letter of /proc/PID/stat (`T` when stopped).
+    func processState(_ pid: Int32) -> Character? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(close, offsetBy: 2)]
+    }
+
+    @Test func ctrlZSavesEveryTierThenStops() throws {
+        let directory = TestDirectory()
+        let tracePath = directory.url.appendingPathComponent("critical.trace").path
+        let sim = Process()
+        sim.executableURL = URL(fileURLWithPath: try strataExecutable())
+        sim.arguments = ["sim", "--db", directory.databasePath, "--entities", "50", "--log-level", "error",
+                         "--trace-critical", tracePath]
+        let out = Pipe()
+        sim.standardOutput = out
+        sim.standardError = FileHandle.nullDevice
+        let output = OutputCollector(out.fileHandleForReading)
+        try sim.run()
+        defer { if sim.isRunning { kill(sim.processIdentifier, SIGKILL); sim.waitUntilExit() } }
+        #expect(eventually { TraceLine.read(tracePath).count > 20 })
+
+        kill(sim.processIdentifier, SIGTSTP)
+        #expect(eventually { processState(sim.processIdentifier) == "T" }, "the sim stops itself after saving")
+        #expect(output.text.contains("suspended (every tier saved)"))
+        // Stopped: every entity alive at the suspend is in the database, however recent.
+        var alive = Set<String>()
+        for line in TraceLine.read(tracePath) {
+            if line.operation == "spawn" { alive.insert(line.entity) }
+            if line.operation == "despawn" { alive.remove(line.entity) }
+        }
+        let saved = try DatabaseInspection.inspect(path: directory.databasePath)
+        #expect(saved.entityCount == alive.count)
+        #expect(saved.cleanShutdown == false, "suspended, not shut down")
+
+        kill(sim.processIdentifier, SIGCONT)
+        kill(sim.processIdentifier, SIGTERM)
+        sim.waitUntilExit()
+        #expect(sim.terminationStatus == 0)
+        #expect(try DatabaseInspection.inspect(path: directory.databasePath).cleanShutdown == true)
+    }
+
+    @Test func aRunningSimFollowsTheBattery() throws {
+        let bus = try PrivateSystemBus()
+        try bus.startUPower(onBattery: true)
+        try bus.setDisplayDevice(battery: true, state: 2, percentage: 80, level: 1)
+        let directory = TestDirectory()
+        let sim = Process()
+        sim.executableURL = URL(fileURLWithPath: try strataExecutable())
+        sim.arguments = ["sim", "--db", directory.databasePath, "--entities", "20", "--log-level", "info"]
+        sim.environment = bus.environment
+        let err = Pipe()
+        sim.standardOutput = FileHandle.nullDevice
+        sim.standardError = err
+        let log = OutputCollector(err.fileHandleForReading)
+        try sim.run()
+        defer { if sim.isRunning { kill(sim.processIdentifier, SIGKILL); sim.waitUntilExit() } }
+        #expect(eventually { log.text.contains("battery 80% discharging [high]: derived interval now 10.0 s") })
+
+        try bus.setDisplayDevice(battery: true, state: 2, percentage: 15, level: 3)
+        #expect(eventually { log.text.contains("battery 15% discharging [low]: derived interval now 60.0 s") })
+
+        kill(sim.processIdentifier, SIGTERM)
+        sim.waitUntilExit()
+        #expect(sim.terminationStatus == 0)
+    }
+}
+
+/// Collects what a child process writes to a pipe, as it arrives.
+final class OutputCollector: @unchecked Sendable {
+    // @unchecked Sendable: `data` is only touched under `lock`.
+    private let lock = NSLock()
+    private var data = Data()
+
+    init(_ handle: FileHandle) {
+        handle.readabilityHandler = { [weak self] handle in
+            let chunk = handle.availableData
+            if chunk.isEmpty { handle.readabilityHandler = nil }
+            self?.lock.withLock { self?.data.append(chunk) }
+        }
+    }
+
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+}

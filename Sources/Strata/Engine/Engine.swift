@@ -94,7 +94,13 @@ public final class Engine {
     }
 
     private func pollMonitors() {
-        if let state = powerMonitor?.latest.state, state != powerState { powerState = state }
+        if let state = powerMonitor?.latest.state, state != powerState {
+            let before = (powerTier, derivedInterval)
+            powerState = state
+            if (powerTier, derivedInterval) != before {
+                logger.info("power: \(state) [\(powerTier.rawValue)]: derived interval now \(derivedInterval.seconds) s")
+            }
+        }
         if let memoryMonitor {
             let warnings = memoryMonitor.warningCount
             if warnings != memoryWarningsSeen {
@@ -115,6 +121,9 @@ public final class Engine {
     /// How far ahead of a deadline a tier is flushed: one tick plus the commit budget,
     /// so that a change is committed, not merely handed off, by its deadline.
     public var flushLookahead: Duration { scheduler.lookahead }
+
+    /// The row of RFC 0002's battery table in force now.
+    public var powerTier: PowerTier { scheduler.policy.tier(power: powerState) }
 
     /// Whether the user counts as idle now.
     public var activity: Activity { scheduler.activity(now: clock.now()) }

@@ -108,6 +108,22 @@ final class CanvasScenario {
             engine.flush(reason: .majorAction)
         }
 
+        // Undo: restore a shape's previous style (a major action).
+        if !shapes.isEmpty, rng.chance(0.1 * perSecond) {
+            let shape = shapes.randomElement(using: &rng)!
+            world.mutate(ShapeStyle.self, of: shape) { $0.color ^= 0xFFFFFF }
+            engine.flush(reason: .majorAction)
+        }
+
+        // A peer's edits arrive over the network: critical, and they advance the vector clock.
+        if !shapes.isEmpty, rng.chance(0.3 * perSecond) {
+            let count = Int.random(in: 1 ... 3, using: &rng)
+            for _ in 0 ..< count {
+                world.mutate(ShapeStyle.self, of: shapes.randomElement(using: &rng)!) { $0.kind = ($0.kind + 1) % 4 }
+            }
+            engine.recordOperations(count, fromPeers: true)
+        }
+
         // The viewport pans now and then (UI state, derived).
         if rng.chance(0.5 * perSecond) {
             world.mutate(Viewport.self, of: viewport) { $0.panX += 10; $0.zoom = Float.random(in: 0.5 ... 2, using: &rng) }

@@ -23,15 +23,3 @@ struct InspectCommand: ParsableCommand {
         }
     }
 }
-
-func printError(_ message: String) {
-    var stderr = StandardError()
-    print(message, to: &stderr)
-}
-
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) {
-        FileHandle.standardError.write(Data(string.utf8))
-    }
-}
-

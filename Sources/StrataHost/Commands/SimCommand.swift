@@ -57,26 +57,30 @@ struct SimCommand: ParsableCommand {
             printError("strata sim: cannot open the database: \(error)")
             throw ExitCode.failure
         }
-        print("strata sim: \(engine.store.location.path)")
+        say("strata sim: \(engine.store.location.path)")
         if engine.recovery.crashed || engine.recovery.setAsideCorruptFile != nil {
-            print("strata sim: the previous session crashed.")
+            say("strata sim: the previous session crashed.")
         }
-        for line in engine.recovery.description.split(separator: "\n") { print("  \(line)") }
+        for line in engine.recovery.description.split(separator: "\n") { say("  \(line)") }
+
+        engine.attach(PowerMonitor(config: config.persistence.power, logger: logger))
+        engine.attach(MemoryPressureMonitor(thresholdPercent: config.persistence.memoryPressurePercent,
+                                            pollInterval: config.persistence.memoryPollInterval, logger: logger))
 
         let trace = try traceCritical.map { try CriticalTrace(path: $0) }
         let scenario = CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace)
-        let signals = SignalFlags()
+        let signals = SignalFlags(handleSuspend: true)
         let outcome = runLoop(engine: engine, scenario: scenario, signals: signals, config: config)
 
         do {
             try engine.shutdown()
         } catch {
             printError("strata sim: shutdown could not finish: \(error)")
-            print(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
+            say(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
                                      droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason))
             throw ExitCode.failure
         }
-        print(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
+        say(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
                                  droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason + ", shut down cleanly"))
     }
 
@@ -105,6 +109,15 @@ struct SimCommand: ParsableCommand {
             if let sig = signals.stopSignal {
                 outcome.reason = sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"
                 break
+            }
+            if signals.takeSuspendRequest() {
+                // Ctrl-Z: an app going to the background. Flush, checkpoint, then stop.
+                status.clear()
+                let saved = engine.willEnterBackground()
+                say("strata sim: suspended (\(saved ? "every tier saved" : "the flush did not finish in time"))")
+                raise(SIGSTOP)
+                previous = clock.now()   // resumed: no catch-up for the time stopped
+                continue
             }
             let now = clock.now()
             if let end, now >= end {

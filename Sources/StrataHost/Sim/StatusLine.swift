@@ -14,17 +14,26 @@ struct StatusLine {
         guard isTerminal else { return }
         let m = engine.metrics
         let world = engine.world
+        let tier = engine.activity == .idle ? "idle" : engine.powerTier.rawValue
         let line = String(
-            format: "tick %5.1f Hz | entities %6d | pending critical %4d derived %5d | flushes %5d (commits %5d, FULL %4d) | WAL %@ | %@, derived %.0fs",
+            format: "tick %5.1f Hz | entities %6d | pending critical %4d derived %5d | flushes %5d (commits %5d, FULL %4d) | WAL %@ | %@ [%@, derived %.0fs]",
             tickRate, world.entityCount, world.pendingCount(.critical), world.pendingCount(.derived),
             m.flushCount, m.commitCount, m.fullCommitCount, Self.megabytes(m.walSizeBytes),
-            engine.powerState.description, engine.derivedInterval.seconds)
+            engine.powerState.description, tier, engine.derivedInterval.seconds)
         FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(line)".utf8))
     }
 
     func clear() {
         guard isTerminal else { return }
         FileHandle.standardOutput.write(Data("\r\u{1B}[2K".utf8))
+    }
+
+    static func sourceDescription(_ source: PowerReading.Source) -> String {
+        switch source {
+        case .upower(let version): "(UPower \(version))"
+        case .fallback: "(configured fallback)"
+        case .unavailable(let reason): "(fallback: \(reason))"
+        }
     }
 
     /// The end-of-run summary.
@@ -45,6 +54,7 @@ struct StatusLine {
             "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
             "  failures     \(m.failedCommits) failed commits (retried), \(m.abandonedRows) rows abandoned",
             "  sessions     \(m.crashRecoveryCount) crashes, \(m.cleanShutdownCount) clean shutdowns",
+            "  power        \(engine.powerState) [\(engine.powerTier.rawValue)] \(sourceDescription(engine.powerReading.source))",
         ]
         for alert in m.alerts { lines.append("  alert        \(alert)") }
         return lines.joined(separator: "\n")
