@@ -27,12 +27,33 @@ import Testing
         #expect(shipped == StrataConfig())
     }
 
+    @Test func theShippedConfigHasEveryKey() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let shipped = try String(contentsOf: root.appendingPathComponent("config.toml"), encoding: .utf8)
+        func keys(_ toml: String) -> Set<String> {
+            var table = "", result = Set<String>()
+            for raw in toml.split(separator: "\n") {
+                let line = raw.trimmingCharacters(in: .whitespaces)
+                if line.hasPrefix("[") { table = String(line.dropFirst().dropLast()) }
+                else if !line.hasPrefix("#"), let eq = line.firstIndex(of: "=") {
+                    result.insert(table + "." + line[..<eq].trimmingCharacters(in: .whitespaces))
+                }
+            }
+            return result
+        }
+        #expect(keys(StrataConfig().renderTOML()) == keys(shipped))
+    }
+
     @Test func renderedConfigParsesBackToItself() throws {
         var config = StrataConfig()
         config.persistence.flushInterval = .milliseconds(2500)
         config.persistence.batteryTiers.low = .seconds(90)
         config.persistence.criticalDurability = .crash
         config.database.pageSize = 16384
+        config.persistence.power.fallback = .batteryMedium
+        config.persistence.power.dbusTimeout = .milliseconds(250)
+        config.persistence.batteryTiers.highAbovePercent = 60.5
+        config.persistence.memoryPressurePercent = 25
         #expect(try StrataConfig.parse(config.renderTOML()) == config)
     }
 
@@ -125,6 +146,15 @@ import Testing
     @Test func enumeratedValuesListTheChoices() throws {
         let e = try #require(error("[persistence]\ncritical_durability = \"sometimes\"\n"))
         #expect(e.message == "must be one of \"power_loss\", \"crash\", got \"sometimes\"")
+    }
+
+    @Test func powerKeysAreValidated() throws {
+        #expect(try #require(error("[persistence.linux]\npower_source = \"dbus\"\n")).message == "must be one of \"upower\", \"fallback\", got \"dbus\"")
+        #expect(try #require(error("[persistence.linux]\npower_fallback = \"mains\"\n")).keyPath == "persistence.linux.power_fallback")
+        #expect(try #require(error("[persistence.linux]\ndbus_timeout_ms = 0\n")).kind == .invalidValue)
+        #expect(try #require(error("[persistence.battery_tiers]\nhigh_above_percent = 150\n")).message == "must be between 0.0 and 100.0 percent, got an integer (150)")
+        #expect(try #require(error("[persistence.battery_tiers]\nhigh_above_percent = 30\nlow_below_percent = 40\n")).keyPath == "persistence.battery_tiers.low_below_percent")
+        #expect(try #require(error("[persistence]\nvector_clock_every_operations = 0\n")).kind == .invalidValue)
     }
 
     @Test func otherImpossibleValues() throws {

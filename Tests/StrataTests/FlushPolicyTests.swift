@@ -43,6 +43,30 @@ import Testing
         #expect(policy.derivedInterval(power: power, activity: idle ? .idle : .active) == .seconds(seconds))
     }
 
+    @Test func thresholdsAndIntervalsComeFromTheConfig() {
+        var config = PersistenceConfig()
+        config.batteryTiers.highAbovePercent = 70
+        config.batteryTiers.lowBelowPercent = 30
+        config.batteryTiers.medium = .seconds(45)
+        config.lowPowerModeInterval = .seconds(90)
+        let policy = FlushPolicy(config: config)
+        #expect(policy.tier(power: .discharging(70.1)) == .high)
+        #expect(policy.tier(power: .discharging(70)) == .medium)
+        #expect(policy.derivedInterval(power: .discharging(60), activity: .active) == .seconds(45))
+        #expect(policy.tier(power: .discharging(30)) == .medium)
+        #expect(policy.tier(power: .discharging(29.9)) == .low)
+        var saver = PowerState.discharging(90)
+        saver.powerSaver = true
+        #expect(policy.derivedInterval(power: saver, activity: .active) == .seconds(90))
+    }
+
+    @Test func anUnknownChargeOnBatteryUsesTheFlushInterval() {
+        var power = PowerState.discharging(50)
+        power.percentage = nil
+        #expect(policy.tier(power: power) == .unknownCharge)
+        #expect(policy.derivedInterval(power: power, activity: .active) == .seconds(10))
+    }
+
     @Test func batteryAdaptiveOffAlwaysUsesTheFlushInterval() {
         var config = PersistenceConfig()
         config.batteryAdaptive = false
