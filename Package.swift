@@ -27,10 +27,16 @@ let package = Package(
             dependencies: ["CUPowerGlib"],
             linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
+        // The counting VFS: sync requests and bytes written per file kind (sqlite3.h via GRDBSQLite).
+        .target(
+            name: "CStrataVFS",
+            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]
+        ),
         .target(
             name: "Strata",
             dependencies: [
                 "CStrataPower",
+                "CStrataVFS",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "TOMLKit", package: "TOMLKit"),

@@ -60,6 +60,9 @@ extension StrataConfig {
             retry_initial_backoff_ms = \(ms(writer.retryInitialBackoff))
             retry_max_backoff_ms = \(ms(writer.retryMaxBackoff))
 
+            [metrics]
+            count_fsyncs = \(metrics.countFsyncs)
+
             """
     }
 }

@@ -39,7 +39,11 @@ extension StrataConfig {
         if var writer = try reader.table("writer") {
             config.writer = try readWriter(&writer)
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer"])
+        if var metrics = try reader.table("metrics") {
+            config.metrics.countFsyncs = try metrics.bool("count_fsyncs", default: config.metrics.countFsyncs)
+            try metrics.rejectUnknownKeys(known: ["count_fsyncs"])
+        }
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "metrics"])
         return config
     }
 

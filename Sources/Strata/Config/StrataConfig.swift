@@ -9,6 +9,17 @@ public struct StrataConfig: Sendable, Equatable {
     public var simulation = SimulationConfig()
     public var persistence = PersistenceConfig()
     public var writer = WriterConfig()
+    public var metrics = MetricsConfig()
+
+    public init() {}
+}
+
+/// `[metrics]`: what the engine measures about itself.
+public struct MetricsConfig: Sendable, Equatable {
+    /// `count_fsyncs`: open the database through a counting VFS and report its sync
+    /// requests and bytes written (``PersistenceMetrics/vfs``). The cost is an atomic
+    /// increment per write and per sync.
+    public var countFsyncs = true
 
     public init() {}
 }

@@ -13,7 +13,8 @@ extension Engine {
     ///   - components: the component types to reload; rows of other types stay untouched.
     public static func open(config: StrataConfig, components: [any Component.Type] = [],
                             logger: Logger = Logger(label: "strata"), options: Options = Options()) throws -> Engine {
-        let location = StoreLocation(path: config.database.path, vfs: options.vfs)
+        let countingVFS = config.metrics.countFsyncs && options.vfs == nil ? try CountingVFS.registerUnique() : nil
+        let location = StoreLocation(path: config.database.path, vfs: options.vfs ?? countingVFS?.name)
         var storeOptions = Store.Options()
         storeOptions.pageSize = config.database.pageSize
         storeOptions.busyTimeout = config.writer.busyTimeout
@@ -63,7 +64,7 @@ extension Engine {
         let scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
         writer.start()
         return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,
-                      recorder: recorder, clock: options.clock, logger: logger, scheduler: scheduler)
+                      recorder: recorder, clock: options.clock, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
     }
 
     /// Opens the store and begins the session; a failed integrity check after a crash

@@ -32,6 +32,9 @@ public final class Engine {
     let logger: Logger
     var scheduler: FlushScheduler
     var owner = ThreadOwner()
+    let countingVFS: CountingVFS?
+    /// The counts at open (migrations, the session mark), so metrics show this session's.
+    let vfsBaseline: VFSCounts
     private var powerMonitor: PowerMonitor?
     private var memoryMonitor: MemoryPressureMonitor?
     private var memoryWarningsSeen = 0
@@ -58,7 +61,10 @@ public final class Engine {
     }
 
     init(world: World, config: StrataConfig, recovery: RecoveryReport, store: Store, buffer: WriteBuffer,
-         writer: Writer, recorder: MetricsRecorder, clock: any StrataClock, logger: Logger, scheduler: FlushScheduler) {
+         writer: Writer, recorder: MetricsRecorder, clock: any StrataClock, logger: Logger, scheduler: FlushScheduler,
+         countingVFS: CountingVFS?) {
+        self.countingVFS = countingVFS
+        self.vfsBaseline = countingVFS?.counts ?? VFSCounts()
         self.world = world
         self.config = config
         self.recovery = recovery
@@ -111,7 +117,11 @@ public final class Engine {
     }
 
     /// A snapshot of the persistence metrics.
-    public var metrics: PersistenceMetrics { recorder.snapshot }
+    public var metrics: PersistenceMetrics {
+        var snapshot = recorder.snapshot
+        if let countingVFS { snapshot.vfs = countingVFS.counts.since(vfsBaseline) }
+        return snapshot
+    }
 
     /// The derived interval the policy applies now.
     public var derivedInterval: Duration {

@@ -46,6 +46,12 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var crashRecoveryCount = 0
     public var cleanShutdownCount = 0
 
+    // The disk, as SQLite asked of it (with `[metrics] count_fsyncs = true`)
+    /// Sync requests, writes and bytes per file kind since the engine opened.
+    public var vfs: VFSCounts?
+    /// CPU time the writer thread has used (its thread clock).
+    public var writerCPUTime: Duration = .zero
+
     public init() {}
 
     /// RFC `avg_flush_duration`: mean commit time of a batch on the writer thread.

@@ -113,6 +113,7 @@ final class Writer: @unchecked Sendable {
         }
         var closingFailures = 0
         loop: while true {
+            recordCPUTime()
             let deadline = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
             switch buffer.take(until: deadline) {
             case .batch(let batch):
@@ -138,6 +139,14 @@ final class Writer: @unchecked Sendable {
             }
         }
         finish()
+    }
+
+    /// The writer thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), into the metrics.
+    private func recordCPUTime() {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        let cpu = Duration.seconds(ts.tv_sec) + .nanoseconds(ts.tv_nsec)
+        metrics.update { $0.writerCPUTime = cpu }
     }
 
     private func backoff() {
@@ -168,6 +177,7 @@ final class Writer: @unchecked Sendable {
             }
         }
         walFrames.uninstall(store: store)
+        recordCPUTime()
         controlLock.withLock {
             state = .finished
             controlLock.broadcast()

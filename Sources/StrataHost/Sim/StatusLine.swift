@@ -53,9 +53,14 @@ struct StatusLine {
             "  payload      \(megabytes(m.payloadBytesWritten)) encoded",
             "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
             "  failures     \(m.failedCommits) failed commits (retried), \(m.abandonedRows) rows abandoned",
+            String(format: "  writer       %.1f ms of CPU", m.writerCPUTime.milliseconds),
             "  sessions     \(m.crashRecoveryCount) crashes, \(m.cleanShutdownCount) clean shutdowns",
             "  power        \(engine.powerState) [\(engine.powerTier.rawValue)] \(sourceDescription(engine.powerReading.source))",
         ]
+        if let vfs = m.vfs {
+            lines.append("  disk         \(vfs.syncs) sync requests (WAL \(vfs.wal.syncs), database \(vfs.mainDatabase.syncs)), "
+                + "\(megabytes(vfs.writeBytes)) written in \(vfs.writes) writes, as SQLite asked (counting VFS)")
+        }
         for alert in m.alerts { lines.append("  alert        \(alert)") }
         return lines.joined(separator: "\n")
     }
