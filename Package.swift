@@ -43,10 +43,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The fsync benchmark runner: the workload, the strategies, the report.
+        .target(
+            name: "StrataBench",
+            dependencies: [
+                "Strata",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "StrataHost",
             dependencies: [
                 "Strata",
+                "StrataBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -55,6 +65,7 @@ let package = Package(
             name: "StrataTests",
             dependencies: [
                 "Strata",
+                "StrataBench",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -15,6 +15,7 @@ extension World {
             batch.oldestChange = batch.oldestChange.map { min($0, first) } ?? first
         }
         batch.tiers.insert(tier)
+        batch.drainedAt[tier] = clock.now()
         if tier == .critical {
             batch.durability = .full
             batch.entityDeletes.append(contentsOf: tracker.despawns)

@@ -42,6 +42,8 @@ struct WriteBatch: Sendable {
     var sequence: UInt64 = 0
     /// Checkpoint right after committing (an app transition that may precede termination).
     var checkpointAfter = false
+    /// When each tier in the batch was drained (the latest drain, once merged).
+    var drainedAt: [Tier: Instant] = [:]
     /// Position of each write, built on first merge.
     private var writeIndex: [WriteKey: Int]?
 
@@ -85,6 +87,7 @@ struct WriteBatch: Sendable {
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter
+        drainedAt.merge(newer.drainedAt) { max($0, $1) }
         reasons.formUnion(newer.reasons)
         tiers.formUnion(newer.tiers)
         if let theirs = newer.oldestChange {

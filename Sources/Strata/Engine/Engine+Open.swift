@@ -59,7 +59,7 @@ extension Engine {
                 checkpointInterval: config.persistence.checkpointInterval,
                 maxWalBytes: policy.maxWalBytes(power: .assumedAC),
                 pageSize: config.database.pageSize),
-            typeIDs: typeIDs)
+            typeIDs: typeIDs, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
         let scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
         writer.start()

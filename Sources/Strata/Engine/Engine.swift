@@ -56,6 +56,8 @@ public final class Engine {
         public var commitBudget: Duration = .milliseconds(50)
         /// Runs on the writer connection after the engine's pragmas.
         public var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
+        /// Told of every commit and checkpoint, on the writer thread.
+        public var observer: (any PersistenceObserver)?
 
         public init() {}
     }

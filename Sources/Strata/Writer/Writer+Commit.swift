@@ -32,6 +32,8 @@ extension Writer {
             if consecutiveFailures > 0 {
                 logger.notice("writer: batch committed after \(consecutiveFailures) failed attempts")
             }
+            observer?.didCommit(CommitRecord(drained: batch.drainedAt, committedAt: started + elapsed,
+                                             durability: batch.durability, rows: batch.rowCount, reasons: batch.reasons))
             consecutiveFailures = 0
             return true
         } catch {

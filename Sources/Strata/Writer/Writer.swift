@@ -28,6 +28,7 @@ final class Writer: @unchecked Sendable {
     let clock: any StrataClock
     let logger: Logger
     let settings: Settings
+    let observer: (any PersistenceObserver)?
 
     struct Settings: Sendable {
         var retryInitialBackoff: Duration
@@ -60,7 +61,8 @@ final class Writer: @unchecked Sendable {
     let walFrames = WalFrameCounter()
 
     init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
-         logger: Logger, settings: Settings, typeIDs: [Int64?]) {
+         logger: Logger, settings: Settings, typeIDs: [Int64?], observer: (any PersistenceObserver)? = nil) {
+        self.observer = observer
         self.store = store
         self.buffer = buffer
         self.metrics = metrics

@@ -7,7 +7,7 @@ struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
         abstract: "Strata: tiered, battery-aware persistence for ECS simulations.",
-        subcommands: [SimCommand.self, InspectCommand.self, CheckConfigCommand.self, PowerCommand.self])
+        subcommands: [SimCommand.self, InspectCommand.self, CheckConfigCommand.self, PowerCommand.self, BenchCommand.self])
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

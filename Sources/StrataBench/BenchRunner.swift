@@ -1,0 +1,185 @@
+import Foundation
+import Strata
+
+/// What to run.
+public struct BenchOptions: Codable, Sendable, Equatable {
+    /// Entities in the world (N).
+    public var entities = 1000
+    /// Entities moving every tick (M ≤ N).
+    public var moving = 1000
+    /// Simulated seconds per strategy (S).
+    public var seconds = 8.0
+    public var hz = 60
+    /// Seconds between snapshots of the snapshot strategy (K).
+    public var snapshotEverySecs = 5.0
+    public var strategies = BenchRunner.strategyNames
+    /// Also run Strata at N/10, M/10, to show its sync rate does not grow with N or M.
+    public var scalingCheck = true
+
+    public init() {}
+}
+
+/// One strategy's measurements.
+public struct StrategyResult: Codable, Sendable {
+    public var name: String
+    public var summary: String
+    public var entities: Int
+    public var moving: Int
+    public var ticks: Int
+    public var simulatedSeconds: Double
+    public var wallSeconds: Double
+    /// Ticks per second reached (the target is `hz`).
+    public var tickRateHz: Double
+    public var heldTickRate: Bool
+    public var syncRequests: Int
+    public var syncRequestsPerSec: Double
+    /// Sync requests per file kind: `main_db`, `wal`, `journal`, `other`, `file` (non-SQLite).
+    public var syncsByKind: [String: Int]
+    public var bytesWritten: Int
+    public var bytesWrittenPerSec: Double
+    public var writeCalls: Int
+    /// Encoded bytes of the components that changed (what had to be saved).
+    public var changedBytes: Int
+    public var bytesPerChangedByte: Double
+    public var rowsWritten: Int
+    public var tickP50Ms: Double
+    public var tickP99Ms: Double
+    public var tickMaxMs: Double
+    /// CPU time on the tick thread (updates and persistence calls).
+    public var tickCPUMs: Double
+    /// CPU time of background threads (Strata's writer, the snapshot writer).
+    public var backgroundCPUMs: Double
+    public var risk: RiskSummary
+}
+
+/// A whole run.
+public struct BenchResults: Codable, Sendable {
+    public var options: BenchOptions
+    public var command: String
+    public var date: String
+    public var machine: String
+    public var results: [StrategyResult]
+}
+
+/// Runs the workload under each strategy, one after the other, paced in real time.
+public enum BenchRunner {
+    public static let strategyNames = ["baseline", "naive", "tick-full", "tick-normal", "snapshot",
+                                       "strata", "strata-charging", "strata-high", "strata-medium", "strata-low"]
+
+    static func makeStrategy(_ name: String, options: BenchOptions) throws -> any BenchStrategy {
+        switch name {
+        case "baseline": BaselineStrategy()
+        case "naive": try SQLiteStrategy(.naive)
+        case "tick-full": try SQLiteStrategy(.tickFull)
+        case "tick-normal": try SQLiteStrategy(.tickNormal)
+        case "snapshot": SnapshotStrategy(every: .nanoseconds(Int64(options.snapshotEverySecs * 1e9)))
+        case "strata", "strata-scaling": StrataStrategy(name: name, power: nil)
+        case "strata-charging": StrataStrategy(name: name, power: .charging(50))
+        case "strata-high": StrataStrategy(name: name, power: .discharging(75))
+        case "strata-medium": StrataStrategy(name: name, power: .discharging(35))
+        case "strata-low": StrataStrategy(name: name, power: .discharging(10))
+        default: throw BenchError("unknown strategy \"\(name)\"; known: \(strategyNames.joined(separator: ", "))")
+        }
+    }
+
+    public struct BenchError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Runs every selected strategy in a fresh folder under `directory`.
+    public static func run(_ options: BenchOptions, directory: URL, command: String,
+                           progress: (String) -> Void = { _ in }) throws -> BenchResults {
+        guard options.moving <= options.entities else { throw BenchError("--moving must not exceed --entities") }
+        var runs: [(String, Int, Int)] = options.strategies.map { ($0, options.entities, options.moving) }
+        if options.scalingCheck && options.strategies.contains("strata") {
+            runs.append(("strata-scaling", max(1, options.entities / 10), max(1, options.moving / 10)))
+        }
+        var results: [StrategyResult] = []
+        for (name, entities, moving) in runs {
+            let strategy = try makeStrategy(name, options: options)
+            let folder = directory.appendingPathComponent(name)
+            try? FileManager.default.removeItem(at: folder)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            progress("\(name): N=\(entities) M=\(moving), \(options.seconds) s…")
+            let result = try runOne(strategy, entities: entities, moving: moving, options: options, folder: folder)
+            progress(String(format: "  %.1f Hz, %d sync requests, %d bytes", result.tickRateHz, result.syncRequests, result.bytesWritten))
+            results.append(result)
+        }
+        return BenchResults(options: options, command: command, date: ISO8601DateFormatter().string(from: Date()),
+                            machine: machineDescription(), results: results)
+    }
+
+    static func runOne(_ strategy: any BenchStrategy, entities: Int, moving: Int, options: BenchOptions,
+                       folder: URL) throws -> StrategyResult {
+        try strategy.prepare(entities: entities, directory: folder)
+        let clock = MonotonicClock()
+        let tickInterval = Duration.nanoseconds(1_000_000_000 / Int64(options.hz))
+        let plannedTicks = Int(options.seconds * Double(options.hz))
+        // A strategy that cannot hold the rate stops here and reports the rate it reached.
+        let cap = Duration.nanoseconds(Int64((options.seconds * 1.25 + 2) * 1e9))
+        let vfsBefore = strategy.vfs?.counts
+        var tickTimes: [Duration] = []
+        tickTimes.reserveCapacity(plannedTicks)
+        var changedBytes = 0
+        let transformBytes = BenchPayload.transform(0, 0).count
+        let cpuBefore = threadCPUTime()
+        let start = clock.now()
+        var ticks = 0
+        while ticks < plannedTicks {
+            let now = clock.now()
+            if now.duration(since: start) > cap { break }
+            let due = start + tickInterval * ticks
+            if due > now { usleep(UInt32(max(1, due.duration(since: now).nanoseconds / 1000))) }
+            let critical = ticks % options.hz == 0 ? (ticks / options.hz) % entities : nil
+            let tick = BenchTick(index: ticks, time: clock.now(), moving: moving, criticalEntity: critical)
+            let tickStart = clock.now()
+            try strategy.tick(tick)
+            tickTimes.append(clock.now().duration(since: tickStart))
+            changedBytes += moving * transformBytes + (critical.map { BenchPayload.label(entity: $0, revision: ticks).count } ?? 0)
+            ticks += 1
+        }
+        let end = clock.now()
+        let tickCPU = threadCPUTime() - cpuBefore
+        try strategy.finish()
+        let vfs = strategy.vfs.map { $0.counts.since(vfsBefore!) }
+        let risk = strategy.log.risk(from: start + .seconds(1), to: end)
+        let backgroundCPU = strategy.backgroundCPU
+        let rows = strategy.rowsWritten
+        let own = strategy.ownDiskCounts
+        try strategy.close()
+
+        let simulated = Double(ticks) / Double(options.hz)
+        let wall = end.duration(since: start).seconds
+        let syncs = (vfs?.syncs ?? 0) + (own?.syncs ?? 0)
+        let bytes = (vfs?.writeBytes ?? 0) + (own?.bytes ?? 0)
+        var byKind: [String: Int] = [:]
+        if let vfs {
+            byKind = ["main_db": vfs.mainDatabase.syncs, "wal": vfs.wal.syncs, "journal": vfs.journal.syncs, "other": vfs.other.syncs]
+        }
+        if let own { byKind["file"] = own.syncs }
+        let sorted = tickTimes.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].milliseconds
+        }
+        let rate = Double(ticks) / max(wall, 0.001)
+        return StrategyResult(
+            name: strategy.name, summary: strategy.summary, entities: entities, moving: moving,
+            ticks: ticks, simulatedSeconds: simulated, wallSeconds: wall, tickRateHz: rate,
+            heldTickRate: ticks == plannedTicks && rate >= Double(options.hz) * 0.95,
+            syncRequests: syncs, syncRequestsPerSec: Double(syncs) / max(simulated, 0.001), syncsByKind: byKind,
+            bytesWritten: bytes, bytesWrittenPerSec: Double(bytes) / max(simulated, 0.001),
+            writeCalls: (vfs?.writes ?? 0) + (own?.writes ?? 0),
+            changedBytes: changedBytes, bytesPerChangedByte: changedBytes == 0 ? 0 : Double(bytes) / Double(changedBytes),
+            rowsWritten: rows, tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickMaxMs: sorted.last?.milliseconds ?? 0,
+            tickCPUMs: tickCPU.milliseconds, backgroundCPUMs: backgroundCPU.milliseconds, risk: risk)
+    }
+
+    static func machineDescription() -> String {
+        var info = utsname()
+        uname(&info)
+        let release = withUnsafeBytes(of: &info.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let memory = ProcessInfo.processInfo.physicalMemory / 1_073_741_824
+        return "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(memory) GiB, Linux \(release)"
+    }
+}

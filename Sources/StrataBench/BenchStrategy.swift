@@ -1,0 +1,96 @@
+import Foundation
+import Strata
+
+/// One tick of the benchmark workload: the entities that move, and the critical change
+/// (a label edit) made once a simulated second.
+public struct BenchTick {
+    public var index: Int
+    public var time: Instant
+    /// Entities `0 ..< moving` move every tick.
+    public var moving: Int
+    /// The entity whose label changes this tick, if any.
+    public var criticalEntity: Int?
+
+    /// Where entity `i` is after this tick (deterministic, so every strategy writes the same bytes).
+    @inline(__always)
+    public func position(_ i: Int) -> (Float, Float) { (Float(index) * 0.5, Float(i)) }
+}
+
+/// A way to persist the workload: Strata, or what a user would do instead.
+///
+/// Owned by the runner's thread; background threads of its own log into `log`.
+public protocol BenchStrategy: AnyObject {
+    /// Short, stable name (`naive`, `tick-full`, `strata-low`…).
+    var name: String { get }
+    /// One line for the report.
+    var summary: String { get }
+    /// The counting VFS its SQLite files go through (nil: it counts for itself).
+    var vfs: CountingVFS? { get }
+    var log: DurabilityLog { get }
+
+    /// Creates and saves the initial world of `entities` (not measured).
+    func prepare(entities: Int, directory: URL) throws
+    /// Applies one tick's changes and persists them as the strategy does.
+    func tick(_ tick: BenchTick) throws
+    /// The measured run is over: counters are read after this returns, before `close`.
+    func finish() throws
+    /// Releases files and threads (not measured).
+    func close() throws
+
+    /// Rows (or records) written during the measured run.
+    var rowsWritten: Int { get }
+    /// CPU time of background threads (writer, snapshot writer) during the run.
+    var backgroundCPU: Duration { get }
+    /// Disk counters for strategies that do not go through SQLite: (sync requests, writes, bytes).
+    var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { get }
+}
+
+extension BenchStrategy {
+    public var vfs: CountingVFS? { nil }
+    public var backgroundCPU: Duration { .zero }
+    public var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { nil }
+}
+
+/// The workload's components for the Strata strategies.
+struct BenchTransform: Component {
+    static let typeName = "bench.transform"
+    static let tier = Tier.derived
+    var x: Float, y: Float, rotation: Float, scale: Float
+    init(x: Float, y: Float) { self.x = x; self.y = y; rotation = 0; scale = 1 }
+    func encode(to p: inout PayloadWriter) { p.write(x); p.write(y); p.write(rotation); p.write(scale) }
+    init(from p: inout PayloadReader, version: Int) throws {
+        x = try p.read(); y = try p.read(); rotation = try p.read(); scale = try p.read()
+    }
+}
+
+struct BenchLabel: Component {
+    static let typeName = "bench.label"
+    static let tier = Tier.critical
+    var text: String
+    var revision: Int
+    init(text: String, revision: Int) { self.text = text; self.revision = revision }
+    func encode(to p: inout PayloadWriter) { p.write(text); p.write(revision) }
+    init(from p: inout PayloadReader, version: Int) throws { text = try p.read(); revision = try p.read() }
+}
+
+/// Encoded sizes, so every strategy writes the same payload bytes.
+enum BenchPayload {
+    static func transform(_ x: Float, _ y: Float) -> [UInt8] {
+        var w = PayloadWriter(capacity: 16)
+        BenchTransform(x: x, y: y).encode(to: &w)
+        return w.bytes
+    }
+
+    static func label(entity: Int, revision: Int) -> [UInt8] {
+        var w = PayloadWriter(capacity: 32)
+        BenchLabel(text: "entity \(entity)", revision: revision).encode(to: &w)
+        return w.bytes
+    }
+}
+
+/// The calling thread's CPU time.
+func threadCPUTime() -> Duration {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return .seconds(ts.tv_sec) + .nanoseconds(ts.tv_nsec)
+}

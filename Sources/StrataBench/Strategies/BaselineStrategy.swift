@@ -1,0 +1,33 @@
+import Foundation
+import Strata
+
+/// No persistence: the same world updates, nothing written. The tick-time baseline.
+final class BaselineStrategy: BenchStrategy {
+    let name = "baseline"
+    let summary = "no persistence: the same world updates, nothing written (the tick-time baseline)"
+    let log = DurabilityLog()
+    private let world = World()
+    private var entities: [Entity] = []
+    var rowsWritten: Int { 0 }
+
+    func prepare(entities count: Int, directory: URL) throws {
+        entities = (0 ..< count).map { i in
+            world.spawn(BenchTransform(x: 0, y: Float(i)), BenchLabel(text: "entity \(i)", revision: 0))
+        }
+    }
+
+    func tick(_ tick: BenchTick) throws {
+        for i in 0 ..< tick.moving {
+            let (x, y) = tick.position(i)
+            world.mutate(BenchTransform.self, of: entities[i]) { $0.x = x; $0.y = y }
+        }
+        if tick.moving > 0 { log.changed(.derived, at: tick.time) }
+        if let c = tick.criticalEntity {
+            world.mutate(BenchLabel.self, of: entities[c]) { $0.revision = tick.index }
+            log.changed(.critical, at: tick.time)
+        }
+    }
+
+    func finish() throws {}
+    func close() throws {}
+}
