@@ -14,8 +14,7 @@ extension World {
         if let first = tracker.firstDirty(tier) {
             batch.oldestChange = batch.oldestChange.map { min($0, first) } ?? first
         }
-        batch.tiers.insert(tier)
-        batch.drainedAt[tier] = clock.now()
+        if tier == .critical { batch.criticalDrainedAt = clock.now() } else { batch.derivedDrainedAt = clock.now() }
         if tier == .critical {
             batch.durability = .full
             batch.entityDeletes.append(contentsOf: tracker.despawns)
@@ -27,11 +26,12 @@ extension World {
                 batch.entityInserts.append(spawn.id)
             }
         }
-        let dirtyColumns = tracker.reset(tier)
+        tracker.reset(tier, swappingColumnsInto: &drainScratch)
         records.withUnsafeBufferPointer { records in
-            for typeIndex in dirtyColumns {
+            for typeIndex in drainScratch {
                 columns[Int(typeIndex)].drain(tier, records: records, into: &batch.writes)
             }
         }
+        drainScratch.removeAll(keepingCapacity: true)
     }
 }

@@ -34,16 +34,25 @@ struct WriteBatch: Sendable {
     var entityInserts: [EntityID] = []
     var writes: [ComponentWrite] = []
     var durability: Durability = .normal
-    var reasons: Set<FlushReason> = []
-    var tiers: Set<Tier> = []
+    var reasons = FlushReasonSet()
     /// The oldest change in the batch (when its tier first became dirty).
     var oldestChange: Instant?
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
     var sequence: UInt64 = 0
     /// Checkpoint right after committing (an app transition that may precede termination).
     var checkpointAfter = false
-    /// When each tier in the batch was drained (the latest drain, once merged).
-    var drainedAt: [Tier: Instant] = [:]
+    /// When each tier in the batch was drained (the latest drain, once merged); nil if
+    /// the tier is not in the batch. Two fields, not a dictionary: no allocation.
+    var criticalDrainedAt: Instant?
+    var derivedDrainedAt: Instant?
+
+    /// The drain instants by tier, for observers.
+    var drainedAt: [Tier: Instant] {
+        var result: [Tier: Instant] = [:]
+        result[.critical] = criticalDrainedAt
+        result[.derived] = derivedDrainedAt
+        return result
+    }
     /// Position of each write, built on first merge.
     private var writeIndex: [WriteKey: Int]?
 
@@ -87,9 +96,9 @@ struct WriteBatch: Sendable {
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter
-        drainedAt.merge(newer.drainedAt) { max($0, $1) }
+        criticalDrainedAt = [criticalDrainedAt, newer.criticalDrainedAt].compactMap { $0 }.max()
+        derivedDrainedAt = [derivedDrainedAt, newer.derivedDrainedAt].compactMap { $0 }.max()
         reasons.formUnion(newer.reasons)
-        tiers.formUnion(newer.tiers)
         if let theirs = newer.oldestChange {
             oldestChange = oldestChange.map { min($0, theirs) } ?? theirs
         }

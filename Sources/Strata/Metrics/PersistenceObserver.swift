@@ -8,7 +8,7 @@ public struct CommitRecord: Sendable {
     /// until the next WAL sync (a FULL commit or a checkpoint).
     public var durability: Durability
     public var rows: Int
-    public var reasons: Set<FlushReason>
+    public var reasons: FlushReasonSet
 }
 
 /// A checkpoint, as an observer sees it.

@@ -45,3 +45,45 @@ public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringC
         }
     }
 }
+
+extension FlushReason {
+    /// Position in ``FlushReasonSet``'s word.
+    var bit: UInt16 {
+        switch self {
+        case .criticalDelay: 1 << 0
+        case .derivedInterval: 1 << 1
+        case .idleInterval: 1 << 2
+        case .majorAction: 1 << 3
+        case .explicitSave: 1 << 4
+        case .background: 1 << 5
+        case .lowMemory: 1 << 6
+        case .documentSwitch: 1 << 7
+        case .networkOperations: 1 << 8
+        case .vectorClock: 1 << 9
+        case .shutdown: 1 << 10
+        }
+    }
+}
+
+/// A set of flush reasons in one word: built on the tick thread at every flush, so it
+/// must not allocate.
+public struct FlushReasonSet: Sendable, Equatable, Sequence, ExpressibleByArrayLiteral {
+    private var bits: UInt16 = 0
+
+    public init() {}
+    public init(arrayLiteral reasons: FlushReason...) { for r in reasons { insert(r) } }
+
+    public var isEmpty: Bool { bits == 0 }
+    public func contains(_ reason: FlushReason) -> Bool { bits & reason.bit != 0 }
+    public mutating func insert(_ reason: FlushReason) { bits |= reason.bit }
+    public mutating func formUnion(_ other: FlushReasonSet) { bits |= other.bits }
+    public func union(_ other: FlushReasonSet) -> FlushReasonSet {
+        var u = self
+        u.formUnion(other)
+        return u
+    }
+
+    public func makeIterator() -> IndexingIterator<[FlushReason]> {
+        FlushReason.allCases.filter(contains).makeIterator()
+    }
+}

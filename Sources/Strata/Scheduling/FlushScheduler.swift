@@ -11,7 +11,7 @@ struct FlushScheduler {
     private(set) var derivedDeadline: Instant?
     /// The earliest deadline of the flush events requested since the last flush of every tier.
     private(set) var eventDeadline: Instant?
-    private(set) var eventReasons: Set<FlushReason> = []
+    private(set) var eventReasons = FlushReasonSet()
     var vectorClock: VectorClockTrigger
     var lastInput: Instant
     var lookahead: Duration
@@ -35,7 +35,7 @@ struct FlushScheduler {
     }
 
     /// Drains every tier now (an app transition, an explicit save, shutdown).
-    mutating func drainAll(world: World, reasons: Set<FlushReason>) -> WriteBatch {
+    mutating func drainAll(world: World, reasons: FlushReasonSet) -> WriteBatch {
         var batch = WriteBatch()
         batch.reasons = reasons.union(eventReasons)
         world.drain(.critical, into: &batch)
@@ -67,7 +67,7 @@ struct FlushScheduler {
             derivedDeadline: derivedDeadline,
             power: power, activity: activity, lookahead: lookahead))
         guard !decision.isEmpty else { return nil }
-        var reasons: Set<FlushReason> = []
+        var reasons = FlushReasonSet()
         if decision.flushCritical { reasons.insert(.criticalDelay) }
         if decision.flushDerived { reasons.insert(decision.derivedReason) }
 

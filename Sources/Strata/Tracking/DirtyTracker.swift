@@ -60,16 +60,15 @@ struct DirtyTracker {
         tier == .ephemeral ? nil : firstDirty[tier.rawValue]
     }
 
-    /// Clears the tier, keeping the lists' storage; returns the columns to drain.
-    mutating func reset(_ tier: Tier) -> [UInt32] {
+    /// Clears the tier; its dirty columns are swapped into `scratch` (which must be
+    /// empty), so no list is copied or allocated.
+    mutating func reset(_ tier: Tier, swappingColumnsInto scratch: inout [UInt32]) {
         let t = tier.rawValue
-        let dirtyColumns = columns[t]
-        columns[t].removeAll(keepingCapacity: true)
+        swap(&columns[t], &scratch)
         firstDirty[t] = nil
         if tier == .critical {
             spawns.removeAll(keepingCapacity: true)
             despawns.removeAll(keepingCapacity: true)
         }
-        return dirtyColumns
     }
 }

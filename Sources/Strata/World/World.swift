@@ -39,6 +39,8 @@ public final class World {
     /// The last column looked up: hot loops touch one type many times in a row.
     @exclusivity(unchecked) @usableFromInline var lastColumn: (type: ObjectIdentifier, index: Int)?
     @exclusivity(unchecked) @usableFromInline var tracker = DirtyTracker()
+    /// The column list of the tier being drained, swapped with the tracker's (reused).
+    var drainScratch: [UInt32] = []
     @usableFromInline let clock: any StrataClock
     @usableFromInline var owner = ThreadOwner()
     public private(set) var entityCount = 0
