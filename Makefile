@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps build test run bench-micro clean
+.PHONY: all deps deps-bench build test run bench bench-docs bench-micro clean
 
 all: build
 
@@ -34,10 +34,28 @@ run: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata sim --config $(CONFIG) --duration $(DURATION)
 
+deps-bench: deps
+	@dpkg -s strace >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq strace; }
+
+# The fsync benchmark: every strategy side by side (release build, ~1.5 min). Writes
+# bench-results/report.{md,svg,json}. Flags: make bench BENCH_ARGS="--entities 100 --seconds 4".
+bench: deps
+	$(SWIFT) build -c release --product strata
+	.build/release/strata bench --out bench-results $(BENCH_ARGS)
+
+# Refreshes the committed report, docs/benchmarks.md, with the strace cross-check appended.
+bench-docs: deps-bench
+	$(SWIFT) build -c release --product strata
+	.build/release/strata bench --out docs --name benchmarks $(BENCH_ARGS)
+	{ printf '\n## Cross-check: the VFS against strace\n\n`scripts/strace-crosscheck.sh` (4 simulated seconds per strategy):\n\n'; \
+	  scripts/strace-crosscheck.sh; \
+	  printf '\nThe differences are directory fsyncs: the unix VFS fsyncs the directory inside the first sync of a new journal or WAL file. In rollback-journal mode the journal is created anew for every transaction, so `naive` pays one more per commit.\n'; \
+	} >> docs/benchmarks.md
+
 # The micro-benchmarks (ordo-one/benchmark, release build): marking, hand-off, encoding,
 # writer vs a raw sqlite3 loop, reload. A separate package: library users don't inherit it.
 bench-micro: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build Benchmarks/.build bench-results

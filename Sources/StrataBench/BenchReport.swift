@@ -117,7 +117,7 @@ public enum BenchReport {
             md += "| `\(r.name)`\(r.entities != o.entities ? " (N=\(r.entities), M=\(r.moving))" : "") | \(rate) | "
                 + String(format: "%.2f | %@ | %.2f | %d | %.3f / %.3f / %.3f | %.0f / %.0f |\n",
                          r.syncRequestsPerSec, human(r.bytesWrittenPerSec) as NSString, r.bytesPerChangedByte, r.rowsWritten,
-                         r.tickP50Ms, r.tickP99Ms, r.tickMaxMs, r.tickCPUMs, r.backgroundCPUMs)
+                         r.tickP50Ms, r.tickP99Ms, r.tickMaxMs, r.tickCpuMs, r.backgroundCpuMs)
         }
         md += """
 

@@ -33,6 +33,9 @@ public struct StrategyResult: Codable, Sendable {
     public var heldTickRate: Bool
     public var syncRequests: Int
     public var syncRequestsPerSec: Double
+    /// Sync requests over the whole life of the strategy's database (setup and shutdown
+    /// included): what `strace -c` of the process compares to.
+    public var syncRequestsWholeProcess: Int
     /// Sync requests per file kind: `main_db`, `wal`, `journal`, `other`, `file` (non-SQLite).
     public var syncsByKind: [String: Int]
     public var bytesWritten: Int
@@ -46,9 +49,9 @@ public struct StrategyResult: Codable, Sendable {
     public var tickP99Ms: Double
     public var tickMaxMs: Double
     /// CPU time on the tick thread (updates and persistence calls).
-    public var tickCPUMs: Double
+    public var tickCpuMs: Double
     /// CPU time of background threads (Strata's writer, the snapshot writer).
-    public var backgroundCPUMs: Double
+    public var backgroundCpuMs: Double
     public var risk: RiskSummary
 }
 
@@ -148,6 +151,7 @@ public enum BenchRunner {
         let rows = strategy.rowsWritten
         let own = strategy.ownDiskCounts
         try strategy.close()
+        let wholeProcess = (strategy.vfs?.counts.syncs ?? 0) + (own?.syncs ?? 0)
 
         let simulated = Double(ticks) / Double(options.hz)
         let wall = end.duration(since: start).seconds
@@ -167,12 +171,13 @@ public enum BenchRunner {
             name: strategy.name, summary: strategy.summary, entities: entities, moving: moving,
             ticks: ticks, simulatedSeconds: simulated, wallSeconds: wall, tickRateHz: rate,
             heldTickRate: ticks == plannedTicks && rate >= Double(options.hz) * 0.95,
-            syncRequests: syncs, syncRequestsPerSec: Double(syncs) / max(simulated, 0.001), syncsByKind: byKind,
+            syncRequests: syncs, syncRequestsPerSec: Double(syncs) / max(simulated, 0.001),
+            syncRequestsWholeProcess: wholeProcess, syncsByKind: byKind,
             bytesWritten: bytes, bytesWrittenPerSec: Double(bytes) / max(simulated, 0.001),
             writeCalls: (vfs?.writes ?? 0) + (own?.writes ?? 0),
             changedBytes: changedBytes, bytesPerChangedByte: changedBytes == 0 ? 0 : Double(bytes) / Double(changedBytes),
             rowsWritten: rows, tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickMaxMs: sorted.last?.milliseconds ?? 0,
-            tickCPUMs: tickCPU.milliseconds, backgroundCPUMs: backgroundCPU.milliseconds, risk: risk)
+            tickCpuMs: tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds, risk: risk)
     }
 
     static func machineDescription() -> String {

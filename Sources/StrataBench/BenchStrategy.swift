@@ -13,7 +13,7 @@ public struct BenchTick {
 
     /// Where entity `i` is after this tick (deterministic, so every strategy writes the same bytes).
     @inline(__always)
-    public func position(_ i: Int) -> (Float, Float) { (Float(index) * 0.5, Float(i)) }
+    public func position(_ i: Int) -> (Float, Float) { (Float(index + 1) * 0.5, Float(i)) }
 }
 
 /// A way to persist the workload: Strata, or what a user would do instead.

@@ -135,6 +135,9 @@ final class RawUpsertLoop {
 // MARK: Benchmarks
 
 let writerCommitMicros = BenchmarkMetric.custom("Writer commit (µs)", polarity: .prefersSmaller, useScalingFactor: false)
+/// From the engine's counting VFS: what SQLite asked of the disk for the batch.
+let syncRequests = BenchmarkMetric.custom("Sync requests", polarity: .prefersSmaller, useScalingFactor: false)
+let bytesWritten = BenchmarkMetric.custom("Bytes written", polarity: .prefersSmaller, useScalingFactor: false)
 
 let keys = 10_000
 
@@ -160,7 +163,7 @@ let benchmarks: @Sendable () -> Void = {
                       world.mutate(Transform.self, of: handles[i]) { $0.x += 1 }
                   }
                   benchmark.stopMeasurement()
-                  engine.flushNow()
+                  engine.flushNow(reason: .majorAction)
               },
               setup: { (engine, entities) = try! makeEngine("marking.db", count: 1000) },
               teardown: { try! engine.shutdown() })
@@ -176,7 +179,7 @@ let benchmarks: @Sendable () -> Void = {
                       world.mutate(Transform.self, of: handles[i]) { $0.x += 1 }
                   }
                   benchmark.stopMeasurement()
-                  engine.flushNow()
+                  engine.flushNow(reason: .majorAction)
               },
               setup: { (engine, entities) = try! makeEngine("marking-repeat.db", count: 1000) },
               teardown: { try! engine.shutdown() })
@@ -212,15 +215,20 @@ let benchmarks: @Sendable () -> Void = {
     // Wall clock: flushNow() end to end. "Writer commit": the writer thread's own time
     // for the transaction, from the engine's metrics.
     Benchmark("Writer: 10k component upserts, one transaction (Strata)",
-              configuration: .init(metrics: [.wallClock, .throughput, writerCommitMicros], timeUnits: .microseconds, maxIterations: 100),
+              configuration: .init(metrics: [.wallClock, .throughput, writerCommitMicros, syncRequests, bytesWritten],
+                                   timeUnits: .microseconds, maxIterations: 100),
               closure: { benchmark in
                   for e in entities { engine.world.mutate(Transform.self, of: e) { $0.y += 1 } }
-                  let before = engine.metrics.totalCommitDuration
+                  let before = engine.metrics
                   benchmark.startMeasurement()
-                  engine.flushNow()
+                  engine.flushNow(reason: .majorAction)   // derived: NORMAL, no checkpoint
                   benchmark.stopMeasurement()
-                  let commit = engine.metrics.totalCommitDuration - before
-                  benchmark.measurement(writerCommitMicros, Int(commit.nanoseconds / 1000))
+                  let after = engine.metrics
+                  benchmark.measurement(writerCommitMicros, Int((after.totalCommitDuration - before.totalCommitDuration).nanoseconds / 1000))
+                  if let a = after.vfs, let b = before.vfs {
+                      benchmark.measurement(syncRequests, a.syncs - b.syncs)
+                      benchmark.measurement(bytesWritten, a.writeBytes - b.writeBytes)
+                  }
               },
               setup: { (engine, entities) = try! makeEngine("writer.db", count: keys) },
               teardown: { try! engine.shutdown() })

@@ -78,7 +78,7 @@ final class SQLiteStrategy: BenchStrategy {
             try write(entity: i, type: 1, payload: BenchPayload.transform(x, y))
         }
         if let c = tick.criticalEntity {
-            try write(entity: c, type: 2, payload: BenchPayload.label(entity: c, revision: tick.index))
+            try write(entity: c, type: 2, payload: BenchPayload.label(entity: c, revision: tick.index + 1))
         }
         if perTick { try exec("COMMIT") }
         let done = MonotonicClock().now()

@@ -41,7 +41,7 @@ final class SnapshotStrategy: BenchStrategy, @unchecked Sendable {
         for i in 0 ..< tick.moving { transforms[i] = tick.position(i) }
         if tick.moving > 0 { log.changed(.derived, at: tick.time) }
         if let c = tick.criticalEntity {
-            revisions[c] = tick.index
+            revisions[c] = tick.index + 1
             log.changed(.critical, at: tick.time)
         }
         if lastSnapshot.map({ tick.time >= $0 + every }) ?? true {

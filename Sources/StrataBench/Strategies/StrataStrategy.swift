@@ -62,7 +62,7 @@ final class StrataStrategy: BenchStrategy {
         }
         if tick.moving > 0 { log.changed(.derived, at: tick.time) }
         if let c = tick.criticalEntity {
-            world.mutate(BenchLabel.self, of: entities[c]) { $0.revision = tick.index }
+            world.mutate(BenchLabel.self, of: entities[c]) { $0.revision = tick.index + 1 }
             log.changed(.critical, at: tick.time)
         }
         engine.endTick()

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import Strata
+@testable import StrataBench
+
+@Suite struct BenchRunnerTests {
+    @Test func aSmokeRunWritesJSONAndAReportWithEveryStrategy() throws {
+        let directory = TestDirectory()
+        var options = BenchOptions()
+        options.entities = 20
+        options.moving = 10
+        options.seconds = 0.5
+        options.snapshotEverySecs = 0.2
+        let results = try BenchRunner.run(options, directory: directory.url.appendingPathComponent("work"), command: "test")
+        let names = results.results.map(\.name)
+        #expect(names == BenchRunner.strategyNames + ["strata-scaling"])
+
+        let files = try BenchReport.write(results, to: directory.url, name: "smoke")
+        #expect(files.allSatisfy { FileManager.default.fileExists(atPath: $0) })
+        let json = try String(contentsOfFile: files[0], encoding: .utf8)
+        let decoded = try JSONDecoder().decode(BenchResults.self, from: Data(json.utf8), snakeCase: true)
+        #expect(decoded.results.count == names.count)
+        let markdown = try String(contentsOfFile: files[2], encoding: .utf8)
+        for name in names { #expect(markdown.contains("`\(name)`")) }
+        #expect(markdown.contains("![sync requests and bytes written"))
+        let svg = try String(contentsOfFile: files[1], encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("strata-low"))
+    }
+
+    @Test func theStrategiesCountWhatTheyDo() throws {
+        let directory = TestDirectory()
+        var options = BenchOptions()
+        options.entities = 10
+        options.moving = 5
+        options.seconds = 0.5
+        options.strategies = ["baseline", "tick-full", "strata"]
+        options.scalingCheck = false
+        let results = try BenchRunner.run(options, directory: directory.url, command: "test")
+        let byName = Dictionary(uniqueKeysWithValues: results.results.map { ($0.name, $0) })
+        let baseline = try #require(byName["baseline"])
+        #expect(baseline.syncRequests == 0 && baseline.bytesWritten == 0)
+        let tickFull = try #require(byName["tick-full"])
+        #expect(tickFull.syncsByKind["wal"] == tickFull.ticks, "one WAL sync per tick's FULL commit")
+        #expect(tickFull.rowsWritten == tickFull.ticks * 5 + 1, "5 moves a tick, one label edit at tick 0")
+        let strata = try #require(byName["strata"])
+        #expect(strata.syncRequests <= 2, "half a second: at most the first critical flush")
+        #expect(strata.risk.crash["derived"] != nil)
+    }
+
+    @Test func dataAtRiskIsTheAgeOfTheOldestUncoveredChange() {
+        let t = { (s: Double) in Instant(nanoseconds: Int64(s * 1e9)) }
+        let changes = [t(1), t(2), t(3), t(4)]
+        let events = [DurabilityLog.Event(at: t(2.5), covers: t(2))]
+        #expect(DurabilityLog.risk(at: t(2.4), changes: changes, events: events) == 1.4, "nothing durable yet: since the first change")
+        #expect(abs(DurabilityLog.risk(at: t(3.5), changes: changes, events: events) - 0.5) < 1e-9, "changes up to 2 s are safe")
+        #expect(DurabilityLog.risk(at: t(2.7), changes: changes, events: events) == 0, "no change since the coverage")
+        #expect(DurabilityLog.risk(at: t(0.5), changes: changes, events: events) == 0)
+    }
+}
+
+extension JSONDecoder {
+    func decode<T: Decodable>(_ type: T.Type, from data: Data, snakeCase: Bool) throws -> T {
+        keyDecodingStrategy = snakeCase ? .convertFromSnakeCase : .useDefaultKeys
+        return try decode(type, from: data)
+    }
+}
