@@ -8,7 +8,11 @@ public struct BenchOptions: Codable, Sendable, Equatable {
     /// Entities moving every tick (M ≤ N).
     public var moving = 1000
     /// Simulated seconds per strategy (S).
-    public var seconds = 8.0
+    public var seconds = 6.0
+    /// A Strata tier whose derived interval is at most this runs 2.5 intervals (if
+    /// longer than S), so its bytes and risks include derived flushes; longer intervals
+    /// would take minutes and run S only.
+    public var coverIntervalsUpToSecs = 10.0
     public var hz = 60
     /// Seconds between snapshots of the snapshot strategy (K).
     public var snapshotEverySecs = 5.0
@@ -104,8 +108,12 @@ public enum BenchRunner {
             let folder = directory.appendingPathComponent(name)
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            progress("\(name): N=\(entities) M=\(moving), \(options.seconds) s…")
-            let result = try runOne(strategy, entities: entities, moving: moving, options: options, folder: folder)
+            var seconds = options.seconds
+            if let interval = (strategy as? StrataStrategy)?.derivedInterval.seconds, interval <= options.coverIntervalsUpToSecs {
+                seconds = max(seconds, 2.5 * interval)
+            }
+            progress("\(name): N=\(entities) M=\(moving), \(seconds) s…")
+            let result = try runOne(strategy, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder)
             progress(String(format: "  %.1f Hz, %d sync requests, %d bytes", result.tickRateHz, result.syncRequests, result.bytesWritten))
             results.append(result)
         }
@@ -113,14 +121,14 @@ public enum BenchRunner {
                             machine: machineDescription(), results: results)
     }
 
-    static func runOne(_ strategy: any BenchStrategy, entities: Int, moving: Int, options: BenchOptions,
+    static func runOne(_ strategy: any BenchStrategy, entities: Int, moving: Int, seconds: Double, options: BenchOptions,
                        folder: URL) throws -> StrategyResult {
         try strategy.prepare(entities: entities, directory: folder)
         let clock = MonotonicClock()
         let tickInterval = Duration.nanoseconds(1_000_000_000 / Int64(options.hz))
-        let plannedTicks = Int(options.seconds * Double(options.hz))
+        let plannedTicks = Int(seconds * Double(options.hz))
         // A strategy that cannot hold the rate stops here and reports the rate it reached.
-        let cap = Duration.nanoseconds(Int64((options.seconds * 1.25 + 2) * 1e9))
+        let cap = Duration.nanoseconds(Int64((seconds * 1.25 + 2) * 1e9))
         let vfsBefore = strategy.vfs?.counts
         var tickTimes: [Duration] = []
         tickTimes.reserveCapacity(plannedTicks)

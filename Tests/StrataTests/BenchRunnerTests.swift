@@ -11,6 +11,7 @@ import Testing
         options.moving = 10
         options.seconds = 0.5
         options.snapshotEverySecs = 0.2
+        options.coverIntervalsUpToSecs = 0   // every strategy runs the same half second
         let results = try BenchRunner.run(options, directory: directory.url.appendingPathComponent("work"), command: "test")
         let names = results.results.map(\.name)
         #expect(names == BenchRunner.strategyNames + ["strata-scaling"])
@@ -35,6 +36,7 @@ import Testing
         options.seconds = 0.5
         options.strategies = ["baseline", "tick-full", "strata"]
         options.scalingCheck = false
+        options.coverIntervalsUpToSecs = 0
         let results = try BenchRunner.run(options, directory: directory.url, command: "test")
         let byName = Dictionary(uniqueKeysWithValues: results.results.map { ($0.name, $0) })
         let baseline = try #require(byName["baseline"])

@@ -21,11 +21,14 @@ final class StrataStrategy: BenchStrategy {
         self.power = power
     }
 
+    /// The derived interval the default policy gives this strategy's power state.
+    var derivedInterval: Duration {
+        FlushPolicy(config: PersistenceConfig()).derivedInterval(power: power ?? .assumedAC, activity: .active)
+    }
+
     var summary: String {
-        let policy = FlushPolicy(config: PersistenceConfig())
-        let state = power ?? .assumedAC
-        let label = power == nil ? "default config (no battery known: the desktop tier)" : "\(state)"
-        return "Strata, \(label): derived every \(Int(policy.derivedInterval(power: state, activity: .active).seconds)) s, critical within 1 s"
+        let label = power.map { "\($0)" } ?? "default config (no battery known: the desktop tier)"
+        return "Strata, \(label): derived every \(Int(derivedInterval.seconds)) s, critical within 1 s"
     }
 
     var rowsWritten: Int { (endMetrics?.componentRowsWritten ?? 0) + (endMetrics?.entityRowsInserted ?? 0) - baselineRows }

@@ -15,7 +15,7 @@ struct BenchCommand: ParsableCommand {
     var moving = 1000
 
     @Option(help: "Simulated seconds per strategy (S).")
-    var seconds = 8.0
+    var seconds = 6.0
 
     @Option(help: "Comma-separated strategies (\(BenchRunner.strategyNames.joined(separator: ", "))).")
     var strategies = BenchRunner.strategyNames.joined(separator: ",")
