@@ -88,6 +88,20 @@ enum BenchPayload {
     }
 }
 
+/// Applies a tick to a Strata world (the baseline's and Strata's shared work), logging
+/// the changes.
+func apply(_ tick: BenchTick, to world: World, entities: [Entity], log: DurabilityLog) {
+    for i in 0 ..< tick.moving {
+        let (x, y) = tick.position(i)
+        world.mutate(BenchTransform.self, of: entities[i]) { $0.x = x; $0.y = y }
+    }
+    if tick.moving > 0 { log.changed(.derived, at: tick.time) }
+    if let c = tick.criticalEntity {
+        world.mutate(BenchLabel.self, of: entities[c]) { $0.revision = tick.index + 1 }
+        log.changed(.critical, at: tick.time)
+    }
+}
+
 /// The calling thread's CPU time.
 func threadCPUTime() -> Duration {
     var ts = timespec()

@@ -170,16 +170,10 @@ struct TraceLine {
         kill(sim.processIdentifier, SIGKILL)
         sim.waitUntilExit()
 
-        let next = Process()
-        next.executableURL = URL(fileURLWithPath: try strataExecutable())
-        next.arguments = ["sim", "--db", directory.databasePath, "--duration", "0.5", "--entities", "20", "--log-level", "error"]
-        let output = Pipe()
-        next.standardOutput = output
-        next.standardError = FileHandle.nullDevice
-        try next.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        next.waitUntilExit()
-        #expect(next.terminationStatus == 0)
+        let next = try ChildProcess.strata(["sim", "--db", directory.databasePath, "--duration", "0.5", "--entities", "20",
+                                            "--log-level", "error"])
+        let text = next.stdout
+        #expect(next.status == 0)
         #expect(text.contains("the previous session crashed"))
         #expect(text.contains("crash #1"))
         #expect(text.contains("integrity check: ok"))
@@ -263,17 +257,22 @@ extension UUID {
 
 /// Collects what a child process writes to a pipe, as it arrives.
 final class OutputCollector: @unchecked Sendable {
-    // @unchecked Sendable: `data` is only touched under `lock`.
+    // @unchecked Sendable: `data` and `closed` are only touched under `lock`.
     private let lock = NSLock()
     private var data = Data()
+    private var closed = false
 
     init(_ handle: FileHandle) {
         handle.readabilityHandler = { [weak self] handle in
             let chunk = handle.availableData
             if chunk.isEmpty { handle.readabilityHandler = nil }
-            self?.lock.withLock { self?.data.append(chunk) }
+            self?.lock.withLock {
+                self?.data.append(chunk)
+                if chunk.isEmpty { self?.closed = true }
+            }
         }
     }
 
     var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+    var isClosed: Bool { lock.withLock { closed } }
 }

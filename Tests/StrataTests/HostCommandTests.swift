@@ -4,25 +4,8 @@ import Testing
 
 /// The `strata` executable's tool commands, run as a user would.
 @Suite struct HostCommandTests {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
-
-    func strata(_ arguments: [String], in directory: URL? = nil) throws -> Run {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try strataExecutable())
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: stdout, stderr: stderr)
+    func strata(_ arguments: [String], in directory: URL? = nil) throws -> ChildProcess {
+        try ChildProcess.strata(arguments, in: directory)
     }
 
     @Test func checkConfigPrintsTheEffectiveConfig() throws {

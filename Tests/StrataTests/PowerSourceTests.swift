@@ -14,18 +14,9 @@ import Testing
             try config.write(to: file, atomically: true, encoding: .utf8)
             arguments += ["--config", file.path]
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try strataExecutable())
-        process.arguments = arguments
-        process.environment = environment
-        process.currentDirectoryURL = directory.url
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let json = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let run = try ChildProcess.strata(arguments, environment: environment, in: directory.url)
+        #expect(run.status == 0)
+        let json = run.stdout
         return try PowerReport.decode(json: json)
     }
 

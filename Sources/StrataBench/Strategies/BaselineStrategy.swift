@@ -17,15 +17,7 @@ final class BaselineStrategy: BenchStrategy {
     }
 
     func tick(_ tick: BenchTick) throws {
-        for i in 0 ..< tick.moving {
-            let (x, y) = tick.position(i)
-            world.mutate(BenchTransform.self, of: entities[i]) { $0.x = x; $0.y = y }
-        }
-        if tick.moving > 0 { log.changed(.derived, at: tick.time) }
-        if let c = tick.criticalEntity {
-            world.mutate(BenchLabel.self, of: entities[c]) { $0.revision = tick.index + 1 }
-            log.changed(.critical, at: tick.time)
-        }
+        apply(tick, to: world, entities: entities, log: log)
     }
 
     func finish() throws {}

@@ -120,17 +120,10 @@ final class PrivateSystemBus {
 
     @discardableResult
     func send(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
-        process.arguments = ["--system", "--print-reply", "--reply-timeout=5000"] + arguments
-        process.environment = environment
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let reply = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BusError("dbus-send \(arguments) failed") }
+        let run = try ChildProcess.run("/usr/bin/dbus-send", ["--system", "--print-reply", "--reply-timeout=5000"] + arguments,
+                                       environment: environment)
+        guard run.status == 0 else { throw BusError("dbus-send \(arguments) failed: \(run.stderr)") }
+        let reply = run.stdout
         return reply
     }
 }
