@@ -84,6 +84,21 @@ import Testing
         #expect(counts.wal.syncs == 0)
     }
 
+    @Test func aFlushOfDerivedKeysAloneSyncsNothing() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let e = engine.world.spawn(Position(x: 0, y: 0))
+        engine.flushNow(reason: .majorAction)
+        let before = try #require(engine.metrics.vfs)
+        engine.world.mutate(Position.self, of: e) { $0.x = 1 }
+        engine.flushNow(reason: .majorAction)   // drains both tiers; only derived has work
+        let delta = try #require(engine.metrics.vfs).since(before)
+        #expect(delta.syncs == 0)
+        #expect(delta.wal.writes > 0)
+        #expect(engine.metrics.fullCommitCount == 1, "only the spawn's commit was FULL")
+        try engine.shutdown()
+    }
+
     @Test func theEngineReportsItsOwnSessionsCounts() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

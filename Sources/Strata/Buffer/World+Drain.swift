@@ -16,7 +16,9 @@ extension World {
         }
         if tier == .critical { batch.criticalDrainedAt = clock.now() } else { batch.derivedDrainedAt = clock.now() }
         if tier == .critical {
-            batch.durability = .full
+            // FULL (one WAL fsync) only for critical work: draining an empty critical tier
+            // alongside derived keys must not cost a sync.
+            if tracker.firstDirty(.critical) != nil { batch.durability = .full }
             batch.entityDeletes.append(contentsOf: tracker.despawns)
             for spawn in tracker.spawns {
                 let i = Int(spawn.entity.index)

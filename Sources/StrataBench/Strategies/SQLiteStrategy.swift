@@ -26,7 +26,7 @@ final class SQLiteStrategy: BenchStrategy {
 
     init(_ mode: Mode) throws {
         self.mode = mode
-        vfs = try CountingVFS.register(name: "strata-bench-\(mode.rawValue)")
+        vfs = try CountingVFS.register(name: "strata-bench-\(mode.rawValue)-\(UUID().uuidString.prefix(8))")
     }
 
     var name: String { mode.rawValue }

@@ -37,7 +37,7 @@ final class StrataStrategy: BenchStrategy {
     func prepare(entities count: Int, directory: URL) throws {
         var config = StrataConfig()
         config.database.path = directory.appendingPathComponent("\(name).db").path
-        let vfs = try CountingVFS.register(name: "strata-bench-\(name)")
+        let vfs = try CountingVFS.register(name: "strata-bench-\(name)-\(UUID().uuidString.prefix(8))")
         self.vfs = vfs
         var options = Engine.Options()
         options.vfs = vfs.name
