@@ -49,7 +49,7 @@ bench-docs: deps-bench
 	.build/release/strata bench --out docs --name benchmarks $(BENCH_ARGS)
 	{ printf '\n## Cross-check: the VFS against strace\n\n`scripts/strace-crosscheck.sh` (4 simulated seconds per strategy):\n\n'; \
 	  scripts/strace-crosscheck.sh; \
-	  printf '\nWhere the two differ, `strace -f -y` names the files: the unix VFS fsyncs the *directory* inside the first sync of a new rollback journal or WAL file (2 here: the journal used while the schema is created, then the WAL), and the runner itself fsyncs its 3 report files (Foundation's atomic writes). In rollback-journal mode the journal is created anew for every transaction, so `naive` pays one directory sync more per commit.\n'; \
+	  printf '\nWhere the two differ, `strace -f -y` names the files: the unix VFS fsyncs the *directory* inside the first sync of a new rollback journal or WAL file (2 here: the journal used while the schema is created, then the WAL), and the runner itself fsyncs its 3 report files (atomic writes by Foundation). In rollback-journal mode the journal is created anew for every transaction, so `naive` pays one directory sync more per commit.\n'; \
 	} >> docs/benchmarks.md
 
 # The micro-benchmarks (ordo-one/benchmark, release build): marking, hand-off, encoding,
