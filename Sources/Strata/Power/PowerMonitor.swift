@@ -78,7 +78,7 @@ public final class PowerMonitor: @unchecked Sendable {
             return old
         }
         guard previous != new else { return }
-        if previous.source.name != new.source.name {
+        if previous.source != new.source {
             switch new.source {
             case .upower(let version): logger.info("power: reading UPower \(version)")
             case .unavailable(let reason): logger.warning("power: \(reason); assuming \(config.fallback.rawValue)")
