@@ -35,15 +35,17 @@ import Testing
     @Test func mergingKeepsTheStrongestDurabilityAndEveryReason() {
         var older = WriteBatch()
         older.reasons = [.derivedInterval]
-        older.oldestChange = Instant(nanoseconds: 50)
+        older.derivedDrainedAt = Instant(nanoseconds: 50)
         var newer = WriteBatch()
         newer.durability = .full
         newer.reasons = [.criticalDelay]
-        newer.oldestChange = Instant(nanoseconds: 10)
+        newer.criticalDrainedAt = Instant(nanoseconds: 60)
+        newer.derivedDrainedAt = Instant(nanoseconds: 70)
         older.merge(newer: newer)
         #expect(older.durability == .full)
         #expect(older.reasons == [.derivedInterval, .criticalDelay])
-        #expect(older.oldestChange == Instant(nanoseconds: 10))
+        #expect(older.drainedAt == [.critical: Instant(nanoseconds: 60), .derived: Instant(nanoseconds: 70)],
+                "a merged batch covers each tier up to its latest drain")
     }
 
     @Test func manyMergesStayBoundedByDistinctKeys() {

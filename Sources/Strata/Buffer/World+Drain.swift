@@ -11,9 +11,6 @@ extension World {
     func drain(_ tier: Tier, into batch: inout WriteBatch) {
         owner.check("World")
         precondition(tier != .ephemeral, "the ephemeral tier is never drained")
-        if let first = tracker.firstDirty(tier) {
-            batch.oldestChange = batch.oldestChange.map { min($0, first) } ?? first
-        }
         if tier == .critical { batch.criticalDrainedAt = clock.now() } else { batch.derivedDrainedAt = clock.now() }
         if tier == .critical {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier

@@ -35,8 +35,6 @@ struct WriteBatch: Sendable {
     var writes: [ComponentWrite] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
-    /// The oldest change in the batch (when its tier first became dirty).
-    var oldestChange: Instant?
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
     var sequence: UInt64 = 0
     /// Checkpoint right after committing (an app transition that may precede termination).
@@ -99,9 +97,6 @@ struct WriteBatch: Sendable {
         criticalDrainedAt = [criticalDrainedAt, newer.criticalDrainedAt].compactMap { $0 }.max()
         derivedDrainedAt = [derivedDrainedAt, newer.derivedDrainedAt].compactMap { $0 }.max()
         reasons.formUnion(newer.reasons)
-        if let theirs = newer.oldestChange {
-            oldestChange = oldestChange.map { min($0, theirs) } ?? theirs
-        }
         sequence = max(sequence, newer.sequence)
     }
 }

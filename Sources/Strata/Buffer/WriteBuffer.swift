@@ -22,7 +22,6 @@ final class WriteBuffer: @unchecked Sendable {
     private var lastSequence: UInt64 = 0
     private var committedSequence: UInt64 = 0
     private var closed = false
-    private var merges = 0
 
     enum Take {
         case batch(WriteBatch)
@@ -30,21 +29,22 @@ final class WriteBuffer: @unchecked Sendable {
         case closed
     }
 
-    /// Queues `batch` for the writer; returns its sequence number. Tick thread.
+    /// Queues `batch` for the writer; returns its sequence number, and whether it merged
+    /// into a batch that was still waiting (the writer is behind). Tick thread.
     @discardableResult
-    func submit(_ batch: WriteBatch) -> UInt64 {
+    func submit(_ batch: WriteBatch) -> (sequence: UInt64, merged: Bool) {
         var batch = batch
         return lock.withLock {
             lastSequence += 1
             batch.sequence = lastSequence
-            if waiting != nil {
+            let merged = waiting != nil
+            if merged {
                 waiting!.merge(newer: batch)
-                merges += 1
             } else {
                 waiting = batch
             }
             lock.broadcast()
-            return lastSequence
+            return (lastSequence, merged)
         }
     }
 
@@ -97,11 +97,6 @@ final class WriteBuffer: @unchecked Sendable {
         }
     }
 
-    /// Wakes a writer waiting in `take` (for a checkpoint or a stop request).
-    func wake() { lock.withLock { lock.broadcast() } }
-
-    var hasWaitingBatch: Bool { lock.withLock { waiting != nil } }
     var isClosed: Bool { lock.withLock { closed } }
-    var mergeCount: Int { lock.withLock { merges } }
     var lastSubmitted: UInt64 { lock.withLock { lastSequence } }
 }

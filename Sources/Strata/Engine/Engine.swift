@@ -35,9 +35,10 @@ public final class Engine {
     let countingVFS: CountingVFS?
     /// The counts at open (migrations, the session mark), so metrics show this session's.
     let vfsBaseline: VFSCounts
-    private var powerMonitor: PowerMonitor?
-    private var memoryMonitor: MemoryPressureMonitor?
-    private var memoryWarningsSeen = 0
+    /// See `Engine+Monitors.swift`.
+    var powerMonitor: PowerMonitor?
+    var memoryMonitor: MemoryPressureMonitor?
+    var memoryWarningsSeen = 0
     private var isShutDown = false
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
@@ -77,45 +78,6 @@ public final class Engine {
         self.clock = clock
         self.logger = logger
         self.scheduler = scheduler
-    }
-
-    /// Takes the power state from `monitor` at every ``endTick()`` from now on
-    /// (started here if it was not), and stops it at shutdown.
-    public func attach(_ monitor: PowerMonitor) {
-        owner.check("Engine")
-        powerMonitor = monitor
-        monitor.startIfNeeded()
-    }
-
-    /// Flushes every tier (reason ``FlushReason/lowMemory``) when `monitor` reports
-    /// memory pressure, checked at every ``endTick()``; stops it at shutdown.
-    public func attach(_ monitor: MemoryPressureMonitor) {
-        owner.check("Engine")
-        memoryMonitor = monitor
-        memoryWarningsSeen = monitor.warningCount
-        monitor.startIfNeeded()
-    }
-
-    /// Where the current power state came from: the monitor's source, or the host's setting.
-    public var powerReading: PowerReading {
-        powerMonitor?.latest ?? PowerReading(source: .fallback, state: powerState)
-    }
-
-    private func pollMonitors() {
-        if let state = powerMonitor?.latest.state, state != powerState {
-            let before = (powerTier, derivedInterval)
-            powerState = state
-            if (powerTier, derivedInterval) != before {
-                logger.info("power: \(state) [\(powerTier.rawValue)]: derived interval now \(derivedInterval.seconds) s")
-            }
-        }
-        if let memoryMonitor {
-            let warnings = memoryMonitor.warningCount
-            if warnings != memoryWarningsSeen {
-                memoryWarningsSeen = warnings
-                flush(reason: .lowMemory)
-            }
-        }
     }
 
     /// A snapshot of the persistence metrics.
@@ -222,8 +184,7 @@ public final class Engine {
         if config.persistence.criticalDurability == .crash { batch.durability = .normal }
         guard !batch.isEmpty || batch.checkpointAfter else { return }
         let reasons = batch.reasons
-        let merged = buffer.hasWaitingBatch
-        buffer.submit(batch)
+        let merged = buffer.submit(batch).merged
         recorder.update {
             $0.flushCount += 1
             for reason in reasons { $0.flushesByReason[reason, default: 0] += 1 }

@@ -15,8 +15,6 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case corrupt
         /// A batch could not be committed.
         case write
-        /// A checkpoint failed.
-        case checkpoint
         /// A read failed.
         case read
     }

@@ -46,9 +46,6 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         return d >= 0 ? Int(d) : nil
     }
 
-    @usableFromInline
-    func contains(_ entityIndex: UInt32) -> Bool { denseIndex(entityIndex) != nil }
-
     @inlinable
     func growSlots(to entityIndex: UInt32) {
         let needed = Int(entityIndex) + 1
@@ -145,7 +142,6 @@ protocol AnyComponentColumn: AnyObject {
     var typeIndex: UInt32 { get }
     var componentType: any Component.Type { get }
     var count: Int { get }
-    func contains(_ entityIndex: UInt32) -> Bool
     func forget(_ entityIndex: UInt32)
     func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func queuedCount(_ tier: Tier) -> Int
