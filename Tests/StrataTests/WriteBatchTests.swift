@@ -8,9 +8,9 @@ import Testing
 
     @Test func newerWritesReplaceOlderOnesOfTheSameKey() {
         let a = EntityID(), b = EntityID()
-        var older = WriteBatch()
+        let older = WriteBatch()
         older.writes = [write(a, 1), write(b, 1)]
-        var newer = WriteBatch()
+        let newer = WriteBatch()
         newer.writes = [write(a, 2)]
         newer.sequence = 7
         older.merge(newer: newer)
@@ -21,10 +21,10 @@ import Testing
 
     @Test func aDeleteDropsOlderWritesAndCancelsAnUnsavedInsert() {
         let saved = EntityID(), unsaved = EntityID()
-        var older = WriteBatch()
+        let older = WriteBatch()
         older.entityInserts = [unsaved]
         older.writes = [write(saved, 1), write(unsaved, 1)]
-        var newer = WriteBatch()
+        let newer = WriteBatch()
         newer.entityDeletes = [saved, unsaved]
         older.merge(newer: newer)
         #expect(older.entityInserts.isEmpty)
@@ -33,10 +33,10 @@ import Testing
     }
 
     @Test func mergingKeepsTheStrongestDurabilityAndEveryReason() {
-        var older = WriteBatch()
+        let older = WriteBatch()
         older.reasons = [.derivedInterval]
         older.derivedDrainedAt = Instant(nanoseconds: 50)
-        var newer = WriteBatch()
+        let newer = WriteBatch()
         newer.durability = .full
         newer.reasons = [.criticalDelay]
         newer.criticalDrainedAt = Instant(nanoseconds: 60)
@@ -50,9 +50,9 @@ import Testing
 
     @Test func manyMergesStayBoundedByDistinctKeys() {
         let ids = (0 ..< 10).map { _ in EntityID() }
-        var batch = WriteBatch()
+        let batch = WriteBatch()
         for round in 0 ..< 100 {
-            var next = WriteBatch()
+            let next = WriteBatch()
             next.writes = ids.map { write($0, Float(round)) }
             batch.merge(newer: next)
         }

@@ -107,6 +107,58 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         try engine.shutdown()
     }
 
+    @Test func aPollingWriterFindsFlushesWithoutBeingWoken() throws {
+        var fixture = EngineFixture()
+        fixture.options.writerPollInterval = .milliseconds(5)
+        fixture.options.writerPollLinger = .seconds(600)
+        let engine = try fixture.open()
+        let shape = engine.world.spawn(Position(x: 0, y: 0), Title("a"))
+        engine.flushNow()   // the first batch wakes the parked writer; from now on it polls
+        let wakes = engine.metrics.writerWakes
+        #expect(wakes <= 1)
+
+        for round in 1 ... 5 {
+            engine.world.mutate(Position.self, of: shape) { $0.x = Float(round) }
+            engine.flush(reason: .explicitSave)   // handed off, not waited for
+            #expect(try eventually {
+                try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?",
+                                  [payloadHex(Position(x: Float(round), y: 0))]) == 1
+            }, "the polling writer commits the flush of round \(round)")
+        }
+        #expect(engine.metrics.writerWakes == wakes, "no flush had to wake the writer")
+        #expect(engine.metrics.flushCount >= 6)
+        try engine.shutdown()
+    }
+
+    @Test func aParkedWriterIsWokenByTheFlush() throws {
+        var fixture = EngineFixture()
+        fixture.options.writerPollInterval = .zero   // never poll
+        let engine = try fixture.open()
+        let shape = engine.world.spawn(Position(x: 0, y: 0))
+        engine.flushNow()
+        for round in 1 ... 3 {
+            #expect(eventually { engine.buffer.isWriterParked })
+            let wakes = engine.metrics.writerWakes
+            engine.world.mutate(Position.self, of: shape) { $0.x = Float(round) }
+            engine.flush(reason: .explicitSave)
+            #expect(engine.metrics.writerWakes == wakes + 1)
+            #expect(engine.waitForWriter())
+        }
+        try engine.shutdown()
+    }
+
+    @Test func theFlushLookaheadIncludesTheWritersPoll() throws {
+        var fixture = EngineFixture()
+        fixture.options.writerPollInterval = .milliseconds(100)
+        let polling = try fixture.open()
+        let lookahead = polling.flushLookahead
+        try polling.shutdown()
+        fixture.options.writerPollInterval = .zero
+        let woken = try fixture.open()
+        #expect(lookahead - woken.flushLookahead == .milliseconds(100))
+        try woken.shutdown()
+    }
+
     @Test func failedCommitsAreRetriedWithoutLoss() throws {
         var fixture = EngineFixture()
         fixture.config.writer.busyTimeout = .milliseconds(1)

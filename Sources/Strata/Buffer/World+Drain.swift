@@ -7,16 +7,18 @@ extension World {
     /// travel with the spawn in the critical batch.
     ///
     /// Tick thread. O(dirty keys), independent of the number of entities; one dynamic
-    /// call per dirty column, the rest is specialized per component type.
-    func drain(_ tier: Tier, into batch: inout WriteBatch) {
+    /// call per dirty column. `now` (the world's clock if nil) is recorded as the
+    /// tier's drain instant.
+    func drain(_ tier: Tier, into batch: WriteBatch, at now: Instant? = nil) {
         owner.check("World")
         precondition(tier != .ephemeral, "the ephemeral tier is never drained")
-        if tier == .critical { batch.criticalDrainedAt = clock.now() } else { batch.derivedDrainedAt = clock.now() }
+        let now = now ?? clock.now()
+        if tier == .critical { batch.criticalDrainedAt = now } else { batch.derivedDrainedAt = now }
         if tier == .critical {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier
             // alongside derived keys must not cost a sync.
             if tracker.firstDirty(.critical) != nil { batch.durability = .full }
-            batch.entityDeletes.append(contentsOf: tracker.despawns)
+            if !tracker.despawns.isEmpty { batch.entityDeletes.append(contentsOf: tracker.despawns) }
             for spawn in tracker.spawns {
                 let i = Int(spawn.entity.index)
                 // A spawn cancelled by a despawn has a newer generation in its slot.

@@ -24,15 +24,26 @@ public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
 /// Built on the tick thread by ``World/drain(_:into:)``, handed to the writer through
 /// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, component
 /// writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
-struct WriteBatch: Sendable {
+///
+/// A reusable buffer, so a class: the writer empties a committed batch (``reset()``)
+/// and ``WriteBuffer`` gives it back to the tick thread to fill again, capacity and
+/// all. Passing it along is one reference, never a copy of its arrays.
+final class WriteBatch: @unchecked Sendable {
+    // @unchecked Sendable: one thread owns a batch at a time. The tick thread fills it,
+    // hands it over under WriteBuffer's lock and keeps no reference; the writer commits
+    // it, empties it and hands it back the same way.
+    init() {}
+
     private struct WriteKey: Hashable {
         var entity: EntityID
         var typeIndex: UInt32
     }
 
-    var entityDeletes: [EntityID] = []
-    var entityInserts: [EntityID] = []
-    var writes: [ComponentWrite] = []
+    // Filled through `inout` by the drain; never lent to user code and owned by one
+    // thread at a time, so the dynamic exclusivity checks are skipped.
+    @exclusivity(unchecked) var entityDeletes: [EntityID] = []
+    @exclusivity(unchecked) var entityInserts: [EntityID] = []
+    @exclusivity(unchecked) var writes: [ComponentWrite] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
@@ -55,6 +66,21 @@ struct WriteBatch: Sendable {
     private var writeIndex: [WriteKey: Int]?
 
     var isEmpty: Bool { entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty }
+
+    /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
+    /// then fills storage that is already allocated (see ``WriteBuffer``'s spare).
+    func reset() {
+        entityDeletes.removeAll(keepingCapacity: true)
+        entityInserts.removeAll(keepingCapacity: true)
+        writes.removeAll(keepingCapacity: true)
+        durability = .normal
+        reasons = FlushReasonSet()
+        sequence = 0
+        checkpointAfter = false
+        criticalDrainedAt = nil
+        derivedDrainedAt = nil
+        writeIndex = nil
+    }
     var rowCount: Int { entityDeletes.count + entityInserts.count + writes.count }
 
     /// Folds a later batch into this one, as if both had been committed in order.
@@ -63,7 +89,7 @@ struct WriteBatch: Sendable {
     ///   the insert and the delete cancel out (it never reached the database).
     /// - A write in `newer` replaces this batch's write of the same key in place.
     /// Memory stays bounded by the number of distinct keys, however many batches merge.
-    mutating func merge(newer: WriteBatch) {
+    func merge(newer: WriteBatch) {
         if !newer.entityDeletes.isEmpty {
             let deleted = Set(newer.entityDeletes)
             var cancelled = Set<EntityID>()

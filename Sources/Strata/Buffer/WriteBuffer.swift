@@ -8,20 +8,40 @@ import Foundation
 ///     waiting ──submit──▶ waiting (merged)                (writer is behind)
 ///     in flight ──putBack──▶ waiting (failed ⊕ waiting)  (a failed write keeps its batch)
 ///
+/// Batches are recycled: the writer returns a committed batch, emptied with its
+/// capacity kept, as the `spare`, and `submit` hands the spare back to the tick
+/// thread in exchange for the batch it queues. In steady state a flush tick allocates
+/// nothing, and the values of a committed batch are released on the writer thread.
+///
+/// Waking the writer is a system call (a futex wake), which costs microseconds on the
+/// tick thread, more when its code has gone cold. So the writer, while batches keep
+/// coming, looks at the slot every poll interval instead (``Writer``), and `submit`
+/// wakes it only when it is *parked*: waiting for nothing but a wake.
+///
 /// Invariants:
 /// 1. At most one batch waits; a submission while one waits merges into it
 ///    (``WriteBatch/merge(newer:)``), so memory is bounded by distinct keys and
 ///    critical work is never dropped.
 /// 2. `submit` never waits for the writer: it holds the lock for O(batch) and returns.
+///    It wakes the writer only if the writer is parked; a polling writer finds the
+///    batch within its poll interval (which the flush lookahead includes).
 /// 3. Sequences only grow; `committedSequence` is the newest batch known durable
 ///    in the database, so ``waitForCommit(_:until:)`` can serve `flushNow()`.
+/// 4. The spare is empty, and only the buffer refers to it.
 final class WriteBuffer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is guarded by `lock`.
     private let lock = Lock()
     private var waiting: WriteBatch?
+    private var spare: WriteBatch?
     private var lastSequence: UInt64 = 0
     private var committedSequence: UInt64 = 0
     private var closed = false
+    /// The writer is inside `take`…
+    private var writerWaiting = false
+    /// … and will not look at the slot again until woken (or its checkpoint timer).
+    private var writerParked = false
+    private var commitWaiters = 0
+    private var counts = FlushCounts()
 
     enum Take {
         case batch(WriteBatch)
@@ -29,28 +49,45 @@ final class WriteBuffer: @unchecked Sendable {
         case closed
     }
 
-    /// Queues `batch` for the writer; returns its sequence number, and whether it merged
-    /// into a batch that was still waiting (the writer is behind). Tick thread.
+    /// Queues `batch` for the writer and leaves an empty batch in its place (the
+    /// writer's spare, or a new one) for the next flush to fill. Returns the batch's
+    /// sequence number, and whether it merged into a batch that was still waiting (the
+    /// writer is behind). Tick thread.
     @discardableResult
-    func submit(_ batch: WriteBatch) -> (sequence: UInt64, merged: Bool) {
-        var batch = batch
-        return lock.withLock {
+    func submit(_ batch: inout WriteBatch) -> (sequence: UInt64, merged: Bool) {
+        lock.withLock {
             lastSequence += 1
             batch.sequence = lastSequence
             let merged = waiting != nil
+            counts.record(batch.reasons, merged: merged)
             if merged {
                 waiting!.merge(newer: batch)
+                batch.reset()
             } else {
                 waiting = batch
+                batch = spare.take() ?? WriteBatch()
             }
-            lock.broadcast()
+            if writerParked {
+                counts.wakes += 1
+                lock.broadcast()
+            }
             return (lastSequence, merged)
         }
     }
 
-    /// Waits for a batch until `deadline`. Writer thread.
-    func take(until deadline: Date?) -> Take {
+    /// What has been submitted so far.
+    var flushCounts: FlushCounts { lock.withLock { counts } }
+
+    /// Waits for a batch until `deadline`. `parked`: only a submission ends the wait
+    /// early (the writer is not polling). Writer thread.
+    func take(until deadline: Date?, parked: Bool = true) -> Take {
         lock.withLock {
+            writerWaiting = true
+            writerParked = parked
+            defer {
+                writerWaiting = false
+                writerParked = false
+            }
             while waiting == nil && !closed {
                 if !lock.wait(until: deadline) { break }
             }
@@ -65,23 +102,30 @@ final class WriteBuffer: @unchecked Sendable {
     /// Returns a failed batch to the front; anything submitted meanwhile merges into it.
     func putBack(_ failed: WriteBatch) {
         lock.withLock {
-            var batch = failed
-            if let newer = waiting { batch.merge(newer: newer) }
-            waiting = batch
+            if let newer = waiting { failed.merge(newer: newer) }
+            waiting = failed
         }
     }
 
-    /// Records that every batch up to `sequence` is in the database.
-    func didCommit(_ sequence: UInt64) {
+    /// Records that every batch up to `batch.sequence` is in the database, and keeps
+    /// the batch, emptied, as the spare. Writer thread; the writer keeps no reference.
+    func didCommit(_ batch: WriteBatch) {
+        let sequence = batch.sequence
+        batch.reset()
         lock.withLock {
             committedSequence = max(committedSequence, sequence)
-            lock.broadcast()
+            if spare == nil { spare = batch }
+            if commitWaiters > 0 { lock.broadcast() }
         }
     }
 
     /// Waits until batch `sequence` is committed; false if `deadline` passed first.
     func waitForCommit(_ sequence: UInt64, until deadline: Date?) -> Bool {
         lock.withLock {
+            // Someone is blocked on the writer: do not leave the batch to the next poll.
+            if writerWaiting && waiting != nil { lock.broadcast() }
+            commitWaiters += 1
+            defer { commitWaiters -= 1 }
             while committedSequence < sequence {
                 if !lock.wait(until: deadline) { return committedSequence >= sequence }
             }
@@ -98,5 +142,7 @@ final class WriteBuffer: @unchecked Sendable {
     }
 
     var isClosed: Bool { lock.withLock { closed } }
+    /// Whether the writer is waiting for a wake (tests).
+    var isWriterParked: Bool { lock.withLock { writerParked } }
     var lastSubmitted: UInt64 { lock.withLock { lastSequence } }
 }

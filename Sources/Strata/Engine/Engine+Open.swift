@@ -58,9 +58,12 @@ extension Engine {
                 retryMaxBackoff: config.writer.retryMaxBackoff,
                 checkpointInterval: config.persistence.checkpointInterval,
                 maxWalBytes: policy.maxWalBytes(power: .assumedAC),
-                pageSize: config.database.pageSize),
+                pageSize: config.database.pageSize,
+                pollInterval: options.writerPollInterval,
+                pollLinger: options.writerPollLinger),
             typeIDs: typeIDs, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
+            + options.writerPollInterval
         let scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
         writer.start()
         return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,

@@ -31,6 +31,8 @@ public final class Engine {
     let clock: any StrataClock
     let logger: Logger
     var scheduler: FlushScheduler
+    /// The batch the next flush drains into: empty, with the capacity of a recycled one.
+    var nextBatch = WriteBatch()
     var owner = ThreadOwner()
     let countingVFS: CountingVFS?
     /// The counts at open (migrations, the session mark), so metrics show this session's.
@@ -55,6 +57,14 @@ public final class Engine {
         public var vfs: String?
         /// Time the writer is allowed to commit a batch, subtracted from each deadline.
         public var commitBudget: Duration = .milliseconds(50)
+        /// While batches keep coming (within `writerPollLinger` of the last one), the
+        /// writer looks for the next batch this often instead of being woken by the tick
+        /// thread, so a flush tick makes no system call. Also subtracted from each
+        /// deadline. Zero: the tick thread always wakes the writer.
+        public var writerPollInterval: Duration = .milliseconds(100)
+        /// How long the writer keeps polling after the last batch before it parks (and
+        /// the next flush wakes it).
+        public var writerPollLinger: Duration = .seconds(5)
         /// Runs on the writer connection after the engine's pragmas.
         public var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
         /// Told of every commit and checkpoint, on the writer thread.
@@ -83,6 +93,11 @@ public final class Engine {
     /// A snapshot of the persistence metrics.
     public var metrics: PersistenceMetrics {
         var snapshot = recorder.snapshot
+        let flushes = buffer.flushCounts
+        snapshot.flushCount = flushes.flushes
+        snapshot.flushesByReason = flushes.reasons
+        snapshot.mergedBatches = flushes.merged
+        snapshot.writerWakes = flushes.wakes
         if let countingVFS { snapshot.vfs = countingVFS.counts.since(vfsBaseline) }
         return snapshot
     }
@@ -115,8 +130,8 @@ public final class Engine {
         owner.check("Engine")
         guard !isShutDown else { return }
         pollMonitors()
-        guard var batch = scheduler.endTick(world: world, now: clock.now(), power: powerState) else { return }
-        hand(&batch)
+        guard scheduler.endTick(world: world, now: clock.now(), power: powerState, into: nextBatch) else { return }
+        hand()
     }
 
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
@@ -134,9 +149,9 @@ public final class Engine {
         case .scheduled, .withinCriticalDelay:
             scheduler.request(reason, by: clock.now() + config.persistence.criticalFlushDelay)
         case .nowThenCheckpoint:
-            var batch = scheduler.drainAll(world: world, reasons: [reason])
-            batch.checkpointAfter = true
-            hand(&batch)
+            scheduler.drainAll(world: world, reasons: [reason], into: nextBatch)
+            nextBatch.checkpointAfter = true
+            hand()
         }
     }
 
@@ -150,9 +165,9 @@ public final class Engine {
     public func flushNow(reason: FlushReason = .explicitSave, timeout: Duration = .seconds(30)) -> Bool {
         owner.check("Engine")
         guard !isShutDown else { return true }
-        var batch = scheduler.drainAll(world: world, reasons: [reason])
-        batch.checkpointAfter = reason.urgency == .nowThenCheckpoint
-        hand(&batch)
+        scheduler.drainAll(world: world, reasons: [reason], into: nextBatch)
+        nextBatch.checkpointAfter = reason.urgency == .nowThenCheckpoint
+        hand()
         return waitForWriter(timeout: timeout)
     }
 
@@ -180,16 +195,15 @@ public final class Engine {
         buffer.waitForCommit(buffer.lastSubmitted, until: Date(timeIntervalSinceNow: timeout.seconds))
     }
 
-    private func hand(_ batch: inout WriteBatch) {
-        if config.persistence.criticalDurability == .crash { batch.durability = .normal }
-        guard !batch.isEmpty || batch.checkpointAfter else { return }
-        let reasons = batch.reasons
-        let merged = buffer.submit(batch).merged
-        recorder.update {
-            $0.flushCount += 1
-            for reason in reasons { $0.flushesByReason[reason, default: 0] += 1 }
-            if merged { $0.mergedBatches += 1 }
+    /// Hands `nextBatch` to the writer (unless there is nothing to do) and takes an empty
+    /// one back in its place.
+    private func hand() {
+        if config.persistence.criticalDurability == .crash { nextBatch.durability = .normal }
+        guard !nextBatch.isEmpty || nextBatch.checkpointAfter else {
+            nextBatch.reset()
+            return
         }
+        buffer.submit(&nextBatch)
     }
 
     /// Clean shutdown: flushes every tier, stops the writer (which marks the session
@@ -200,8 +214,8 @@ public final class Engine {
     public func shutdown() throws {
         owner.check("Engine")
         guard !isShutDown else { return }
-        var batch = scheduler.drainAll(world: world, reasons: [.shutdown])
-        hand(&batch)
+        scheduler.drainAll(world: world, reasons: [.shutdown], into: nextBatch)
+        hand()
         isShutDown = true
         powerMonitor?.stop()
         memoryMonitor?.stop()

@@ -47,6 +47,9 @@ public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringC
 }
 
 extension FlushReason {
+    /// The reasons by bit index: `byBit[i].bit == 1 << i` (declaration order).
+    static let byBit = FlushReason.allCases
+
     /// Position in ``FlushReasonSet``'s word.
     var bit: UInt16 {
         switch self {
@@ -83,7 +86,19 @@ public struct FlushReasonSet: Sendable, Equatable, Sequence, ExpressibleByArrayL
         return u
     }
 
-    public func makeIterator() -> IndexingIterator<[FlushReason]> {
-        FlushReason.allCases.filter(contains).makeIterator()
+    public func makeIterator() -> Iterator { Iterator(set: self) }
+
+    /// Walks the reasons in declaration order (bit order) without allocating.
+    public struct Iterator: IteratorProtocol {
+        var remaining: UInt16
+
+        init(set: FlushReasonSet) { remaining = set.bits }
+
+        public mutating func next() -> FlushReason? {
+            guard remaining != 0 else { return nil }
+            let index = remaining.trailingZeroBitCount
+            remaining &= remaining - 1
+            return FlushReason.byBit[index]
+        }
     }
 }

@@ -34,26 +34,28 @@ struct FlushScheduler {
         eventReasons.insert(reason)
     }
 
-    /// Drains every tier now (an app transition, an explicit save, shutdown).
-    mutating func drainAll(world: World, reasons: FlushReasonSet) -> WriteBatch {
-        var batch = WriteBatch()
+    /// Drains every tier now (an app transition, an explicit save, shutdown) into `batch`,
+    /// which must be empty.
+    mutating func drainAll(world: World, reasons: FlushReasonSet, into batch: WriteBatch, now: Instant? = nil) {
         batch.reasons = reasons.union(eventReasons)
-        world.drain(.critical, into: &batch)
-        world.drain(.derived, into: &batch)
+        let now = now ?? world.clock.now()
+        world.drain(.critical, into: batch, at: now)
+        world.drain(.derived, into: batch, at: now)
         derivedDeadline = nil
         eventDeadline = nil
         eventReasons = []
-        return batch
     }
 
-    /// Decides and drains; returns the batch to hand off, or nil if nothing is due.
-    mutating func endTick(world: World, now: Instant, power: PowerState) -> WriteBatch? {
+    /// Decides and drains the due tiers into `batch`, which must be empty. Returns false
+    /// if nothing is due (the batch is untouched).
+    mutating func endTick(world: World, now: Instant, power: PowerState, into batch: WriteBatch) -> Bool {
         if vectorClock.isDue(now: now) {
             vectorClock.reset()
             request(.vectorClock, by: now)
         }
         if let deadline = eventDeadline, now + lookahead >= deadline {
-            return drainAll(world: world, reasons: [])
+            drainAll(world: world, reasons: [], into: batch, now: now)
+            return true
         }
         let activity = activity(now: now)
         let derivedFirst = world.firstPendingChange(.derived)
@@ -66,18 +68,17 @@ struct FlushScheduler {
             derivedFirstChange: derivedFirst,
             derivedDeadline: derivedDeadline,
             power: power, activity: activity, lookahead: lookahead))
-        guard !decision.isEmpty else { return nil }
+        guard !decision.isEmpty else { return false }
         var reasons = FlushReasonSet()
         if decision.flushCritical { reasons.insert(.criticalDelay) }
         if decision.flushDerived { reasons.insert(decision.derivedReason) }
 
-        var batch = WriteBatch()
         batch.reasons = reasons
-        if decision.flushCritical { world.drain(.critical, into: &batch) }
+        if decision.flushCritical { world.drain(.critical, into: batch, at: now) }
         if decision.flushDerived {
-            world.drain(.derived, into: &batch)
+            world.drain(.derived, into: batch, at: now)
             derivedDeadline = nil
         }
-        return batch
+        return true
     }
 }

@@ -67,8 +67,8 @@ struct DirtyTracker {
         swap(&columns[t], &scratch)
         firstDirty[t] = nil
         if tier == .critical {
-            spawns.removeAll(keepingCapacity: true)
-            despawns.removeAll(keepingCapacity: true)
+            if !spawns.isEmpty { spawns.removeAll(keepingCapacity: true) }
+            if !despawns.isEmpty { despawns.removeAll(keepingCapacity: true) }
         }
     }
 }

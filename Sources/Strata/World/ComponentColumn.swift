@@ -12,17 +12,11 @@
 /// drain that runs specialized code over one type at a time.
 @usableFromInline
 final class ComponentColumn<C: Component>: AnyComponentColumn {
-    @usableFromInline
-    struct Slot {
-        /// Index into `values`, or -1.
-        @usableFromInline var dense: Int32 = -1
-        /// Set when the value changed and has not been drained since.
-        @usableFromInline var dirty = false
-
-        @usableFromInline init() {}
-    }
+    @usableFromInline typealias Slot = ColumnSlot
 
     @usableFromInline let typeIndex: UInt32
+    /// `C.typeName`, read once.
+    let typeName: String
     @usableFromInline var values: [C] = []
     @usableFromInline var owners: [UInt32] = []
     // Never borrowed across user code (see `World.records`): exclusivity checks skipped.
@@ -31,7 +25,10 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     @exclusivity(unchecked) @usableFromInline var queued: [[UInt32]] = [[], []]
 
     @usableFromInline
-    init(typeIndex: UInt32) { self.typeIndex = typeIndex }
+    init(typeIndex: UInt32) {
+        self.typeIndex = typeIndex
+        self.typeName = C.typeName
+    }
 
     @usableFromInline
     var componentType: any Component.Type { C.self }
@@ -124,7 +121,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
             if tier != .critical && record.spawnPending { continue }
             slots[i].dirty = false
             let d = slots[i].dense
-            writes.append(ComponentWrite(entity: record.id, typeIndex: typeIndex, typeName: C.typeName,
+            writes.append(ComponentWrite(entity: record.id, typeIndex: typeIndex, typeName: typeName,
                                          value: d >= 0 ? values[Int(d)] : nil))
         }
         queued[t].removeAll(keepingCapacity: true)
@@ -134,6 +131,19 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws {
         set(try C(from: &payload, version: version), at: entityIndex)
     }
+}
+
+/// One entity slot of a column. Not nested in the generic class: the drain runs
+/// unspecialized (through ``AnyComponentColumn``), and a non-generic element type keeps
+/// its array accesses free of runtime metadata lookups.
+@usableFromInline
+struct ColumnSlot {
+    /// Index into `values`, or -1.
+    @usableFromInline var dense: Int32 = -1
+    /// Set when the value changed and has not been drained since.
+    @usableFromInline var dirty = false
+
+    @usableFromInline init() {}
 }
 
 /// The type-erased face of ``ComponentColumn`` that the world and the drain use.

@@ -14,6 +14,10 @@ import Logging
 ///
 ///     created ──start──▶ running ──stop──▶ draining ──slot empty──▶ finished
 ///
+/// While running, the writer *polls* the slot every `pollInterval` for `pollLinger`
+/// after its last batch (a flush then costs the tick thread no system call), and
+/// otherwise *parks* until a submission wakes it or the checkpoint timer fires.
+///
 /// Invariants:
 /// 1. Only this thread touches `store` between `start` and `finished`.
 /// 2. A batch whose commit fails is put back (merged with anything newer) and retried
@@ -38,6 +42,11 @@ final class Writer: @unchecked Sendable {
         var pageSize: Int
         /// Failed attempts allowed while draining for shutdown before giving up.
         var shutdownAttempts = 5
+        /// While batches keep coming, how often the writer looks for the next one
+        /// (zero: never poll, always be woken). See ``WriteBuffer``.
+        var pollInterval: Duration = .zero
+        /// How long after the last batch the writer keeps polling before it parks.
+        var pollLinger: Duration = .zero
     }
 
     enum State: Equatable {
@@ -114,14 +123,20 @@ final class Writer: @unchecked Sendable {
             logger.error("writer: cannot install the WAL hook: \(error)")
         }
         var closingFailures = 0
+        var lastBatch = Date.distantPast
+        var checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
         loop: while true {
             recordCPUTime()
-            let deadline = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
-            switch buffer.take(until: deadline) {
+            let now = Date()
+            let polling = settings.pollInterval > .zero && now.timeIntervalSince(lastBatch) < settings.pollLinger.seconds
+            let deadline = polling ? min(checkpointCheck, now.addingTimeInterval(settings.pollInterval.seconds)) : checkpointCheck
+            switch buffer.take(until: deadline, parked: !polling) {
             case .batch(let batch):
+                lastBatch = Date()
+                checkpointCheck = lastBatch.addingTimeInterval(settings.checkpointInterval.seconds)
                 if commitWithRetry(batch) {
                     checkpointIfNeeded(forced: batch.checkpointAfter)
-                    buffer.didCommit(batch.sequence)
+                    buffer.didCommit(batch)
                     continue loop
                 } else {
                     if buffer.isClosed {
@@ -135,7 +150,10 @@ final class Writer: @unchecked Sendable {
                     continue loop
                 }
             case .timedOut:
+                // A poll that found nothing is not yet the checkpoint timer.
+                guard Date() >= checkpointCheck else { continue loop }
                 checkpointIfNeeded()
+                checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
             case .closed:
                 break loop
             }

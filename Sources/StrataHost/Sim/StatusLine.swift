@@ -46,7 +46,7 @@ struct StatusLine {
             String(format: "  ticks        %d in %.1f s (%.1f Hz), slowest tick %.2f ms, %d ticks dropped after stalls",
                    ticks, elapsed.seconds, Double(ticks) / max(elapsed.seconds, 0.001), maxTick.milliseconds, droppedTicks),
             "  world        \(engine.world.entityCount) entities",
-            "  flushes      \(m.flushCount) (\(reasons.isEmpty ? "none" : reasons)); \(m.mergedBatches) merged while the writer was busy",
+            "  flushes      \(m.flushCount) (\(reasons.isEmpty ? "none" : reasons)); \(m.mergedBatches) merged while the writer was busy, \(m.writerWakes) woke a parked writer",
             String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
                    m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
             "  rows         \(m.componentRowsWritten) component upserts, \(m.componentRowsDeleted) deletes, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",

@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+@testable import Strata
+
+@Suite struct WriteBufferTests {
+    func write(_ x: Float) -> ComponentWrite {
+        ComponentWrite(entity: EntityID(), typeIndex: 0, typeName: Position.typeName, value: Position(x: x, y: 0))
+    }
+
+    @Test func aCommittedBatchComesBackEmptyForTheNextFlush() {
+        let buffer = WriteBuffer()
+        var batch = WriteBatch()
+        let first = batch
+        batch.writes = [write(1), write(2), write(3)]
+        batch.reasons = [.explicitSave]
+        buffer.submit(&batch)
+        #expect(batch !== first && batch.isEmpty, "the tick thread gets an empty batch in exchange")
+
+        guard case .batch(let taken) = buffer.take(until: nil) else {
+            Issue.record("the submitted batch should be waiting")
+            return
+        }
+        #expect(taken === first)
+        buffer.didCommit(taken)
+        #expect(first.isEmpty && first.reasons.isEmpty && first.sequence == 0)
+        #expect(first.writes.capacity >= 3, "emptied with its capacity kept")
+
+        var next = WriteBatch()
+        next.writes = [write(4)]
+        buffer.submit(&next)
+        #expect(next === first, "the committed batch is the next one to fill")
+    }
+
+    @Test func aSubmissionWhileOneWaitsMergesAndKeepsItsStorage() {
+        let buffer = WriteBuffer()
+        var a = WriteBatch()
+        a.writes = [write(1)]
+        let older = a
+        buffer.submit(&a)
+        var b = a
+        let newer = b
+        b.writes = [write(2)]
+        let result = buffer.submit(&b)
+        #expect(result.merged)
+        #expect(b === newer && b.isEmpty, "the merged batch's storage is reused")
+        guard case .batch(let taken) = buffer.take(until: nil) else {
+            Issue.record("the merged batch should be waiting")
+            return
+        }
+        #expect(taken === older && taken.writes.count == 2 && taken.sequence == 2)
+        #expect(buffer.flushCounts.flushes == 2 && buffer.flushCounts.merged == 1)
+    }
+
+    @Test func flushCountsReportOnlyTheReasonsSeen() {
+        var counts = FlushCounts()
+        counts.record([.criticalDelay, .vectorClock], merged: false)
+        counts.record([.vectorClock], merged: true)
+        #expect(counts.reasons == [.criticalDelay: 1, .vectorClock: 2])
+        #expect(counts.flushes == 2 && counts.merged == 1)
+    }
+
+    @Test func reasonSetsIterateInDeclarationOrderByBit() {
+        for (index, reason) in FlushReason.byBit.enumerated() {
+            #expect(reason.bit == 1 << index)
+        }
+        let set: FlushReasonSet = [.shutdown, .criticalDelay, .lowMemory]
+        #expect(Array(set) == [.criticalDelay, .lowMemory, .shutdown])
+        #expect(Array(FlushReasonSet()).isEmpty)
+    }
+}
