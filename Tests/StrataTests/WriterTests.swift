@@ -147,6 +147,21 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         try engine.shutdown()
     }
 
+    @Test func pollsFallHalfATickAwayFromTheTicks() {
+        let tick = Duration.nanoseconds(16_666_667)
+        let anchor = Instant(nanoseconds: 5_000_000_000)   // a submission, at the end of a tick
+        for elapsedMs in [0, 3, 16, 17, 250, 999] {
+            let now = anchor + .milliseconds(elapsedMs)
+            let delay = Writer.pollDelay(now: now, lastSubmission: anchor, interval: .milliseconds(100), tick: tick)
+            #expect(delay <= .milliseconds(100) && delay > .milliseconds(100) - tick, "about the poll interval")
+            let sinceAnchor = (now + delay).nanoseconds - anchor.nanoseconds
+            #expect(abs(sinceAnchor % tick.nanoseconds - tick.nanoseconds / 2) <= 1, "mid-way between two ticks")
+        }
+        #expect(Writer.pollDelay(now: anchor, lastSubmission: nil, interval: .milliseconds(100), tick: tick) == .milliseconds(100))
+        #expect(Writer.pollDelay(now: anchor, lastSubmission: anchor, interval: .milliseconds(10), tick: tick) == .milliseconds(10),
+                "a poll shorter than a tick is not moved")
+    }
+
     @Test func theFlushLookaheadIncludesTheWritersPoll() throws {
         var fixture = EngineFixture()
         fixture.options.writerPollInterval = .milliseconds(100)

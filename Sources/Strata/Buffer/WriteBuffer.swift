@@ -42,6 +42,8 @@ final class WriteBuffer: @unchecked Sendable {
     private var writerParked = false
     private var commitWaiters = 0
     private var counts = FlushCounts()
+    /// When the last batch was submitted: the phase of the tick thread's ticks.
+    private var lastSubmitAt: Instant?
 
     enum Take {
         case batch(WriteBatch)
@@ -54,8 +56,9 @@ final class WriteBuffer: @unchecked Sendable {
     /// sequence number, and whether it merged into a batch that was still waiting (the
     /// writer is behind). Tick thread.
     @discardableResult
-    func submit(_ batch: inout WriteBatch) -> (sequence: UInt64, merged: Bool) {
+    func submit(_ batch: inout WriteBatch, at now: Instant? = nil) -> (sequence: UInt64, merged: Bool) {
         lock.withLock {
+            if let now { lastSubmitAt = now }
             lastSequence += 1
             batch.sequence = lastSequence
             let merged = waiting != nil
@@ -142,6 +145,8 @@ final class WriteBuffer: @unchecked Sendable {
     }
 
     var isClosed: Bool { lock.withLock { closed } }
+    /// When the last batch was submitted (the writer polls half a tick away from it).
+    var lastSubmission: Instant? { lock.withLock { lastSubmitAt } }
     /// Whether the writer is waiting for a wake (tests).
     var isWriterParked: Bool { lock.withLock { writerParked } }
     var lastSubmitted: UInt64 { lock.withLock { lastSequence } }

@@ -60,7 +60,8 @@ extension Engine {
                 maxWalBytes: policy.maxWalBytes(power: .assumedAC),
                 pageSize: config.database.pageSize,
                 pollInterval: options.writerPollInterval,
-                pollLinger: options.writerPollLinger),
+                pollLinger: options.writerPollLinger,
+                tickInterval: .nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz))),
             typeIDs: typeIDs, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval

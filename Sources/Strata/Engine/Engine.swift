@@ -130,8 +130,9 @@ public final class Engine {
         owner.check("Engine")
         guard !isShutDown else { return }
         pollMonitors()
-        guard scheduler.endTick(world: world, now: clock.now(), power: powerState, into: nextBatch) else { return }
-        hand()
+        let now = clock.now()
+        guard scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) else { return }
+        hand(at: now)
     }
 
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
@@ -197,13 +198,13 @@ public final class Engine {
 
     /// Hands `nextBatch` to the writer (unless there is nothing to do) and takes an empty
     /// one back in its place.
-    private func hand() {
+    private func hand(at now: Instant? = nil) {
         if config.persistence.criticalDurability == .crash { nextBatch.durability = .normal }
         guard !nextBatch.isEmpty || nextBatch.checkpointAfter else {
             nextBatch.reset()
             return
         }
-        buffer.submit(&nextBatch)
+        buffer.submit(&nextBatch, at: now ?? clock.now())
     }
 
     /// Clean shutdown: flushes every tier, stops the writer (which marks the session
