@@ -1,8 +1,8 @@
 /// The flushes handed to the writer, counted by ``WriteBuffer`` under its lock at
 /// submission, so that a flush tick touches no metrics lock and no dictionary.
 ///
-/// Read into ``PersistenceMetrics`` (`flushCount`, `flushesByReason`, `mergedBatches`)
-/// when a snapshot is taken.
+/// Read into ``PersistenceMetrics`` (`flushCount`, `flushesByReason`, `mergedBatches`,
+/// `writerWakes`) when a snapshot is taken.
 struct FlushCounts {
     var flushes = 0
     /// Submissions that merged into a batch still waiting for the writer.

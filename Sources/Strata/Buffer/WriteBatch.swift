@@ -21,7 +21,7 @@ public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
 
 /// Layer 2 of RFC 0002: the coalesced writes of one flush, committed in ONE transaction.
 ///
-/// Built on the tick thread by ``World/drain(_:into:)``, handed to the writer through
+/// Built on the tick thread by ``World/drain(_:into:at:)``, handed to the writer through
 /// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, component
 /// writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
 ///

@@ -9,7 +9,7 @@
 /// a removed component is still dirty until drained, and drains as a row delete.
 /// Trade-off: a sparse set costs 8 bytes per entity slot per type even for entities
 /// without the component, in exchange for O(1) insert, remove and dirty checks, and a
-/// drain that runs specialized code over one type at a time.
+/// drain that works through one type at a time.
 @usableFromInline
 final class ComponentColumn<C: Component>: AnyComponentColumn {
     @usableFromInline typealias Slot = ColumnSlot
@@ -108,7 +108,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     }
 
     /// Moves the tier's dirty slots into `writes`, with their current values.
-    /// See ``World/drain(_:into:)`` for the rules.
+    /// See ``World/drain(_:into:at:)`` for the rules.
     @usableFromInline
     func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
         let t = tier.rawValue

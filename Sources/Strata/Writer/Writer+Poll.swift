@@ -5,7 +5,9 @@ extension Writer {
     /// A wake-up that lands on a tick costs that tick: on a small VM the timer interrupt
     /// and the writer's few microseconds share the tick thread's CPU or its core, and the
     /// slowed ticks showed up as the p90 of `strata bench`. The ticks' phase is that of
-    /// the last submission (made at the end of a tick). Writer thread.
+    /// the last submission (made at the end of a tick, on the engine's clock: with a
+    /// virtual clock the phase is arbitrary, and the delay still within a tick of the
+    /// interval). Writer thread.
     func nextPollDelay() -> Duration {
         Self.pollDelay(now: MonotonicClock().now(), lastSubmission: buffer.lastSubmission,
                        interval: settings.pollInterval, tick: settings.tickInterval)
