@@ -16,8 +16,7 @@ import Testing
     }
 
     func bothTiersSaved(_ fixture: EngineFixture) throws -> Bool {
-        try fixture.count("SELECT count(*) FROM components WHERE hex(payload) IN (?, ?)",
-                          [payloadHex(Position(x: 1, y: 0)), payloadHex(Title("t", revision: 1))]) == 2
+        try fixture.count(persisted: Position(x: 1, y: 0)) + fixture.count(persisted: Title("t", revision: 1)) == 2
     }
 
     @Test(arguments: [FlushReason.majorAction, .networkOperations])

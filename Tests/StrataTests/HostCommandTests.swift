@@ -39,8 +39,11 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(object["entity_count"] as? Int == 1)
         #expect(object["clean_shutdown"] as? Bool == true)
-        #expect(object["page_size"] as? Int == 8192)
-        #expect(object["schema_version"] as? Int == 1)
+        #expect(object["page_size"] as? Int == 4096)
+        #expect(object["schema_version"] as? Int == 2)
+        #expect(object["segments"] as? Int == 1, "the spawn's batch: one segment row")
+        #expect((object["segment_bytes"] as? Int ?? 0) > 0)
+        #expect(object["compactions"] as? Int == 0)
     }
 
     @Test func inspectOfAMissingFileFails() throws {

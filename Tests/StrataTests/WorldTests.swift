@@ -118,7 +118,7 @@ import Testing
         #expect(derived.isEmpty)
         let critical = WriteBatch()
         world.drain(.critical, into: critical)
-        #expect(critical.entityInserts == [world.id(of: e)!])
+        #expect(critical.entityInserts.map(\.id) == [world.id(of: e)!])
         #expect(Set(critical.writes.map(\.typeName)) == [Position.typeName, Title.typeName])
         #expect((critical.writes.first { $0.typeName == Position.typeName }?.value as? Position)?.x == 5)
     }
@@ -147,6 +147,7 @@ import Testing
         let batch = WriteBatch()
         world.drain(.critical, into: batch)
         world.mutate(Position.self, of: old) { $0.x = 2 }  // derived key for the slot
+        let oldNumber = world.records[Int(old.index)].number
         world.despawn(old)
         let new = world.spawn(Position(x: 7, y: 7))         // same slot, spawn pending
         #expect(new.index == old.index)
@@ -155,7 +156,8 @@ import Testing
         #expect(derived.writes.isEmpty, "the new entity's row must not precede its entity row")
         let critical = WriteBatch()
         world.drain(.critical, into: critical)
-        #expect(critical.entityInserts == [world.id(of: new)!])
+        #expect(critical.entityInserts.map(\.id) == [world.id(of: new)!])
+        #expect(critical.entityInserts[0].number > oldNumber, "a reused slot gets a new number: the old one's records must not apply")
         #expect((critical.writes.first?.value as? Position) == Position(x: 7, y: 7))
     }
 

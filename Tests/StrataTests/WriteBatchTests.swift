@@ -2,12 +2,12 @@ import Testing
 @testable import Strata
 
 @Suite struct WriteBatchTests {
-    func write(_ entity: EntityID, _ x: Float) -> ComponentWrite {
+    func write(_ entity: EntityNumber, _ x: Float) -> ComponentWrite {
         ComponentWrite(entity: entity, typeIndex: 0, typeName: Position.typeName, value: Position(x: x, y: 0))
     }
 
     @Test func newerWritesReplaceOlderOnesOfTheSameKey() {
-        let a = EntityID(), b = EntityID()
+        let a: EntityNumber = 1, b: EntityNumber = 2
         let older = WriteBatch()
         older.writes = [write(a, 1), write(b, 1)]
         let newer = WriteBatch()
@@ -20,9 +20,9 @@ import Testing
     }
 
     @Test func aDeleteDropsOlderWritesAndCancelsAnUnsavedInsert() {
-        let saved = EntityID(), unsaved = EntityID()
+        let saved: EntityNumber = 1, unsaved: EntityNumber = 2
         let older = WriteBatch()
-        older.entityInserts = [unsaved]
+        older.entityInserts = [EntityInsert(number: unsaved, id: EntityID())]
         older.writes = [write(saved, 1), write(unsaved, 1)]
         let newer = WriteBatch()
         newer.entityDeletes = [saved, unsaved]
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func manyMergesStayBoundedByDistinctKeys() {
-        let ids = (0 ..< 10).map { _ in EntityID() }
+        let ids = (0 ..< 10).map { EntityNumber($0) }
         let batch = WriteBatch()
         for round in 0 ..< 100 {
             let next = WriteBatch()

@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct WriteBufferTests {
     func write(_ x: Float) -> ComponentWrite {
-        ComponentWrite(entity: EntityID(), typeIndex: 0, typeName: Position.typeName, value: Position(x: x, y: 0))
+        ComponentWrite(entity: .random(in: 1 ... .max), typeIndex: 0, typeName: Position.typeName, value: Position(x: x, y: 0))
     }
 
     @Test func aCommittedBatchComesBackEmptyForTheNextFlush() {

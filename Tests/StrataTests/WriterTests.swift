@@ -61,7 +61,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         engine.flushNow()
         #expect(probe.commitCount - before == 1)
         #expect(try fixture.entityCount() == 500)
-        #expect(try fixture.count("SELECT count(*) FROM components") == 1000)
+        #expect(try fixture.persisted().componentCount == 1000)
         try engine.shutdown()
     }
 
@@ -103,7 +103,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         #expect(engine.waitForWriter())
         // The stalled batch and one merged batch: two commits for 51 flushes.
         #expect(probe.commitCount - commitsBefore == 2)
-        #expect(try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?", [payloadHex(Position(x: 99, y: 51))]) == 1)
+        #expect(try fixture.count(persisted: Position(x: 99, y: 51)) == 1)
         try engine.shutdown()
     }
 
@@ -121,8 +121,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
             engine.world.mutate(Position.self, of: shape) { $0.x = Float(round) }
             engine.flush(reason: .explicitSave)   // handed off, not waited for
             #expect(try eventually {
-                try fixture.count("SELECT count(*) FROM components WHERE hex(payload) = ?",
-                                  [payloadHex(Position(x: Float(round), y: 0))]) == 1
+                try fixture.count(persisted: Position(x: Float(round), y: 0)) == 1
             }, "the polling writer commits the flush of round \(round)")
         }
         #expect(engine.metrics.writerWakes == wakes, "no flush had to wake the writer")
@@ -200,7 +199,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         sqlite3_close(blocker)
         #expect(engine.waitForWriter())
         #expect(try fixture.entityCount() == 51)
-        #expect(try fixture.count("SELECT count(*) FROM components") == 101)
+        #expect(try fixture.persisted().componentCount == 101)
         #expect(engine.metrics.abandonedRows == 0)
         try engine.shutdown()
     }

@@ -24,7 +24,7 @@ extension World {
                 // A spawn cancelled by a despawn has a newer generation in its slot.
                 guard records[i].generation == spawn.entity.generation, records[i].alive else { continue }
                 records[i].spawnPending = false
-                batch.entityInserts.append(spawn.id)
+                batch.entityInserts.append(EntityInsert(number: records[i].number, id: spawn.id))
             }
         }
         tracker.reset(tier, swappingColumnsInto: &drainScratch)

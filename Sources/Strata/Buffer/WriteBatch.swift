@@ -1,11 +1,18 @@
-/// One component row to write: its new value, or `nil` to delete the row.
+/// One component write: its new value, or `nil` for a removal.
 @usableFromInline
 struct ComponentWrite: Sendable {
-    var entity: EntityID
+    /// The entity's number in the file.
+    var entity: EntityNumber
     /// The world's index for the type; the writer caches the row's `type_id` by it.
     var typeIndex: UInt32
     var typeName: String
     var value: (any Component)?
+}
+
+/// A spawned entity's row: its number in the file and its stable id.
+struct EntityInsert: Sendable, Equatable {
+    var number: EntityNumber
+    var id: EntityID
 }
 
 /// How a batch's commit must reach the disk (DESIGN.md, durability contract).
@@ -35,14 +42,15 @@ final class WriteBatch: @unchecked Sendable {
     init() {}
 
     private struct WriteKey: Hashable {
-        var entity: EntityID
+        var entity: EntityNumber
         var typeIndex: UInt32
     }
 
     // Filled through `inout` by the drain; never lent to user code and owned by one
     // thread at a time, so the dynamic exclusivity checks are skipped.
-    @exclusivity(unchecked) var entityDeletes: [EntityID] = []
-    @exclusivity(unchecked) var entityInserts: [EntityID] = []
+    /// Numbers of despawned entities.
+    @exclusivity(unchecked) var entityDeletes: [EntityNumber] = []
+    @exclusivity(unchecked) var entityInserts: [EntityInsert] = []
     @exclusivity(unchecked) var writes: [ComponentWrite] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
@@ -92,10 +100,10 @@ final class WriteBatch: @unchecked Sendable {
     func merge(newer: WriteBatch) {
         if !newer.entityDeletes.isEmpty {
             let deleted = Set(newer.entityDeletes)
-            var cancelled = Set<EntityID>()
-            entityInserts.removeAll { id in
-                guard deleted.contains(id) else { return false }
-                cancelled.insert(id)
+            var cancelled = Set<EntityNumber>()
+            entityInserts.removeAll { insert in
+                guard deleted.contains(insert.number) else { return false }
+                cancelled.insert(insert.number)
                 return true
             }
             let before = writes.count

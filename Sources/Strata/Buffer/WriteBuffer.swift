@@ -40,6 +40,8 @@ final class WriteBuffer: @unchecked Sendable {
     private var writerWaiting = false
     /// … and will not look at the slot again until woken (or its checkpoint timer).
     private var writerParked = false
+    /// Set by ``nudge()``: the writer's wait ends without a batch (it has other work).
+    private var nudged = false
     private var commitWaiters = 0
     private var counts = FlushCounts()
     /// When the last batch was submitted: the phase of the tick thread's ticks.
@@ -91,14 +93,24 @@ final class WriteBuffer: @unchecked Sendable {
                 writerWaiting = false
                 writerParked = false
             }
-            while waiting == nil && !closed {
+            while waiting == nil && !closed && !nudged {
                 if !lock.wait(until: deadline) { break }
             }
+            nudged = false
             if let batch = waiting {
                 waiting = nil
                 return .batch(batch)
             }
             return closed ? .closed : .timedOut
+        }
+    }
+
+    /// Ends the writer's current or next wait without a batch, so that it looks at its
+    /// other work again (compaction asked for, or the power or the user changed).
+    func nudge() {
+        lock.withLock {
+            nudged = true
+            if writerWaiting { lock.broadcast() }
         }
     }
 

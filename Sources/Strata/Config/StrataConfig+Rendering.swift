@@ -60,6 +60,12 @@ extension StrataConfig {
             retry_initial_backoff_ms = \(ms(writer.retryInitialBackoff))
             retry_max_backoff_ms = \(ms(writer.retryMaxBackoff))
 
+            [compaction]
+            idle_backlog_mb = \(mb(compaction.idleBacklogBytes))
+            backlog_mb = \(mb(compaction.backlogBytes))
+            max_backlog_mb = \(mb(compaction.maxBacklogBytes))
+            step_budget_ms = \(ms(compaction.stepBudget))
+
             [metrics]
             count_fsyncs = \(metrics.countFsyncs)
 

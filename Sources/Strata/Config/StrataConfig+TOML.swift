@@ -39,11 +39,14 @@ extension StrataConfig {
         if var writer = try reader.table("writer") {
             config.writer = try readWriter(&writer)
         }
+        if var compaction = try reader.table("compaction") {
+            config.compaction = try readCompaction(&compaction)
+        }
         if var metrics = try reader.table("metrics") {
             config.metrics.countFsyncs = try metrics.bool("count_fsyncs", default: config.metrics.countFsyncs)
             try metrics.rejectUnknownKeys(known: ["count_fsyncs"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "metrics"])
         return config
     }
 
@@ -133,6 +136,27 @@ extension StrataConfig {
             throw r.error(.invalidValue, "critical_flush_delay_ms",
                           "must be below persistence.\(key) (\(interval.seconds) s), got \(Int(c.criticalFlushDelay.milliseconds))")
         }
+        return c
+    }
+
+    private static func readCompaction(_ r: inout ConfigReader) throws -> CompactionConfig {
+        var c = CompactionConfig()
+        c.idleBacklogBytes = try r.megabytes("idle_backlog_mb", default: c.idleBacklogBytes)
+        c.backlogBytes = try r.megabytes("backlog_mb", default: c.backlogBytes)
+        c.maxBacklogBytes = try r.megabytes("max_backlog_mb", default: c.maxBacklogBytes)
+        c.stepBudget = try r.duration("step_budget_ms", default: c.stepBudget, unit: .milliseconds)
+        if c.idleBacklogBytes > c.backlogBytes {
+            throw r.error(.invalidValue, "idle_backlog_mb",
+                          "must not be above backlog_mb (\(Double(c.backlogBytes) / 1_048_576)), got \(Double(c.idleBacklogBytes) / 1_048_576)")
+        }
+        if c.backlogBytes > c.maxBacklogBytes {
+            throw r.error(.invalidValue, "backlog_mb",
+                          "must not be above max_backlog_mb (\(Double(c.maxBacklogBytes) / 1_048_576)), got \(Double(c.backlogBytes) / 1_048_576)")
+        }
+        if c.stepBudget > .seconds(1) {
+            throw r.error(.invalidValue, "step_budget_ms", "must be at most 1000 (a step holds up every write behind it), got \(Int(c.stepBudget.milliseconds))")
+        }
+        try r.rejectUnknownKeys(known: ["idle_backlog_mb", "backlog_mb", "max_backlog_mb", "step_budget_ms"])
         return c
     }
 

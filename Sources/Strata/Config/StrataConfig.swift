@@ -9,7 +9,25 @@ public struct StrataConfig: Sendable, Equatable {
     public var simulation = SimulationConfig()
     public var persistence = PersistenceConfig()
     public var writer = WriterConfig()
+    public var compaction = CompactionConfig()
     public var metrics = MetricsConfig()
+
+    public init() {}
+}
+
+/// `[compaction]`: when the segment log is folded back (docs/storage.md). Sizes are the
+/// bytes of records in the log; the policy is ``CompactionPolicy``.
+public struct CompactionConfig: Sendable, Equatable {
+    /// `idle_backlog_mb`: on mains power or charging, with the user idle, fold the whole
+    /// log into the base rows once it holds this much.
+    public var idleBacklogBytes = 1024 * 1024
+    /// `backlog_mb`: on mains power or charging, compact once the log holds this much.
+    public var backlogBytes = 16 * 1024 * 1024
+    /// `max_backlog_mb`: the hard cap. On battery (or power-saver), compaction waits for
+    /// this; it bounds the reload time and the file whatever the power.
+    public var maxBacklogBytes = 64 * 1024 * 1024
+    /// `step_budget_ms`: the time one compaction step (one transaction) should take at most.
+    public var stepBudget: Duration = .milliseconds(25)
 
     public init() {}
 }
@@ -30,7 +48,7 @@ public struct DatabaseConfig: Sendable, Equatable {
     /// the working directory.
     public var path = "strata.db"
     /// `page_size`: applied before the first table; a power of two, 512…65536.
-    public var pageSize = 8192
+    public var pageSize = 4096
 
     public init() {}
 }

@@ -36,7 +36,7 @@ extension Engine {
 
         let world = World(clock: options.clock)
         for type in components { world.register(any: type) }
-        let (summary, typeIDs) = try store.load(into: world, logger: logger)
+        let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
         let recovery = RecoveryReport(session: session, loaded: summary, setAsideCorruptFile: setAside, corruption: corruption)
         if recovery.crashed {
             logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
@@ -58,11 +58,13 @@ extension Engine {
                 retryMaxBackoff: config.writer.retryMaxBackoff,
                 checkpointInterval: config.persistence.checkpointInterval,
                 maxWalBytes: policy.maxWalBytes(power: .assumedAC),
-                pageSize: config.database.pageSize,
+                pageSize: try store.pageSize(),
                 pollInterval: options.writerPollInterval,
                 pollLinger: options.writerPollLinger,
-                tickInterval: .nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz))),
-            typeIDs: typeIDs, observer: options.observer)
+                tickInterval: .nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)),
+                compaction: CompactionPolicy(config: config.compaction, forcedMethod: options.compactionMethod),
+                compactionStepBudget: config.compaction.stepBudget),
+            typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval
         let scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)

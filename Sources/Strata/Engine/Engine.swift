@@ -41,6 +41,8 @@ public final class Engine {
     var powerMonitor: PowerMonitor?
     var memoryMonitor: MemoryPressureMonitor?
     var memoryWarningsSeen = 0
+    /// What the writer was last told of the power and the user (for compaction).
+    var compactionContext = Writer.CompactionContext.assumed
     private var isShutDown = false
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
@@ -67,8 +69,10 @@ public final class Engine {
         public var writerPollLinger: Duration = .seconds(5)
         /// Runs on the writer connection after the engine's pragmas.
         public var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
-        /// Told of every commit and checkpoint, on the writer thread.
+        /// Told of every commit, checkpoint and compaction step, on the writer thread.
         public var observer: (any PersistenceObserver)?
+        /// Always compact with this method instead of the cheaper one (benchmarks, tests).
+        public var compactionMethod: CompactionPolicy.Method?
 
         public init() {}
     }
@@ -131,8 +135,34 @@ public final class Engine {
         guard !isShutDown else { return }
         pollMonitors()
         let now = clock.now()
+        reportCompactionContext(now: now)
         guard scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) else { return }
         hand(at: now)
+    }
+
+    /// Tells the writer when the power source or the user's activity changes: compaction
+    /// runs eagerly on mains power while idle, and on battery only past its hard cap.
+    private func reportCompactionContext(now: Instant) {
+        let context = Writer.CompactionContext(power: powerState, activity: scheduler.activity(now: now))
+        guard context != compactionContext else { return }
+        compactionContext = context
+        writer.setCompactionContext(context)
+    }
+
+    /// Folds the segment log into the base rows now, after flushing every tier, and
+    /// waits for it: a maintenance call for a host that has time to spare (the level is
+    /// loaded, the user went idle), or before copying the file. The writer runs it in
+    /// bounded steps, committing batches between them as usual.
+    ///
+    /// - Returns: false if `timeout` passed first (the fold goes on), or compaction
+    ///   cannot run (a segment that cannot be read is in the way: see ``metrics``).
+    @discardableResult
+    public func compactNow(timeout: Duration = .seconds(120)) -> Bool {
+        owner.check("Engine")
+        guard !isShutDown else { return false }
+        let started = clock.now()
+        guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
+        return writer.compactNow(timeout: timeout - clock.now().duration(since: started))
     }
 
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:

@@ -4,14 +4,43 @@
 /// A snapshot: read it from any thread through ``Engine/metrics``.
 public struct PersistenceMetrics: Sendable, Equatable {
     // Write volume
-    /// Component rows upserted (RFC `total_writes`).
+    /// Component values written (RFC `total_writes`): put records appended to the segment log.
     public var componentRowsWritten = 0
-    /// Component rows deleted (removed components).
+    /// Components removed: tombstone records appended.
     public var componentRowsDeleted = 0
     public var entityRowsInserted = 0
     public var entityRowsDeleted = 0
     /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
+    /// Segment rows appended by commits, and the bytes of records in them.
+    public var segmentsWritten = 0
+    public var segmentBytesWritten = 0
+
+    // The segment log now (docs/storage.md)
+    /// Rows in the log, the bytes and records in them.
+    public var segmentBacklogRows = 0
+    public var segmentBacklogBytes = 0
+    public var segmentBacklogRecords = 0
+    /// Bytes of the log's live records (the newest of each key); the rest is garbage.
+    public var segmentLiveBytes = 0
+    /// Rows that cannot be read (kept untouched; compaction stops before them).
+    public var unreadableSegments = 0
+
+    // Compaction
+    /// Rounds finished, by method (`merge`, `fold`), and steps run (one transaction each).
+    public var compactionRounds = 0
+    public var compactionsByMethod: [String: Int] = [:]
+    public var compactionSteps = 0
+    /// Steps that failed and were retried later.
+    public var failedCompactionSteps = 0
+    /// Bytes of records consumed, and written back as merged segments.
+    public var compactionBytesRead = 0
+    public var compactionBytesWritten = 0
+    /// Keys written into base rows by folds.
+    public var compactionKeysFolded = 0
+    public var totalCompactionDuration: Duration = .zero
+    /// The longest step: what a batch that arrives during one may wait.
+    public var maxCompactionStepDuration: Duration = .zero
 
     // Flushes and commits
     /// Batches handed to the writer (RFC `flush_count`).
@@ -80,6 +109,17 @@ public struct PersistenceMetrics: Sendable, Equatable {
             alerts.append("\(crashRecoveryCount) of \(sessions) sessions crashed (> 10 %): flush more aggressively")
         }
         return alerts
+    }
+}
+
+extension PersistenceMetrics {
+    /// Copies the log's gauges (writer thread, under the recorder's lock).
+    mutating func recordBacklog(_ log: SegmentLog) {
+        segmentBacklogRows = log.segmentCount
+        segmentBacklogBytes = log.bytes
+        segmentBacklogRecords = log.records
+        segmentLiveBytes = log.liveBytes
+        unreadableSegments = log.unreadableRows
     }
 }
 

@@ -20,11 +20,33 @@ public struct CheckpointRecord: Sendable {
     public var complete: Bool
 }
 
-/// Watches the writer: every commit and checkpoint, for tools that measure durability
-/// (the benchmark runner) or hosts that log it.
+/// A compaction step, as an observer sees it.
+public struct CompactionRecord: Sendable {
+    public var at: Instant
+    public var duration: Duration
+    /// `merge` or `fold`.
+    public var method: String
+    /// Segment rows consumed, and the bytes of records in them.
+    public var consumedRows: Int
+    public var consumedBytes: Int
+    /// Bytes of records written back as a merged segment.
+    public var outputBytes: Int
+    /// Keys written into base rows.
+    public var keysFolded: Int
+    /// The step finished its round.
+    public var roundDone: Bool
+}
+
+/// Watches the writer: every commit, checkpoint and compaction step, for tools that
+/// measure durability (the benchmark runner) or hosts that log it.
 ///
 /// Called on the writer thread, after the fact: keep it short and never call the engine.
 public protocol PersistenceObserver: AnyObject, Sendable {
     func didCommit(_ record: CommitRecord)
     func didCheckpoint(_ record: CheckpointRecord)
+    func didCompact(_ record: CompactionRecord)
+}
+
+extension PersistenceObserver {
+    public func didCompact(_ record: CompactionRecord) {}
 }

@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import GRDBSQLite
+import Logging
 
 /// What `strata inspect` reports about a database file, read without changing it.
 ///
@@ -13,8 +15,20 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     /// Size of the `-wal` file when inspected (0: absent or truncated).
     public var walBytes: Int
     public var entityCount: Int
-    /// Component rows per type name, including types no build registers.
+    /// Components per type name, including types no build registers: what a reload
+    /// gives (the base rows with the segment log replayed over them).
     public var components: [String: Int]
+    /// Base rows (`components`), all types: what compaction has folded in.
+    public var baseComponentRows = 0
+    /// The segment log (docs/storage.md): rows, bytes and records not yet compacted.
+    public var segments = 0
+    public var segmentBytes = 0
+    public var segmentRecords = 0
+    /// Segment rows that cannot be read (kept untouched; compaction stops before them).
+    public var unreadableSegments = 0
+    /// Compaction rounds finished over the file's life, and the steps they took.
+    public var compactions = 0
+    public var compactionSteps = 0
     /// The clean-shutdown mark: nil if the file has no session row.
     public var cleanShutdown: Bool?
     public var crashCount: Int
@@ -37,14 +51,11 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             let queue = try DatabaseQueue(path: location.uri, configuration: configuration)
             defer { try? queue.close() }
             return try queue.read { db in
-                var components: [String: Int] = [:]
+                var componentsByTypeID: [Int64: Int] = [:]
                 var entityCount = 0
                 if try db.tableExists("components") && db.tableExists("component_types") {
-                    for row in try Row.fetchAll(db, sql: """
-                        SELECT coalesce(t.name, '#' || c.type_id) AS name, count(*) AS n
-                        FROM components c LEFT JOIN component_types t ON t.id = c.type_id GROUP BY c.type_id
-                        """) {
-                        components[row["name"]] = row["n"]
+                    for row in try Row.fetchAll(db, sql: "SELECT type_id, count(*) AS n FROM components GROUP BY type_id") {
+                        componentsByTypeID[row["type_id"]] = row["n"]
                     }
                 }
                 if try db.tableExists("entities") {
@@ -55,8 +66,20 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                     journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "unknown",
                     pageSize: try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0,
                     schemaVersion: try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
-                    walBytes: walBytes, entityCount: entityCount, components: components,
+                    walBytes: walBytes, entityCount: entityCount, components: [:],
                     cleanShutdown: nil, crashCount: 0, cleanShutdownCount: 0)
+                inspection.baseComponentRows = componentsByTypeID.values.reduce(0, +)
+                if try db.tableExists("segments") {
+                    try inspection.replaySegments(db, into: &componentsByTypeID)
+                }
+                let names = try db.tableExists("component_types") ? try ComponentTypeNames.all(db) : [:]
+                for (typeID, count) in componentsByTypeID where count > 0 {
+                    inspection.components[names[typeID] ?? "#\(typeID)"] = count
+                }
+                if try db.tableExists("compaction_state"), let row = try Row.fetchOne(db, sql: "SELECT rounds, steps FROM compaction_state") {
+                    inspection.compactions = row["rounds"]
+                    inspection.compactionSteps = row["steps"]
+                }
                 if try db.tableExists("session_state"),
                    let row = try Row.fetchOne(db, sql: "SELECT * FROM session_state WHERE id = 1") {
                     inspection.cleanShutdown = (row["clean_shutdown"] as Int) == 1
@@ -72,6 +95,28 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             }
         } catch {
             throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+
+    /// Adds what the segment log changes to the base rows' counts: the newest record
+    /// of each key, for entities that still exist, puts one in or takes one out.
+    private mutating func replaySegments(_ db: Database, into counts: inout [Int64: Int]) throws {
+        var newest: [SegmentKey: Bool] = [:]   // key → is a put
+        let outcome = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.inspect")) { record in
+            newest[record.key] = !record.isRemoval
+            return true
+        }
+        segments = outcome.rows
+        segmentRecords = outcome.records
+        unreadableSegments = outcome.unreadableRows
+        segmentBytes = try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(records)), 0) FROM segments") ?? 0
+        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ?")
+        let baseExists = try db.makeStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?")
+        for (key, isPut) in newest {
+            guard try Row.fetchOne(entityExists, arguments: [key.entity]) != nil else { continue }
+            let inBase = try Row.fetchOne(baseExists, arguments: [key.entity, key.typeID]) != nil
+            if isPut && !inBase { counts[key.typeID, default: 0] += 1 }
+            if !isPut && inBase { counts[key.typeID, default: 0] -= 1 }
         }
     }
 
@@ -96,6 +141,10 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         for (name, count) in components.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(count)")
         }
+        lines.append("base rows        \(baseComponentRows)")
+        lines.append("segments         \(segments) rows, \(segmentBytes) bytes, \(segmentRecords) records"
+            + (unreadableSegments > 0 ? " (\(unreadableSegments) unreadable)" : ""))
+        lines.append("compactions      \(compactions) (\(compactionSteps) steps)")
         let mark = cleanShutdown.map { $0 ? "set (last session shut down cleanly)" : "not set (running, or crashed)" } ?? "absent"
         lines.append("clean shutdown   \(mark)")
         lines.append("crashes          \(crashCount)")

@@ -49,9 +49,67 @@ extension Store {
                 PRAGMA user_version = 1;
                 """)
         }
+        migrator.registerMigration("v2: entity numbers, segments, compaction state") { db in
+            // Records and rows refer to an entity by a small integer (`num`) instead of its
+            // 16-byte id. Existing entities are numbered in creation order. See
+            // docs/storage.md for the layout and why.
+            try db.execute(sql: """
+                ALTER TABLE components RENAME TO components_v1;
+                ALTER TABLE entities RENAME TO entities_v1;
+
+                CREATE TABLE entities (
+                    num INTEGER PRIMARY KEY,
+                    id BLOB NOT NULL UNIQUE CHECK (length(id) = 16),
+                    created_at INTEGER NOT NULL
+                );
+                INSERT INTO entities (id, created_at) SELECT id, created_at FROM entities_v1 ORDER BY created_at, id;
+
+                -- Base rows: the state compaction has folded in. The primary key doubles as the
+                -- index on entity_num that the cascade needs.
+                CREATE TABLE components (
+                    entity_num INTEGER NOT NULL REFERENCES entities(num) ON DELETE CASCADE,
+                    type_id INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    payload BLOB NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (entity_num, type_id)
+                ) WITHOUT ROWID;
+                INSERT INTO components (entity_num, type_id, version, payload, updated_at)
+                    SELECT e.num, c.type_id, c.version, c.payload, c.updated_at
+                    FROM components_v1 c JOIN entities e ON e.id = c.entity_id;
+
+                DROP TABLE components_v1;
+                DROP TABLE entities_v1;
+
+                -- The segment log: every component write since the last compaction, appended
+                -- in commit order. id = seq << 20 | part (Segment.swift); records last, so the
+                -- small columns are read without walking the blob's overflow pages.
+                CREATE TABLE segments (
+                    id INTEGER PRIMARY KEY,
+                    format INTEGER NOT NULL,
+                    record_count INTEGER NOT NULL,
+                    checksum INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    records BLOB NOT NULL
+                );
+
+                -- One row: what compaction has done over the life of the file.
+                CREATE TABLE compaction_state (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    rounds INTEGER NOT NULL DEFAULT 0,
+                    merges INTEGER NOT NULL DEFAULT 0,
+                    folds INTEGER NOT NULL DEFAULT 0,
+                    steps INTEGER NOT NULL DEFAULT 0,
+                    last_round_at INTEGER
+                );
+                INSERT INTO compaction_state (id) VALUES (1);
+
+                PRAGMA user_version = 2;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 1 }
+    public static var schemaVersion: Int { 2 }
 }

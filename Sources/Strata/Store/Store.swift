@@ -20,7 +20,7 @@ public final class Store: Sendable {
 
     /// Options that tests and tools add to the writer connection.
     public struct Options: Sendable {
-        public var pageSize = 8192
+        public var pageSize = 4096
         public var busyTimeout: Duration = .milliseconds(100)
         public var journalSizeLimitBytes = 5 * 1024 * 1024
         /// Runs on every connection after the engine's pragmas (tests install observers here).
@@ -72,6 +72,11 @@ public final class Store: Sendable {
         guard let file, URL(fileURLWithPath: file).standardizedFileURL.path == location.path else {
             throw StoreError(.open, message: "SQLite opened \(file ?? "nothing") for \(location.uri): URI support is off", path: location.path)
         }
+    }
+
+    /// The file's page size (the configured one applies only to a new file).
+    func pageSize() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096 }
     }
 
     /// Runs `body` on the connection outside any transaction. Writer thread.

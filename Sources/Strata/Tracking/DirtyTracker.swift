@@ -31,7 +31,8 @@ struct DirtyTracker {
     @usableFromInline var columns: [[UInt32]] = [[], []]
     @usableFromInline var firstDirty: [Instant?] = [nil, nil]
     @usableFromInline var spawns: [Spawn] = []
-    @usableFromInline var despawns: [EntityID] = []
+    /// Numbers of despawned entities whose rows must go.
+    @usableFromInline var despawns: [EntityNumber] = []
 
     @usableFromInline
     init() {}
@@ -50,9 +51,9 @@ struct DirtyTracker {
         spawns.append(Spawn(entity: entity, id: id))
     }
 
-    mutating func noteDespawn(_ id: EntityID, clock: any StrataClock) {
+    mutating func noteDespawn(_ number: EntityNumber, clock: any StrataClock) {
         if firstDirty[0] == nil { firstDirty[0] = clock.now() }
-        despawns.append(id)
+        despawns.append(number)
     }
 
 

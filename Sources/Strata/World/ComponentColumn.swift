@@ -121,7 +121,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
             if tier != .critical && record.spawnPending { continue }
             slots[i].dirty = false
             let d = slots[i].dense
-            writes.append(ComponentWrite(entity: record.id, typeIndex: typeIndex, typeName: typeName,
+            writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: typeName,
                                          value: d >= 0 ? values[Int(d)] : nil))
         }
         queued[t].removeAll(keepingCapacity: true)

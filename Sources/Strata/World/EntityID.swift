@@ -29,6 +29,12 @@ public struct EntityID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { uuid.uuidString.lowercased() }
 }
 
+/// An entity's number in one database file (`entities.num`): what component rows and
+/// segment records refer to, in a few bytes instead of the 16 of its ``EntityID``.
+/// Assigned at spawn, in spawn order; never reused while a record may refer to it.
+@usableFromInline
+typealias EntityNumber = Int64
+
 /// A handle to a live entity in one ``World``: an index plus a generation.
 ///
 /// Handles are cheap (8 bytes) and O(1) to resolve; a handle to a despawned entity

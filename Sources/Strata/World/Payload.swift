@@ -65,6 +65,11 @@ public struct PayloadWriter: Sendable {
     public mutating func write(_ value: EntityID) {
         value.withBytes { bytes.append(contentsOf: $0) }
     }
+
+    /// Appends raw bytes, without a length.
+    mutating func append(_ raw: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: raw)
+    }
 }
 
 /// Reads a payload written by ``PayloadWriter``, failing cleanly on truncated input.
@@ -145,6 +150,11 @@ public struct PayloadReader {
 
     public mutating func read() throws -> [UInt8] {
         Array(try take(try readCount()))
+    }
+
+    /// A length-prefixed byte string, borrowed from the buffer (no copy).
+    mutating func readBytes() throws -> UnsafeRawBufferPointer {
+        try take(try readCount())
     }
 
     public mutating func read() throws -> [Float] {

@@ -21,6 +21,8 @@ public final class World {
     @usableFromInline
     struct EntityRecord {
         @usableFromInline var id: EntityID
+        /// The entity's number in the database file: records and rows refer to it.
+        @usableFromInline var number: EntityNumber
         @usableFromInline var generation: UInt32
         @usableFromInline var alive: Bool
         /// Spawned, and the spawn not yet drained into a batch: its components go critical.
@@ -44,6 +46,9 @@ public final class World {
     @usableFromInline let clock: any StrataClock
     @usableFromInline var owner = ThreadOwner()
     public private(set) var entityCount = 0
+    /// The number the next spawn gets. Numbers are never reused while a record in the
+    /// file may still refer to them: the reload starts above every number it saw.
+    var nextEntityNumber: EntityNumber = 1
 
     /// A world whose change instants come from `clock`.
     public init(clock: any StrataClock = MonotonicClock()) {
@@ -96,7 +101,9 @@ public final class World {
     @discardableResult
     public func spawn(id: EntityID = EntityID()) -> Entity {
         owner.check("World")
-        let entity = makeEntity(id: id, spawnPending: true)
+        let number = nextEntityNumber
+        nextEntityNumber += 1
+        let entity = makeEntity(id: id, number: number, spawnPending: true)
         tracker.noteSpawn(entity, id: id, clock: clock)
         return entity
     }
@@ -110,17 +117,18 @@ public final class World {
         return entity
     }
 
-    func makeEntity(id: EntityID, spawnPending: Bool) -> Entity {
+    func makeEntity(id: EntityID, number: EntityNumber, spawnPending: Bool) -> Entity {
         let index: UInt32
         if let reused = freeSlots.popLast() {
             index = reused
             records[Int(index)].id = id
+            records[Int(index)].number = number
             records[Int(index)].generation &+= 1
             records[Int(index)].alive = true
             records[Int(index)].spawnPending = spawnPending
         } else {
             index = UInt32(records.count)
-            records.append(EntityRecord(id: id, generation: 0, alive: true, spawnPending: spawnPending))
+            records.append(EntityRecord(id: id, number: number, generation: 0, alive: true, spawnPending: spawnPending))
         }
         indexByID[id] = index
         entityCount += 1
@@ -138,7 +146,7 @@ public final class World {
         for column in columns { column.forget(entity.index) }
         let record = records[i]
         if !record.spawnPending {
-            tracker.noteDespawn(record.id, clock: clock)
+            tracker.noteDespawn(record.number, clock: clock)
         }
         // A pending spawn is cancelled: the drain skips spawns whose generation moved on.
         records[i].alive = false

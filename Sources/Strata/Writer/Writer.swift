@@ -7,7 +7,8 @@ import Logging
 ///
 /// A dedicated `Thread` (not the cooperative pool: SQLite blocks) that owns the
 /// store's write connection. It takes batches from the ``WriteBuffer``, commits each
-/// in ONE transaction, checkpoints the WAL by hand, and on stop writes the
+/// in ONE transaction (its ``BatchPart``s write the rows), checkpoints the WAL by
+/// hand, compacts the segment log between batches, and on stop writes the
 /// clean-shutdown mark and truncates the WAL.
 ///
 /// States:
@@ -17,12 +18,16 @@ import Logging
 /// While running, the writer *polls* the slot every `pollInterval` for `pollLinger`
 /// after its last batch (a flush then costs the tick thread no system call), and
 /// otherwise *parks* until a submission wakes it or the checkpoint timer fires.
+/// While compaction is due it runs one bounded step at a time and looks at the slot
+/// between steps, so a batch never waits behind more than one step
+/// (`Writer+Compaction.swift`).
 ///
 /// Invariants:
 /// 1. Only this thread touches `store` between `start` and `finished`.
 /// 2. A batch whose commit fails is put back (merged with anything newer) and retried
 ///    with exponential backoff; a transient error never loses it.
 /// 3. A batch's sequence is reported committed only after its transaction commits.
+/// 4. Batches come first: a compaction step starts only when the slot is empty.
 final class Writer: @unchecked Sendable {
     // @unchecked Sendable: the fields below the "writer thread" mark are touched only on
     // the writer thread; `control` fields only under `controlLock`; the rest are immutable.
@@ -49,30 +54,47 @@ final class Writer: @unchecked Sendable {
         var pollLinger: Duration = .zero
         /// The host's tick interval: polls fall half a tick away from the ticks.
         var tickInterval: Duration = .zero
+        /// When to compact the segment log, and how.
+        var compaction = CompactionPolicy(config: CompactionConfig())
+        /// The time one compaction step should take at most (its byte budget adapts to it).
+        var compactionStepBudget: Duration = .milliseconds(25)
     }
 
     enum State: Equatable {
         case created, running, finished
     }
 
-    private let controlLock = Lock()
-    private var state = State.created
+    let controlLock = Lock()
+    var state = State.created
     private var maxWalBytesOverride: Int?
     /// The error that kept the final drain from finishing, if any.
     private var shutdownError: StoreError?
     /// Set by ``abandon()``: finish without the clean-shutdown mark.
     private var abandoned = false
+    /// The power source and the user's activity, as the engine last reported them.
+    var compactionContext = CompactionContext.assumed
+    /// `compactNow()` requests made, and served (a fold round finished, or nothing to fold).
+    var forcedCompactionsRequested = 0
+    var forcedCompactionsServed = 0
+    var forcedCompactionFailed = false
 
     // Writer thread only.
-    var typeIDs: [Int64?] = []
-    var payload = PayloadWriter(capacity: 512)
+    let segmentLog: SegmentLog
+    /// The batch parts, in the order they write: entity rows, then the segment append.
+    let parts: [any BatchPart]
+    var round: Compactor.Round?
+    /// Bytes of records a step consumes; adapted to `compactionStepBudget`.
+    var compactionStepBytes = 256 * 1024
+    var compactionFailures = 0
+    var compactionRetryAt: Date?
     var lastCheckpoint: Instant
     var incompleteStreak = 0
     var consecutiveFailures = 0
     let walFrames = WalFrameCounter()
 
     init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
-         logger: Logger, settings: Settings, typeIDs: [Int64?], observer: (any PersistenceObserver)? = nil) {
+         logger: Logger, settings: Settings, typeIDs: [Int64?], segmentLog: SegmentLog,
+         observer: (any PersistenceObserver)? = nil) {
         self.observer = observer
         self.store = store
         self.buffer = buffer
@@ -80,8 +102,10 @@ final class Writer: @unchecked Sendable {
         self.clock = clock
         self.logger = logger
         self.settings = settings
-        self.typeIDs = typeIDs
+        self.segmentLog = segmentLog
+        self.parts = [EntityRowsPart(), SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
         self.lastCheckpoint = clock.now()
+        metrics.update { $0.recordBacklog(segmentLog) }
     }
 
     func start() {
@@ -131,9 +155,16 @@ final class Writer: @unchecked Sendable {
         loop: while true {
             recordCPUTime()
             let now = Date()
+            let compaction = compactionDue()
             let polling = settings.pollInterval > .zero && now.timeIntervalSince(lastBatch) < settings.pollLinger.seconds
-            let deadline = polling ? min(checkpointCheck, now.addingTimeInterval(nextPollDelay().seconds)) : checkpointCheck
-            switch buffer.take(until: deadline, parked: !polling) {
+            let deadline = if compaction != nil {
+                now   // look at the slot, then run a step
+            } else if polling {
+                min(checkpointCheck, now.addingTimeInterval(nextPollDelay().seconds))
+            } else {
+                min(checkpointCheck, compactionRetryAt ?? .distantFuture)
+            }
+            switch buffer.take(until: deadline, parked: !polling && compaction == nil) {
             case .batch(let batch):
                 lastBatch = Date()
                 checkpointCheck = lastBatch.addingTimeInterval(settings.checkpointInterval.seconds)
@@ -153,6 +184,11 @@ final class Writer: @unchecked Sendable {
                     continue loop
                 }
             case .timedOut:
+                if let compaction {
+                    runCompactionStep(compaction)
+                    checkpointIfNeeded()
+                    continue loop
+                }
                 // A poll that found nothing is not yet the checkpoint timer.
                 guard Date() >= checkpointCheck else { continue loop }
                 checkpointIfNeeded()
@@ -215,6 +251,7 @@ final class Writer: @unchecked Sendable {
         recordCPUTime()
         controlLock.withLock {
             state = .finished
+            forcedCompactionsServed = forcedCompactionsRequested
             controlLock.broadcast()
         }
     }

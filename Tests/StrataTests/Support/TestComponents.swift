@@ -36,3 +36,20 @@ struct Cursor: Component, Equatable {
 }
 
 let testComponents: [any Component.Type] = [Position.self, Title.self, Cursor.self]
+
+/// ``Title`` as a newer build writes it: encoding version 2, with a subtitle.
+struct TitleV2: Component, Equatable {
+    static let typeName = Title.typeName
+    static let tier = Tier.critical
+    static let payloadVersion = 2
+    var text: String
+    var subtitle: String
+
+    init(text: String, subtitle: String) { self.text = text; self.subtitle = subtitle }
+    func encode(to payload: inout PayloadWriter) { payload.write(text); payload.write(subtitle) }
+    init(from payload: inout PayloadReader, version: Int) throws {
+        text = try payload.read()
+        subtitle = version >= 2 ? try payload.read() : ""
+        if version == 1 { _ = try payload.read() as Int }
+    }
+}

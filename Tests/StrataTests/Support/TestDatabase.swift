@@ -52,9 +52,12 @@ struct EngineFixture {
     }
 
     func entityCount() throws -> Int { try count("SELECT count(*) FROM entities") }
-    func componentCount(_ type: any Component.Type) throws -> Int {
-        try count("SELECT count(*) FROM components JOIN component_types t ON t.id = type_id WHERE t.name = ?", [type.typeName])
-    }
+
+    /// The file as a reload would read it.
+    func persisted() throws -> PersistedComponents { try PersistedComponents.read(directory.databasePath) }
+    func componentCount(_ type: any Component.Type) throws -> Int { try persisted().count(type) }
+    /// Entities whose `C` is `value` in the file.
+    func count<C: Component>(persisted value: C) throws -> Int { try persisted().count(value) }
 }
 
 /// Tests log nothing: assertions say what matters.

@@ -1,0 +1,35 @@
+import GRDB
+import GRDBSQLite
+
+/// Entity existence, row by row: a despawn deletes the entity's row (its base rows go
+/// by `ON DELETE CASCADE`, and every segment record that names its number is ignored
+/// from then on); a spawn inserts `(num, id)`. Spawns and despawns are critical and rare,
+/// so a row each is cheap. Writer thread.
+final class EntityRowsPart: BatchPart {
+    func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
+        if !batch.entityDeletes.isEmpty {
+            let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
+            for number in batch.entityDeletes {
+                sqlite3_bind_int64(delete, 1, number)
+                try stepDone(delete, db)
+            }
+            counts.entityDeletes += batch.entityDeletes.count
+        }
+        if !batch.entityInserts.isEmpty {
+            let insert = try db.cachedStatement(sql: "INSERT INTO entities (num, id, created_at) VALUES (?, ?, ?)").sqliteStatement
+            let now = unixMilliseconds()
+            for row in batch.entityInserts {
+                try row.id.withBytes { id in
+                    sqlite3_bind_int64(insert, 1, row.number)
+                    sqlite3_bind_blob(insert, 2, id.baseAddress, 16, SQLITE_STATIC)
+                    sqlite3_bind_int64(insert, 3, now)
+                    try stepDone(insert, db)
+                }
+            }
+            counts.entityInserts += batch.entityInserts.count
+        }
+    }
+
+    func didCommit() {}
+    func didRollBack() {}
+}

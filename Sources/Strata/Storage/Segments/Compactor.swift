@@ -1,0 +1,254 @@
+import GRDB
+import GRDBSQLite
+
+/// Compaction steps on the writer's connection.
+///
+/// A step consumes the *front* of the segment log (the oldest rows, up to a byte
+/// budget, never past the round's last row nor an unreadable row) in ONE transaction:
+///
+/// 1. it reads the rows and keeps the newest record of each key;
+/// 2. it drops records of entities that are gone, and tombstones with no base row;
+/// 3. *fold*: writes the rest into the base rows (`components`), in key order;
+///    *merge*: writes them as one new segment under the seq of the last row consumed,
+///    so the log keeps its order (a merge's next step consumes its output again);
+/// 4. it deletes the consumed rows and counts the step in `compaction_state`.
+///
+/// Every step leaves a file whose reload gives the same world as before it: a crash or
+/// a power cut between steps, or inside one, loses nothing and duplicates nothing.
+/// Records of types this build does not know, or that it cannot decode, are moved
+/// byte for byte: compaction never decodes a payload.
+///
+/// Writer thread. The caller commits the step's effect on ``SegmentLog`` through
+/// ``StepResult/apply(to:)`` once the transaction has committed.
+struct Compactor {
+    /// A round: steps of one method until the rows that existed at its start are consumed.
+    struct Round: Sendable {
+        var method: CompactionPolicy.Method
+        /// The newest row when the round began.
+        var endID: Int64
+        var steps = 0
+        /// Asked for by `compactNow()`, serving its requests up to `ticket`.
+        var forced = false
+        var ticket = 0
+    }
+
+    /// What a step did.
+    struct StepResult {
+        var consumedRows = 0
+        var consumedBytes = 0
+        var consumedRecords = 0
+        var lastConsumedID: Int64 = 0
+        var outputRows = 0
+        var outputBytes = 0
+        var outputRecords = 0
+        var outputLastID: Int64?
+        /// Keys written into base rows (fold), and base rows inserted or deleted by it.
+        var keysFolded = 0
+        var baseRowsInserted = 0
+        var baseRowsDeleted = 0
+        /// Every row of the round is consumed.
+        var roundDone = false
+        /// The front row cannot be read: nothing was consumed.
+        var blockedBy: (id: Int64, damage: SegmentDamage)?
+        /// Live keys after the step: kept (moved to the output's seq) or gone.
+        fileprivate var kept: [SegmentKey] = []
+        fileprivate var gone: [SegmentKey] = []
+        fileprivate var consumedSeq: Int64 = 0
+
+        /// Brings the writer's picture of the log up to date (after the commit).
+        func apply(to log: SegmentLog) {
+            log.noteRows(removed: consumedRows, bytes: consumedBytes, records: consumedRecords)
+            log.noteRows(added: outputRows, bytes: outputBytes, records: outputRecords)
+            for key in gone { log.forget(key, upTo: consumedSeq) }
+            for key in kept { log.moveLive(key, upTo: consumedSeq, to: consumedSeq) }
+            log.baseRows += baseRowsInserted - baseRowsDeleted
+            if log.lastID == lastConsumedID { log.lastID = outputLastID }
+        }
+    }
+
+    /// The newest record of a key within a step, copied out of the row it came from.
+    private struct Newest {
+        var offset: Int
+        var length: Int
+        /// Offset and length of the payload within the record; nil for a tombstone.
+        var payload: Range<Int>?
+        var version: Int
+        var createdAt: Int64
+    }
+
+    /// Runs one step of `round`, consuming up to `budgetBytes` of records (at least one row).
+    static func step(_ round: Round, budgetBytes: Int, _ db: Database) throws -> StepResult {
+        var result = StepResult()
+        var newest: [SegmentKey: Newest] = [:]
+        var arena: [UInt8] = []
+        var firstID: Int64?
+        var lastCreatedAt: Int64 = 0
+
+        // 1. The front rows, within the budget.
+        let select = try db.makeStatement(sql: """
+            SELECT id, format, record_count, checksum, created_at, records FROM segments WHERE id <= ? ORDER BY id
+            """)
+        try withExtendedLifetime(select) {
+            let rows = select.sqliteStatement
+            sqlite3_bind_int64(rows, 1, round.endID)
+            while result.consumedBytes < budgetBytes || (round.method == .merge && result.consumedRows < 2) {
+                let code = sqlite3_step(rows)
+                if code == SQLITE_DONE { break }
+                guard code == SQLITE_ROW else { throw sqliteError(db) }
+                let id = sqlite3_column_int64(rows, 0)
+                let createdAt = sqlite3_column_int64(rows, 4)
+                let records = columnBlob(rows, 5)
+                do {
+                    try SegmentReader.forEachRecord(
+                        format: Int(sqlite3_column_int64(rows, 1)), recordCount: Int(sqlite3_column_int64(rows, 2)),
+                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
+                    ) { record in
+                        let offset = arena.count
+                        arena.append(contentsOf: record.bytes)
+                        let payloadStart = record.payload.baseAddress.map { offset + ($0 - record.bytes.baseAddress!) }
+                        newest[record.key] = Newest(
+                            offset: offset, length: record.bytes.count,
+                            payload: payloadStart.map { $0 ..< $0 + record.payload.count },
+                            version: record.version ?? 0, createdAt: createdAt)
+                    }
+                } catch let damage as SegmentDamage {
+                    if result.consumedRows == 0 { result.blockedBy = (id, damage) }
+                    break   // never consume past a row that cannot be read
+                }
+                firstID = firstID ?? id
+                result.lastConsumedID = id
+                lastCreatedAt = createdAt
+                result.consumedRows += 1
+                result.consumedBytes += records.count
+                result.consumedRecords += Int(sqlite3_column_int64(rows, 2))
+            }
+            sqlite3_reset(rows)   // no cursor stays open on the rows deleted below
+        }
+        guard let firstID else { return result }
+        result.consumedSeq = Segment.seq(ofID: result.lastConsumedID)
+        result.roundDone = result.lastConsumedID >= round.endID
+
+        // 2. Records of entities that are gone are dropped; so are tombstones of keys
+        //    without a base row (nothing left to delete).
+        let entityExists = try db.cachedStatement(sql: "SELECT 1 FROM entities WHERE num = ?").sqliteStatement
+        let baseExists = try db.cachedStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?").sqliteStatement
+        var aliveByNumber: [EntityNumber: Bool] = [:]
+        var keys: [SegmentKey] = []
+        keys.reserveCapacity(newest.count)
+        for (key, record) in newest {
+            let alive = try aliveByNumber[key.entity] ?? {
+                let found = try exists(entityExists, db) { sqlite3_bind_int64(entityExists, 1, key.entity) }
+                aliveByNumber[key.entity] = found
+                return found
+            }()
+            if !alive {
+                result.gone.append(key)
+            } else if record.payload == nil, try !exists(baseExists, db, {
+                sqlite3_bind_int64(baseExists, 1, key.entity)
+                sqlite3_bind_int64(baseExists, 2, key.typeID)
+            }) {
+                result.gone.append(key)
+            } else {
+                keys.append(key)
+            }
+        }
+        keys.sort()
+
+        // 3 and 4: the consumed rows go first (a merge's output may take their ids).
+        let delete = try db.cachedStatement(sql: "DELETE FROM segments WHERE id BETWEEN ? AND ?").sqliteStatement
+        sqlite3_bind_int64(delete, 1, firstID)
+        sqlite3_bind_int64(delete, 2, result.lastConsumedID)
+        try stepDone(delete, db)
+
+        try arena.withUnsafeBytes { arena in
+            switch round.method {
+            case .fold:
+                try fold(keys, newest, arena, db, &result)
+                result.gone += keys
+            case .merge:
+                try merge(keys, newest, arena, seq: result.consumedSeq, createdAt: lastCreatedAt, db, &result)
+                result.kept = keys
+            }
+        }
+        try db.execute(sql: """
+            UPDATE compaction_state SET steps = steps + 1,
+                rounds = rounds + ?1, merges = merges + (?1 AND ?2 = 'merge'), folds = folds + (?1 AND ?2 = 'fold'),
+                last_round_at = CASE WHEN ?1 THEN ?3 ELSE last_round_at END
+            WHERE id = 1
+            """, arguments: [result.roundDone ? 1 : 0, round.method.rawValue, unixMilliseconds()])
+        return result
+    }
+
+    /// Writes the newest record of each key into its base row, in key order.
+    private static func fold(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
+                             _ db: Database, _ result: inout StepResult) throws {
+        let update = try db.cachedStatement(sql: """
+            UPDATE components SET version = ?, payload = ?, updated_at = ? WHERE entity_num = ? AND type_id = ?
+            """).sqliteStatement
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO components (version, payload, updated_at, entity_num, type_id) VALUES (?, ?, ?, ?, ?)
+            """).sqliteStatement
+        let delete = try db.cachedStatement(sql: "DELETE FROM components WHERE entity_num = ? AND type_id = ?").sqliteStatement
+        let connection = db.sqliteConnection
+        for key in keys {
+            let record = newest[key]!
+            guard let payload = record.payload else {
+                sqlite3_bind_int64(delete, 1, key.entity)
+                sqlite3_bind_int64(delete, 2, key.typeID)
+                try stepDone(delete, db)
+                result.baseRowsDeleted += Int(sqlite3_changes(connection))
+                continue
+            }
+            let bytes = UnsafeRawBufferPointer(rebasing: arena[payload])
+            for statement in [update, insert] {
+                sqlite3_bind_int64(statement, 1, Int64(record.version))
+                bindBlob(statement, 2, bytes)
+                sqlite3_bind_int64(statement, 3, record.createdAt)
+                sqlite3_bind_int64(statement, 4, key.entity)
+                sqlite3_bind_int64(statement, 5, key.typeID)
+                try stepDone(statement, db)
+                if statement == update && sqlite3_changes(connection) > 0 { break }
+                if statement == insert { result.baseRowsInserted += 1 }
+            }
+            result.keysFolded += 1
+        }
+    }
+
+    /// Writes the newest record of each key, byte for byte, as one segment under `seq`.
+    private static func merge(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
+                              seq: Int64, createdAt: Int64, _ db: Database, _ result: inout StepResult) throws {
+        var encoder = SegmentEncoder()
+        for key in keys {
+            let record = newest[key]!
+            encoder.appendRaw(UnsafeRawBufferPointer(rebasing: arena[record.offset ..< record.offset + record.length]))
+        }
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
+            """).sqliteStatement
+        for (part, chunk) in encoder.finish().enumerated() {
+            let id = Segment.id(seq: seq, part: part)
+            try chunk.records.withUnsafeBytes { records in
+                sqlite3_bind_int64(insert, 1, id)
+                sqlite3_bind_int64(insert, 2, Int64(Segment.format))
+                sqlite3_bind_int64(insert, 3, Int64(chunk.recordCount))
+                sqlite3_bind_int64(insert, 4, Int64(chunk.checksum))
+                sqlite3_bind_int64(insert, 5, createdAt)
+                bindBlob(insert, 6, records)
+                try stepDone(insert, db)
+            }
+            result.outputRows += 1
+            result.outputBytes += chunk.records.count
+            result.outputRecords += chunk.recordCount
+            result.outputLastID = id
+        }
+    }
+
+    /// Whether a `SELECT 1 …` statement returns a row, after `bind`.
+    private static func exists(_ statement: OpaquePointer, _ db: Database, _ bind: () -> Void) throws -> Bool {
+        bind()
+        let code = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        guard code == SQLITE_ROW || code == SQLITE_DONE else { throw sqliteError(db) }
+        return code == SQLITE_ROW
+    }
+}

@@ -1,0 +1,77 @@
+/// The segment log: where component writes go (docs/storage.md has the whole layout).
+///
+/// Every batch's component writes, critical and derived, are appended to the `segments`
+/// table as one row or a few (chunks of at most ``maxRecordsBytes``), at the end of its
+/// B-tree: a flush of 1,000 changed transforms costs about its records' bytes plus a
+/// page, whatever the size of the world. Compaction later folds the log into the base
+/// rows (`components`) or rewrites its live records into one segment.
+///
+/// A row's id orders the log: `seq << 20 | part`, where `seq` is the batch's place in
+/// commit order and `part` the chunk within it. A merge writes its output under the
+/// `seq` of the last segment it consumed, so the log keeps its order.
+///
+/// Records (format 1), packed back to back in the row's `records` BLOB; integers are
+/// LEB128 varints, as in ``PayloadWriter``:
+///
+///     record  := header entity [version length payload]
+///     header  := type_id << 1 | removed      (component_types.id; removed = 1: a tombstone)
+///     entity  := entities.num
+///     version := the payload's encoding version       (puts only)
+///     length  := payload byte count, then the bytes   (puts only)
+///
+/// A despawn writes no record: the entity's row goes, and with it every record that
+/// names its number (numbers are never reused while a record may name them).
+///
+/// The row also carries `format` (1), `record_count` and `checksum` (CRC-32C of the
+/// BLOB). A reader that finds a format it does not know, a wrong checksum or a record
+/// that does not parse treats the whole row as *unreadable*: the reload skips it and
+/// reports it, compaction never consumes it nor anything after it, and it stays in the
+/// file untouched.
+enum Segment {
+    /// The record format this build writes and reads.
+    static let format = 1
+    /// Chunks of a batch (and of a merge's output) hold at most this many bytes of records.
+    static let maxRecordsBytes = 64 * 1024
+    static let partBits: Int64 = 20
+
+    static func id(seq: Int64, part: Int) -> Int64 { seq << partBits | Int64(part) }
+    static func seq(ofID id: Int64) -> Int64 { id >> partBits }
+}
+
+/// A component key in the log: an entity number and a `component_types.id`.
+struct SegmentKey: Hashable, Comparable, Sendable {
+    var entity: EntityNumber
+    var typeID: Int64
+
+    static func < (a: SegmentKey, b: SegmentKey) -> Bool {
+        a.entity != b.entity ? a.entity < b.entity : a.typeID < b.typeID
+    }
+}
+
+/// One record as read: a put (with its payload) or a tombstone.
+struct SegmentRecord {
+    var key: SegmentKey
+    /// Nil for a tombstone.
+    var version: Int?
+    /// The payload of a put; valid only inside the reader's closure.
+    var payload: UnsafeRawBufferPointer
+    /// The record's own bytes, header to end (for copying it unchanged).
+    var bytes: UnsafeRawBufferPointer
+
+    var isRemoval: Bool { version == nil }
+}
+
+/// Why a segment row cannot be read.
+enum SegmentDamage: Error, Equatable, CustomStringConvertible {
+    case unknownFormat(Int)
+    case checksumMismatch
+    case malformed(String)
+
+    var description: String {
+        switch self {
+        case .unknownFormat(let format): "written in record format \(format), which this build does not know"
+        case .checksumMismatch: "its records do not match their checksum"
+        case .malformed(let why): "its records do not parse: \(why)"
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import GRDB
+import GRDBSQLite
+
+/// The batch part that appends a batch's component writes to the segment log: one row
+/// per 64 KiB of records, all under the batch's seq, at the end of the `segments`
+/// B-tree. Critical and derived writes alike: an append costs about the records'
+/// bytes plus the last page, where an upsert in place costs a page per changed row
+/// once the world outgrows the cache (docs/storage.md).
+///
+/// Writer thread. Encoding reuses one payload buffer and one encoder; the log's
+/// counters and the type-id cache change only once the transaction commits.
+final class SegmentAppender: BatchPart {
+    let log: SegmentLog
+    /// `component_types.id` by the world's type index.
+    private var typeIDs: [Int64?]
+    private var provisionalTypeIDs: [(index: UInt32, id: Int64)] = []
+    private var encoder = SegmentEncoder()
+    private var payload = PayloadWriter(capacity: 512)
+    /// The keys written by the open transaction, with their record sizes.
+    private var pendingKeys: [(key: SegmentKey, bytes: Int32)] = []
+    private var pendingRows: (seq: Int64, rows: Int, bytes: Int, records: Int)?
+
+    init(log: SegmentLog, typeIDs: [Int64?]) {
+        self.log = log
+        self.typeIDs = typeIDs
+    }
+
+    func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
+        guard !batch.writes.isEmpty else { return }
+        let seq = log.nextSeq
+        pendingKeys.removeAll(keepingCapacity: true)
+        for write in batch.writes {
+            let key = SegmentKey(entity: write.entity, typeID: try typeID(for: write, db))
+            let size: Int
+            if let value = write.value {
+                payload.reset()
+                value.encode(to: &payload)
+                size = encoder.appendPut(key, version: type(of: value).payloadVersion, payload: payload.bytes)
+                counts.componentPuts += 1
+                counts.payloadBytes += payload.bytes.count
+            } else {
+                size = encoder.appendRemoval(key)
+                counts.componentRemovals += 1
+            }
+            pendingKeys.append((key, Int32(size)))
+        }
+        let chunks = encoder.finish()
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
+            """).sqliteStatement
+        let now = unixMilliseconds()
+        var bytes = 0
+        for (part, chunk) in chunks.enumerated() {
+            try chunk.records.withUnsafeBytes { records in
+                sqlite3_bind_int64(insert, 1, Segment.id(seq: seq, part: part))
+                sqlite3_bind_int64(insert, 2, Int64(Segment.format))
+                sqlite3_bind_int64(insert, 3, Int64(chunk.recordCount))
+                sqlite3_bind_int64(insert, 4, Int64(chunk.checksum))
+                sqlite3_bind_int64(insert, 5, now)
+                bindBlob(insert, 6, records)
+                try stepDone(insert, db)
+            }
+            bytes += chunk.records.count
+        }
+        pendingRows = (seq, chunks.count, bytes, batch.writes.count)
+        counts.segmentRows += chunks.count
+        counts.segmentBytes += bytes
+    }
+
+    func didCommit() {
+        for (index, id) in provisionalTypeIDs { setTypeID(id, at: index) }
+        provisionalTypeIDs.removeAll()
+        guard let rows = pendingRows else { return }
+        pendingRows = nil
+        log.noteRows(added: rows.rows, bytes: rows.bytes, records: rows.records)
+        for (key, bytes) in pendingKeys { log.noteLive(key, seq: rows.seq, bytes: bytes) }
+        log.nextSeq = rows.seq + 1
+        log.lastID = Segment.id(seq: rows.seq, part: rows.rows - 1)
+    }
+
+    func didRollBack() {
+        provisionalTypeIDs.removeAll()
+        pendingRows = nil
+        _ = encoder.finish()
+    }
+
+    /// The `component_types.id` of a write's type, interning the name on first use.
+    /// Ids resolved inside a transaction are kept only once it commits.
+    private func typeID(for write: ComponentWrite, _ db: Database) throws -> Int64 {
+        let index = Int(write.typeIndex)
+        if index < typeIDs.count, let id = typeIDs[index] { return id }
+        if let pending = provisionalTypeIDs.first(where: { $0.index == write.typeIndex }) { return pending.id }
+        let id = try ComponentTypeNames.intern(write.typeName, db)
+        provisionalTypeIDs.append((write.typeIndex, id))
+        return id
+    }
+
+    private func setTypeID(_ id: Int64, at index: UInt32) {
+        let i = Int(index)
+        if typeIDs.count <= i { typeIDs.append(contentsOf: repeatElement(nil, count: i + 1 - typeIDs.count)) }
+        typeIDs[i] = id
+    }
+}

@@ -1,0 +1,63 @@
+import GRDB
+import GRDBSQLite
+import Logging
+
+/// Reads the whole segment log in commit order at open, for the reload and for
+/// `strata inspect`, and builds the writer's ``SegmentLog`` on the way: rows, bytes,
+/// the newest record of each key (live), the next seq.
+///
+/// Rows that cannot be read are counted, logged and skipped; nothing is changed.
+enum SegmentReplay {
+    struct Outcome {
+        var rows = 0
+        var records = 0
+        var unreadableRows = 0
+        /// The highest entity number any record names (numbers above it are free).
+        var highestEntityNumber: EntityNumber = 0
+    }
+
+    /// Calls `apply` with every record of every readable row, oldest first. `apply`
+    /// returns false for a record whose entity is gone (it is not live).
+    static func run(_ db: Database, log: SegmentLog, logger: Logger,
+                    apply: (SegmentRecord) throws -> Bool) throws -> Outcome {
+        var outcome = Outcome()
+        let statement = try db.makeStatement(sql: """
+            SELECT id, format, record_count, checksum, records FROM segments ORDER BY id
+            """)
+        try withExtendedLifetime(statement) {
+            let rows = statement.sqliteStatement
+            while true {
+                let code = sqlite3_step(rows)
+                if code == SQLITE_DONE { break }
+                guard code == SQLITE_ROW else { throw sqliteError(db) }
+                let id = sqlite3_column_int64(rows, 0)
+                let seq = Segment.seq(ofID: id)
+                let records = columnBlob(rows, 4)
+                let count = Int(sqlite3_column_int64(rows, 2))
+                log.noteRows(added: 1, bytes: records.count, records: count)
+                log.lastID = id
+                log.nextSeq = max(log.nextSeq, seq + 1)
+                outcome.rows += 1
+                do {
+                    try SegmentReader.forEachRecord(
+                        format: Int(sqlite3_column_int64(rows, 1)), recordCount: count,
+                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
+                    ) { record in
+                        outcome.highestEntityNumber = max(outcome.highestEntityNumber, record.key.entity)
+                        if try apply(record) {
+                            log.noteLive(record.key, seq: seq, bytes: Int32(record.bytes.count))
+                        } else {
+                            log.forget(record.key, upTo: seq)
+                        }
+                    }
+                    outcome.records += count
+                } catch let damage as SegmentDamage {
+                    outcome.unreadableRows += 1
+                    log.unreadableRows += 1
+                    logger.error("segment \(id) cannot be read (\(damage)): kept untouched, not loaded")
+                }
+            }
+        }
+        return outcome
+    }
+}

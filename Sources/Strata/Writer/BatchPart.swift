@@ -1,0 +1,30 @@
+import GRDB
+
+/// A kind of data a batch carries, written by the writer inside the batch's one
+/// transaction. The writer commits; the parts know their tables.
+///
+/// Adding a kind of data (log entries, settings, job updates) adds a part and a
+/// migration, not a branch in `Writer+Commit.swift`. Parts run in the order the writer
+/// lists them; each is told whether the transaction committed, so state it prepared
+/// inside the transaction (cached ids, sequence numbers) only becomes final then.
+///
+/// Writer thread only.
+protocol BatchPart: AnyObject {
+    /// Writes this part of `batch`. Inside the transaction; throwing rolls it back.
+    func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws
+    /// The transaction committed.
+    func didCommit()
+    /// The transaction rolled back: forget what `write` prepared.
+    func didRollBack()
+}
+
+/// What one commit wrote, for the metrics.
+struct CommitCounts {
+    var componentPuts = 0
+    var componentRemovals = 0
+    var payloadBytes = 0
+    var entityInserts = 0
+    var entityDeletes = 0
+    var segmentRows = 0
+    var segmentBytes = 0
+}

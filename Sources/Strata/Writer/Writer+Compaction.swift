@@ -1,0 +1,168 @@
+import Foundation
+
+/// Compaction on the writer thread: between batches, one bounded step at a time.
+///
+/// The writer asks ``CompactionPolicy`` before each wait (`compactionDue()`); while a
+/// method is due it looks at the slot without waiting and, finding it empty, runs one
+/// step (``Compactor``), one transaction committed with `synchronous=NORMAL`: a step
+/// changes where data lives, not what it is, so losing one to a power cut loses
+/// nothing. A batch that arrives during a step waits for that step only, and each
+/// step's byte budget adapts so that it takes about `compaction.step_budget_ms`.
+extension Writer {
+    /// What compaction needs to know from outside the writer: the power and the user.
+    struct CompactionContext: Equatable, Sendable {
+        /// Mains power or charging, and no power-saver profile.
+        var onMains: Bool
+        var idle: Bool
+
+        static let assumed = CompactionContext(onMains: true, idle: false)
+
+        init(onMains: Bool, idle: Bool) {
+            self.onMains = onMains
+            self.idle = idle
+        }
+
+        init(power: PowerState, activity: Activity) {
+            onMains = !power.onBattery && !power.powerSaver
+            idle = activity == .idle
+        }
+    }
+
+    /// The engine reports a change of power or activity (tick thread); the writer
+    /// reconsiders at once, even if it was parked.
+    func setCompactionContext(_ context: CompactionContext) {
+        controlLock.withLock { compactionContext = context }
+        buffer.nudge()
+    }
+
+    /// Folds every segment written so far into the base rows, and waits for it.
+    /// Returns false if `timeout` passed first, or compaction cannot run (an unreadable
+    /// segment in the way, a writer that stopped).
+    func compactNow(timeout: Duration) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        let ticket = controlLock.withLock {
+            forcedCompactionsRequested += 1
+            return forcedCompactionsRequested
+        }
+        buffer.nudge()
+        return controlLock.withLock {
+            while forcedCompactionsServed < ticket && state != .finished {
+                if !controlLock.wait(until: deadline) { return false }
+            }
+            return forcedCompactionsServed >= ticket && state != .finished && !forcedCompactionFailed
+        }
+    }
+
+    /// The method of the step to run now, if any. Writer thread.
+    func compactionDue() -> CompactionPolicy.Method? {
+        let (context, requested, served) = controlLock.withLock {
+            (compactionContext, forcedCompactionsRequested, forcedCompactionsServed)
+        }
+        if requested > served && round?.forced != true {
+            if let endID = segmentLog.lastID, segmentLog.blockedBy == nil {
+                round = Compactor.Round(method: .fold, endID: endID, forced: true, ticket: requested)
+            } else {
+                serveForcedCompactions(upTo: requested, failed: segmentLog.blockedBy != nil)
+            }
+        }
+        if let retry = compactionRetryAt {
+            guard Date() >= retry else { return nil }
+            compactionRetryAt = nil
+        }
+        guard segmentLog.blockedBy == nil else { return nil }
+        if let round, round.forced { return round.method }
+        return settings.compaction.decide(CompactionPolicy.Input(
+            logBytes: segmentLog.bytes, liveBytes: segmentLog.liveBytes, liveKeys: segmentLog.liveKeys,
+            basePages: segmentLog.basePages(pageSize: settings.pageSize), pageSize: settings.pageSize,
+            onMains: context.onMains, idle: context.idle, round: round?.method))
+    }
+
+    /// Runs one step of the current round (starting one of `method` if none). Writer thread.
+    func runCompactionStep(_ method: CompactionPolicy.Method) {
+        if round == nil {
+            guard let endID = segmentLog.lastID else { return }
+            round = Compactor.Round(method: method, endID: endID)
+        }
+        let current = round!
+        let started = clock.now()
+        let result: Compactor.StepResult
+        do {
+            let budget = compactionStepBytes
+            result = try store.withConnection { db in
+                var result = Compactor.StepResult()
+                try db.inTransaction(.immediate) {
+                    result = try Compactor.step(current, budgetBytes: budget, db)
+                    return .commit
+                }
+                return result
+            }
+        } catch {
+            compactionFailures += 1
+            let wait = min(settings.retryInitialBackoff * (1 << min(compactionFailures - 1, 20)), settings.retryMaxBackoff)
+            compactionRetryAt = Date(timeIntervalSinceNow: wait.seconds)
+            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+            logger.warning("writer: compaction step failed (attempt \(compactionFailures)), will retry: \(storeError)")
+            metrics.update { $0.failedCompactionSteps += 1 }
+            if current.forced && compactionFailures >= settings.shutdownAttempts {
+                round = nil
+                serveForcedCompactions(upTo: current.ticket, failed: true)
+            }
+            return
+        }
+        compactionFailures = 0
+        let elapsed = clock.now().duration(since: started)
+        adaptStepBudget(elapsed: elapsed, consumedBytes: result.consumedBytes)
+        result.apply(to: segmentLog)
+
+        if let (id, damage) = result.blockedBy {
+            logger.error("writer: segment \(id) cannot be read (\(damage)): kept; compaction stops before it")
+            segmentLog.blockedBy = id
+            round = nil
+            if current.forced { serveForcedCompactions(upTo: current.ticket, failed: true) }
+            metrics.update { $0.recordBacklog(segmentLog) }
+            return
+        }
+        round?.steps += 1
+        if result.roundDone {
+            round = nil
+            if current.forced { serveForcedCompactions(upTo: current.ticket, failed: false) }
+        }
+        let log = segmentLog
+        metrics.update {
+            $0.compactionSteps += 1
+            if result.roundDone {
+                $0.compactionRounds += 1
+                $0.compactionsByMethod[current.method.rawValue, default: 0] += 1
+            }
+            $0.compactionBytesRead += result.consumedBytes
+            $0.compactionBytesWritten += result.outputBytes
+            $0.compactionKeysFolded += result.keysFolded
+            $0.totalCompactionDuration += elapsed
+            $0.maxCompactionStepDuration = max($0.maxCompactionStepDuration, elapsed)
+            $0.recordBacklog(log)
+        }
+        observer?.didCompact(CompactionRecord(
+            at: started + elapsed, duration: elapsed, method: current.method.rawValue, consumedRows: result.consumedRows,
+            consumedBytes: result.consumedBytes, outputBytes: result.outputBytes, keysFolded: result.keysFolded,
+            roundDone: result.roundDone))
+    }
+
+    /// Halves the byte budget after a step that took too long, doubles it after one
+    /// that took less than a quarter of the time allowed.
+    private func adaptStepBudget(elapsed: Duration, consumedBytes: Int) {
+        let budget = settings.compactionStepBudget
+        if elapsed > budget {
+            compactionStepBytes = max(16 * 1024, compactionStepBytes / 2)
+        } else if elapsed < budget / 4 && consumedBytes >= compactionStepBytes {
+            compactionStepBytes = min(64 * 1024 * 1024, compactionStepBytes * 2)
+        }
+    }
+
+    private func serveForcedCompactions(upTo ticket: Int, failed: Bool) {
+        controlLock.withLock {
+            forcedCompactionsServed = max(forcedCompactionsServed, ticket)
+            forcedCompactionFailed = failed
+            controlLock.broadcast()
+        }
+    }
+}
