@@ -73,6 +73,9 @@ public final class Engine {
         public var observer: (any PersistenceObserver)?
         /// Always compact with this method instead of the cheaper one (benchmarks, tests).
         public var compactionMethod: CompactionPolicy.Method?
+        /// Bytes of records the first compaction step consumes; later steps adapt to
+        /// `compaction.step_budget_ms` (tests use a tiny one for rounds of many steps).
+        public var compactionStepBytes = 256 * 1024
 
         public init() {}
     }

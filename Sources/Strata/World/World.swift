@@ -97,10 +97,13 @@ public final class World {
 
     // MARK: Entities
 
-    /// Spawns an entity with a new random id (or `id`, to restore a known one).
+    /// Spawns an entity with a new random id (or `id`, to restore a known one, such as
+    /// an entity despawned earlier or one received from a peer). Two live entities never
+    /// share an id: `id` must not be alive in this world (a precondition).
     @discardableResult
     public func spawn(id: EntityID = EntityID()) -> Entity {
         owner.check("World")
+        precondition(indexByID[id] == nil, "spawn(id:): \(id) is already alive in this world")
         let number = nextEntityNumber
         nextEntityNumber += 1
         let entity = makeEntity(id: id, number: number, spawnPending: true)

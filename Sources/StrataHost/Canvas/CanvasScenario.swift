@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataBench
 
 /// A drawing canvas driven by a seeded script: shapes created and deleted, shapes
 /// dragged (derived transforms), strokes drawn (start critical, points derived, end a

@@ -53,3 +53,14 @@ struct TitleV2: Component, Equatable {
         if version == 1 { _ = try payload.read() as Int }
     }
 }
+
+/// A derived component of varying size (records of different lengths in the log).
+struct Tags: Component, Equatable {
+    static let typeName = "test.tags"
+    static let tier = Tier.derived
+    var bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    func encode(to payload: inout PayloadWriter) { payload.write(bytes) }
+    init(from payload: inout PayloadReader, version: Int) throws { bytes = try payload.read() }
+}
