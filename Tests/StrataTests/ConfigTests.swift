@@ -164,6 +164,22 @@ import Testing
         #expect(try #require(error("[persistence]\nmax_wal_size_mb = 0\n")).kind == .invalidValue)
     }
 
+    @Test func compactionKeysAreReadAndValidated() throws {
+        let config = try StrataConfig.parse("[compaction]\nidle_backlog_mb = 0.5\nbacklog_mb = 2\nmax_backlog_mb = 8\nstep_budget_ms = 10\n")
+        #expect(config.compaction.idleBacklogBytes == 512 * 1024)
+        #expect(config.compaction.backlogBytes == 2 * 1_048_576)
+        #expect(config.compaction.maxBacklogBytes == 8 * 1_048_576)
+        #expect(config.compaction.stepBudget == .milliseconds(10))
+        let inverted = try #require(error("[compaction]\nbacklog_mb = 100\nmax_backlog_mb = 50\n"))
+        #expect(inverted.keyPath == "compaction.backlog_mb")
+        #expect(inverted.message == "must not be above max_backlog_mb (50.0), got 100.0")
+        #expect(try #require(error("[compaction]\nidle_backlog_mb = 32\n")).keyPath == "compaction.idle_backlog_mb")
+        #expect(try #require(error("[compaction]\nmax_backlog_mb = 0\n")).kind == .invalidValue)
+        #expect(try #require(error("[compaction]\nstep_budget_ms = 5000\n")).keyPath == "compaction.step_budget_ms")
+        #expect(try #require(error("[compaction]\nstep_budget_ms = \"fast\"\n")).kind == .typeMismatch)
+        #expect(try #require(error("[compaction]\nbacklog = 1\n")).keyPath == "compaction.backlog")
+    }
+
     @Test func anUnreadableFileSaysSo() {
         #expect(throws: ConfigError.self) { try StrataConfig.load(path: "/nonexistent/strata.toml") }
     }

@@ -66,20 +66,59 @@ struct TraceLine {
         let directory = TestDirectory()
         let tracePath = directory.url.appendingPathComponent("critical.trace").path
         let sim = try startSim(directory, ["--entities", "300", "--seed", "7", "--trace-critical", tracePath])
+        try killWhenBusy(sim, tracePath: tracePath)
+        try checkAfterKill(directory, tracePath: tracePath, killedAt: MonotonicClock().now(), sessions: 1)
+    }
 
-        // Let it run until it has made critical changes for a few seconds of its own time.
+    /// The same, with compaction running all the time (caps of a KB, 1 ms steps) while a
+    /// world of 5,000 shapes grows, twice over: each kill comes after this cycle's
+    /// compaction has run steps, between two of them or inside one. (That a step cut
+    /// short commits nothing is also proven one step at a time by
+    /// `SegmentReplayTests.compactionInterruptedAtEveryStepLosesAndDuplicatesNothing`.)
+    @Test func aSimKilledWhileCompactingLosesNothingAndDuplicatesNothing() throws {
+        let directory = TestDirectory()
+        let config = directory.url.appendingPathComponent("compacting.toml")
+        try """
+            [compaction]
+            idle_backlog_mb = 0.001
+            backlog_mb = 0.001
+            max_backlog_mb = 0.004
+            step_budget_ms = 1
+            """.write(to: config, atomically: true, encoding: .utf8)
+        for cycle in 1 ... 2 {
+            let tracePath = directory.url.appendingPathComponent("critical-\(cycle).trace").path
+            let stepsBefore = (try? DatabaseInspection.inspect(path: directory.databasePath).compactionSteps) ?? 0
+            let sim = try startSim(directory, ["--config", config.path, "--entities", "5000", "--seed", "\(cycle)",
+                                               "--trace-critical", tracePath])
+            try killWhenBusy(sim, tracePath: tracePath, requireDespawn: false) {
+                ((try? DatabaseInspection.inspect(path: directory.databasePath).compactionSteps) ?? 0) > stepsBefore + 2
+            }
+            try checkAfterKill(directory, tracePath: tracePath, killedAt: MonotonicClock().now(), sessions: cycle)
+        }
+        #expect(try DatabaseInspection.inspect(path: directory.databasePath).compactions > 2)
+    }
+
+    /// Waits until the sim has made critical changes (spawns, despawns, metadata) for a
+    /// few seconds of its own time, and `also` holds; then kills it with SIGKILL.
+    func killWhenBusy(_ sim: Process, tracePath: String, requireDespawn: Bool = true, also: () -> Bool = { true }) throws {
         let running = eventually(timeout: .seconds(60)) {
             let lines = TraceLine.read(tracePath)
             guard let first = lines.first, let last = lines.last else { return false }
             return last.instant.duration(since: first.instant) > .seconds(4)
-                && lines.contains { $0.operation == "despawn" } && lines.contains { $0.operation == "metadata" }
+                && (!requireDespawn || lines.contains { $0.operation == "despawn" })
+                && lines.contains { $0.operation == "metadata" } && also()
         }
         #expect(running, "strata sim made no progress")
-        let killedAt = MonotonicClock().now()
         kill(sim.processIdentifier, SIGKILL)
         sim.waitUntilExit()
         #expect(sim.terminationReason == .uncaughtSignal)
+    }
 
+    /// After a kill at `killedAt`: the next open detects the crash, the file is intact,
+    /// every critical change older than the critical delay is in it, and no shape lost
+    /// a component it was spawned with. `sessions`: the crashes (and clean shutdowns, by
+    /// this check's own engine) the file has seen, this one included.
+    func checkAfterKill(_ directory: TestDirectory, tracePath: String, killedAt: Instant, sessions: Int) throws {
         let before = try DatabaseInspection.inspect(path: directory.databasePath)
         #expect(before.cleanShutdown == false)
 
@@ -87,9 +126,10 @@ struct TraceLine {
         config.database.path = directory.databasePath
         let engine = try Engine.open(config: config, components: [CanvasDocument.self, CanvasStrokeStyle.self], logger: quietLogger)
         #expect(engine.recovery.crashed)
-        #expect(engine.recovery.session.crashCount == 1)
+        #expect(engine.recovery.session.crashCount == sessions)
         #expect(engine.recovery.session.integrity == "ok")
         #expect(engine.recovery.loaded.unknownTypeRows > 0, "shapes' rows are kept though this engine does not load them")
+        #expect(engine.recovery.loaded.unreadableSegments == 0)
 
         let integrity = try engine.store.withConnection { try String.fetchAll($0, sql: "PRAGMA integrity_check") }
         #expect(integrity == ["ok"])
@@ -124,18 +164,18 @@ struct TraceLine {
             }
         }
         #expect(checked > 10)
+        try engine.shutdown()
 
-        // Never a shape without the components it was spawned with.
+        // Never a shape without the components it was spawned with; one document.
         let persisted = try PersistedComponents.read(directory.databasePath)
         let orphans = persisted.entities.values.filter { $0["canvas.shape_style"] != nil && $0["canvas.transform"] == nil }
         #expect(persisted.count(CanvasDocument.self) == 1)
         #expect(orphans.isEmpty)
-        try engine.shutdown()
 
-        // The counters persist: the next session sees one crash and one clean shutdown.
+        // The counters persist: the next session sees the crashes and this clean shutdown.
         let after = try DatabaseInspection.inspect(path: directory.databasePath)
-        #expect(after.crashCount == 1)
-        #expect(after.cleanShutdownCount == 1)
+        #expect(after.crashCount == sessions)
+        #expect(after.cleanShutdownCount == sessions)
         #expect(after.cleanShutdown == true)
     }
 

@@ -165,6 +165,67 @@ import Testing
         #expect((object["components"] as? [String: Int])?[Title.typeName] == 1)
     }
 
+    /// A file written by a schema-1 build (components keyed by the entity's 16-byte id)
+    /// is migrated in place: entities numbered in creation order, every value kept.
+    @Test func aVersion1FileIsMigratedWithEveryValue() throws {
+        let fixture = EngineFixture()
+        let ids = (0 ..< 3).map { _ in EntityID() }
+        func payload<C: Component>(_ value: C) -> Data {
+            var writer = PayloadWriter()
+            value.encode(to: &writer)
+            return Data(writer.bytes)
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1: entities, components, session state');
+                CREATE TABLE entities (id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16), created_at INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE component_types (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+                CREATE TABLE components (
+                    entity_id BLOB NOT NULL REFERENCES entities(id) ON DELETE CASCADE, type_id INTEGER NOT NULL,
+                    version INTEGER NOT NULL, payload BLOB NOT NULL, updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (entity_id, type_id)) WITHOUT ROWID;
+                CREATE TABLE session_state (id INTEGER PRIMARY KEY CHECK (id = 1), clean_shutdown INTEGER NOT NULL,
+                    session_id BLOB NOT NULL, started_at INTEGER NOT NULL, ended_at INTEGER,
+                    crash_count INTEGER NOT NULL DEFAULT 0, clean_shutdown_count INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE settings (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+                INSERT INTO session_state VALUES (1, 1, x'00000000000000000000000000000000', 0, 1, 2, 7);
+                INSERT INTO component_types VALUES (1, 'test.position'), (2, 'test.title'), (3, 'someone.elses');
+                PRAGMA user_version = 1;
+                """)
+            for (i, id) in ids.enumerated() {
+                let blob = id.withBytes { Data($0) }
+                try db.execute(sql: "INSERT INTO entities VALUES (?, ?)", arguments: [blob, 100 - i])
+                try db.execute(sql: "INSERT INTO components VALUES (?, 1, 1, ?, 0)", arguments: [blob, payload(Position(x: Float(i), y: 1))])
+                try db.execute(sql: "INSERT INTO components VALUES (?, 2, 1, ?, 0)", arguments: [blob, payload(Title("e\(i)"))])
+                try db.execute(sql: "INSERT INTO components VALUES (?, 3, 1, x'0102', 0)", arguments: [blob])
+            }
+        }
+        try queue.close()
+
+        let engine = try fixture.open()
+        #expect(engine.recovery.session.previous == .clean)
+        #expect(engine.recovery.session.crashCount == 2)
+        #expect(engine.recovery.loaded.entities == 3)
+        #expect(engine.recovery.loaded.unknownTypeRows == 3)
+        for (i, id) in ids.enumerated() {
+            let e = try #require(engine.world.entity(for: id))
+            #expect(engine.world.get(Position.self, for: e) == Position(x: Float(i), y: 1))
+            #expect(engine.world.get(Title.self, for: e) == Title("e\(i)"))
+        }
+        try engine.shutdown()
+        let numbers = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            try Row.fetchAll(db, sql: "SELECT num, id FROM entities ORDER BY num").map { row in
+                (row["num"] as Int64, (row["id"] as Data).withUnsafeBytes { EntityID(bytes: $0)! })
+            }
+        }
+        #expect(numbers.map(\.1) == ids.reversed(), "numbered in creation order")
+        let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
+        #expect(inspection.schemaVersion == 2)
+        #expect(inspection.components["someone.elses"] == 3, "rows of unknown types migrate too")
+    }
+
     @Test func inspectingAMissingFileIsAnError() {
         #expect(throws: StoreError.self) { try DatabaseInspection.inspect(path: "/nonexistent/x.db") }
     }

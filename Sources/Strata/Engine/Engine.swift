@@ -42,7 +42,7 @@ public final class Engine {
     var memoryMonitor: MemoryPressureMonitor?
     var memoryWarningsSeen = 0
     /// What the writer was last told of the power and the user (for compaction).
-    var compactionContext = Writer.CompactionContext.assumed
+    var compactionContext: Writer.CompactionContext?
     private var isShutDown = false
 
     /// The power state the flush policy uses. Set it when the battery changes; until a

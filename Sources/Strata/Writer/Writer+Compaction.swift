@@ -15,8 +15,6 @@ extension Writer {
         var onMains: Bool
         var idle: Bool
 
-        static let assumed = CompactionContext(onMains: true, idle: false)
-
         init(onMains: Bool, idle: Bool) {
             self.onMains = onMains
             self.idle = idle
@@ -71,6 +69,7 @@ extension Writer {
         }
         guard segmentLog.blockedBy == nil else { return nil }
         if let round, round.forced { return round.method }
+        guard let context else { return nil }
         return settings.compaction.decide(CompactionPolicy.Input(
             logBytes: segmentLog.bytes, liveBytes: segmentLog.liveBytes, liveKeys: segmentLog.liveKeys,
             basePages: segmentLog.basePages(pageSize: settings.pageSize), pageSize: settings.pageSize,

@@ -71,8 +71,9 @@ final class Writer: @unchecked Sendable {
     private var shutdownError: StoreError?
     /// Set by ``abandon()``: finish without the clean-shutdown mark.
     private var abandoned = false
-    /// The power source and the user's activity, as the engine last reported them.
-    var compactionContext = CompactionContext.assumed
+    /// The power source and the user's activity, as the engine last reported them; nil
+    /// until its first end of tick (only `compactNow()` compacts before that).
+    var compactionContext: CompactionContext?
     /// `compactNow()` requests made, and served (a fold round finished, or nothing to fold).
     var forcedCompactionsRequested = 0
     var forcedCompactionsServed = 0
