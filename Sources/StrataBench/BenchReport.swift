@@ -6,10 +6,6 @@ public enum BenchReport {
     // MARK: Console
 
     public static func table(_ results: BenchResults) -> String {
-        func pad(_ s: String, _ n: Int, left: Bool = false) -> String {
-            let fill = String(repeating: " ", count: max(0, n - s.count))
-            return left ? s + fill : fill + s
-        }
         let header = ["tick Hz", "syncs/s", "bytes/s", "B/changed", "p99 ms", "crit@crash", "der@crash", "crit@power", "der@power"]
         var lines = [pad("strategy", 16, left: true) + header.map { pad($0, 11) }.joined()]
         for r in results.results {

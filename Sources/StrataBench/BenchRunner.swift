@@ -19,6 +19,13 @@ public struct BenchOptions: Codable, Sendable, Equatable {
     public var strategies = BenchRunner.strategyNames
     /// Also run Strata at N/10, M/10, to show its sync rate does not grow with N or M.
     public var scalingCheck = true
+    /// Strata's `database.page_size` (nil: the default).
+    public var strataPageSize: Int?
+    /// Strata's `compaction.backlog_mb`, in bytes (nil: the default): small, so that
+    /// compaction happens during a run and its cost is in the figures.
+    public var strataBacklogBytes: Int?
+    /// Strata compacts with this method only (`merge`, `fold`; nil: the cheaper).
+    public var strataCompactionMethod: String?
 
     public init() {}
 }
@@ -42,6 +49,8 @@ public struct StrategyResult: Codable, Sendable {
     public var syncRequestsWholeProcess: Int
     /// Sync requests per file kind: `main_db`, `wal`, `journal`, `other`, `file` (non-SQLite).
     public var syncsByKind: [String: Int]
+    /// Bytes written per file kind, as above.
+    public var bytesByKind: [String: Int]
     public var bytesWritten: Int
     public var bytesWrittenPerSec: Double
     public var writeCalls: Int
@@ -49,6 +58,11 @@ public struct StrategyResult: Codable, Sendable {
     public var changedBytes: Int
     public var bytesPerChangedByte: Double
     public var rowsWritten: Int
+    /// Encoded payload bytes of the rows written: what was persisted, before storage overhead.
+    public var persistedPayloadBytes: Int
+    /// Bytes written per row persisted, and per payload byte persisted.
+    public var bytesPerPersistedRow: Double
+    public var bytesPerPayloadByte: Double
     public var tickP50Ms: Double
     public var tickP99Ms: Double
     public var tickMaxMs: Double
@@ -56,7 +70,17 @@ public struct StrategyResult: Codable, Sendable {
     public var tickCpuMs: Double
     /// CPU time of background threads (Strata's writer, the snapshot writer).
     public var backgroundCpuMs: Double
+    /// The same per simulated second.
+    public var backgroundCpuMsPerSec: Double
     public var risk: RiskSummary
+    /// Opening what was persisted and rebuilding the world, after the run (nil: nothing to reload).
+    public var reloadMs: Double?
+    /// Building the world and saving it the first time: not part of the rates above.
+    public var setupSeconds: Double
+    public var setupBytes: Int
+    /// Compaction rounds and steps during the run.
+    public var compactionRounds: Int?
+    public var compactionSteps: Int?
 }
 
 /// A whole run.
@@ -75,18 +99,34 @@ public enum BenchRunner {
 
     static func makeStrategy(_ name: String, options: BenchOptions) throws -> any BenchStrategy {
         switch name {
-        case "baseline": BaselineStrategy()
-        case "naive": try SQLiteStrategy(.naive)
-        case "tick-full": try SQLiteStrategy(.tickFull)
-        case "tick-normal": try SQLiteStrategy(.tickNormal)
-        case "snapshot": SnapshotStrategy(every: .nanoseconds(Int64(options.snapshotEverySecs * 1e9)))
-        case "strata", "strata-scaling": StrataStrategy(name: name, power: nil)
-        case "strata-charging": StrataStrategy(name: name, power: .charging(50))
-        case "strata-high": StrataStrategy(name: name, power: .discharging(75))
-        case "strata-medium": StrataStrategy(name: name, power: .discharging(35))
-        case "strata-low": StrataStrategy(name: name, power: .discharging(10))
-        default: throw BenchError("unknown strategy \"\(name)\"; known: \(strategyNames.joined(separator: ", "))")
+        case "baseline": return BaselineStrategy()
+        case "naive": return try SQLiteStrategy(.naive)
+        case "tick-full": return try SQLiteStrategy(.tickFull)
+        case "tick-normal": return try SQLiteStrategy(.tickNormal)
+        case "snapshot": return SnapshotStrategy(every: .nanoseconds(Int64(options.snapshotEverySecs * 1e9)))
+        case "strata", "strata-scaling": return StrataStrategy(name: name, power: nil, settings: try strataSettings(options))
+        case "strata-charging": return StrataStrategy(name: name, power: .charging(50), settings: try strataSettings(options))
+        case "strata-high": return StrataStrategy(name: name, power: .discharging(75), settings: try strataSettings(options))
+        case "strata-medium": return StrataStrategy(name: name, power: .discharging(35), settings: try strataSettings(options))
+        case "strata-low": return StrataStrategy(name: name, power: .discharging(10), settings: try strataSettings(options))
+        default:
+            // `snapshot-Ks`: a snapshot every K seconds.
+            if name.hasPrefix("snapshot-"), name.hasSuffix("s"), let k = Double(name.dropFirst(9).dropLast()), k > 0 {
+                return SnapshotStrategy(name: name, every: .nanoseconds(Int64(k * 1e9)))
+            }
+            throw BenchError("unknown strategy \"\(name)\"; known: \(strategyNames.joined(separator: ", ")), snapshot-<K>s")
         }
+    }
+
+    static func strataSettings(_ options: BenchOptions) throws -> StrataStrategy.Settings {
+        var settings = StrataStrategy.Settings(pageSize: options.strataPageSize, backlogBytes: options.strataBacklogBytes)
+        if let method = options.strataCompactionMethod {
+            guard let parsed = CompactionPolicy.Method(rawValue: method) else {
+                throw BenchError("unknown compaction method \"\(method)\"; known: merge, fold")
+            }
+            settings.compactionMethod = parsed
+        }
+        return settings
     }
 
     public struct BenchError: Error, CustomStringConvertible {
@@ -123,8 +163,11 @@ public enum BenchRunner {
 
     static func runOne(_ strategy: any BenchStrategy, entities: Int, moving: Int, seconds: Double, options: BenchOptions,
                        folder: URL) throws -> StrategyResult {
-        try strategy.prepare(entities: entities, directory: folder)
         let clock = MonotonicClock()
+        let setupStart = clock.now()
+        try strategy.prepare(entities: entities, directory: folder)
+        let setupSeconds = clock.now().duration(since: setupStart).seconds
+        let setupBytes = (strategy.vfs?.counts.writeBytes ?? 0) + (strategy.ownDiskCounts?.bytes ?? 0)
         let tickInterval = Duration.nanoseconds(1_000_000_000 / Int64(options.hz))
         let plannedTicks = Int(seconds * Double(options.hz))
         // A strategy that cannot hold the rate stops here and reports the rate it reached.
@@ -143,7 +186,8 @@ public enum BenchRunner {
             let due = start + tickInterval * ticks
             if due > now { usleep(UInt32(max(1, due.duration(since: now).nanoseconds / 1000))) }
             let critical = ticks % options.hz == 0 ? (ticks / options.hz) % entities : nil
-            let tick = BenchTick(index: ticks, time: clock.now(), moving: moving, criticalEntity: critical)
+            let tick = BenchTick(index: ticks, time: clock.now(), moving: moving, stride: max(1, entities / max(moving, 1)),
+                                 criticalEntity: critical)
             let tickStart = clock.now()
             try strategy.tick(tick)
             tickTimes.append(clock.now().duration(since: tickStart))
@@ -157,8 +201,11 @@ public enum BenchRunner {
         let risk = strategy.log.risk(from: start + .seconds(1), to: end)
         let backgroundCPU = strategy.backgroundCPU
         let rows = strategy.rowsWritten
+        let payload = strategy.persistedPayloadBytes
+        let compactions = strategy.compactions
         let own = strategy.ownDiskCounts
         try strategy.close()
+        let reload = try strategy.reload()
         let wholeProcess = (strategy.vfs?.counts.syncs ?? 0) + (own?.syncs ?? 0)
 
         let simulated = Double(ticks) / Double(options.hz)
@@ -166,10 +213,16 @@ public enum BenchRunner {
         let syncs = (vfs?.syncs ?? 0) + (own?.syncs ?? 0)
         let bytes = (vfs?.writeBytes ?? 0) + (own?.bytes ?? 0)
         var byKind: [String: Int] = [:]
+        var bytesByKind: [String: Int] = [:]
         if let vfs {
             byKind = ["main_db": vfs.mainDatabase.syncs, "wal": vfs.wal.syncs, "journal": vfs.journal.syncs, "other": vfs.other.syncs]
+            bytesByKind = ["main_db": vfs.mainDatabase.writeBytes, "wal": vfs.wal.writeBytes, "journal": vfs.journal.writeBytes,
+                           "other": vfs.other.writeBytes]
         }
-        if let own { byKind["file"] = own.syncs }
+        if let own {
+            byKind["file"] = own.syncs
+            bytesByKind["file"] = own.bytes
+        }
         let sorted = tickTimes.sorted()
         func percentile(_ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].milliseconds
@@ -180,12 +233,18 @@ public enum BenchRunner {
             ticks: ticks, simulatedSeconds: simulated, wallSeconds: wall, tickRateHz: rate,
             heldTickRate: ticks == plannedTicks && rate >= Double(options.hz) * 0.95,
             syncRequests: syncs, syncRequestsPerSec: Double(syncs) / max(simulated, 0.001),
-            syncRequestsWholeProcess: wholeProcess, syncsByKind: byKind,
+            syncRequestsWholeProcess: wholeProcess, syncsByKind: byKind, bytesByKind: bytesByKind,
             bytesWritten: bytes, bytesWrittenPerSec: Double(bytes) / max(simulated, 0.001),
             writeCalls: (vfs?.writes ?? 0) + (own?.writes ?? 0),
             changedBytes: changedBytes, bytesPerChangedByte: changedBytes == 0 ? 0 : Double(bytes) / Double(changedBytes),
-            rowsWritten: rows, tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickMaxMs: sorted.last?.milliseconds ?? 0,
-            tickCpuMs: tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds, risk: risk)
+            rowsWritten: rows, persistedPayloadBytes: payload,
+            bytesPerPersistedRow: rows == 0 ? 0 : Double(bytes) / Double(rows),
+            bytesPerPayloadByte: payload == 0 ? 0 : Double(bytes) / Double(payload),
+            tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickMaxMs: sorted.last?.milliseconds ?? 0,
+            tickCpuMs: tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds,
+            backgroundCpuMsPerSec: backgroundCPU.milliseconds / max(simulated, 0.001), risk: risk,
+            reloadMs: reload?.milliseconds, setupSeconds: setupSeconds, setupBytes: setupBytes,
+            compactionRounds: compactions?.rounds, compactionSteps: compactions?.steps)
     }
 
     static func machineDescription() -> String {

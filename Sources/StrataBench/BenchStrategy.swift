@@ -6,12 +6,19 @@ import Strata
 public struct BenchTick {
     public var index: Int
     public var time: Instant
-    /// Entities `0 ..< moving` move every tick.
+    /// How many entities move every tick: entities `0, stride, 2·stride, …`, spread
+    /// over the world as a game's moving things are (not the first ones spawned, whose
+    /// rows would sit together on a few pages).
     public var moving: Int
+    public var stride: Int
     /// The entity whose label changes this tick, if any.
     public var criticalEntity: Int?
 
-    /// Where entity `i` is after this tick (deterministic, so every strategy writes the same bytes).
+    /// The entity index of mover `i`.
+    @inline(__always)
+    public func mover(_ i: Int) -> Int { i * stride }
+
+    /// Where mover `i` is after this tick (deterministic, so every strategy writes the same bytes).
     @inline(__always)
     public func position(_ i: Int) -> (Float, Float) { (Float(index + 1) * 0.5, Float(i)) }
 }
@@ -39,6 +46,12 @@ public protocol BenchStrategy: AnyObject {
 
     /// Rows (or records) written during the measured run.
     var rowsWritten: Int { get }
+    /// Encoded payload bytes of those rows: what was persisted, before any storage overhead.
+    var persistedPayloadBytes: Int { get }
+    /// Compaction rounds and steps during the run (Strata).
+    var compactions: (rounds: Int, steps: Int)? { get }
+    /// After `close`: reopens what was persisted and rebuilds the world; the time it took.
+    func reload() throws -> Duration?
     /// CPU time of background threads (writer, snapshot writer) during the run.
     var backgroundCPU: Duration { get }
     /// Disk counters for strategies that do not go through SQLite: (sync requests, writes, bytes).
@@ -47,6 +60,9 @@ public protocol BenchStrategy: AnyObject {
 
 extension BenchStrategy {
     public var vfs: CountingVFS? { nil }
+    public var persistedPayloadBytes: Int { 0 }
+    public var compactions: (rounds: Int, steps: Int)? { nil }
+    public func reload() throws -> Duration? { nil }
     public var backgroundCPU: Duration { .zero }
     public var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { nil }
 }
@@ -93,7 +109,7 @@ enum BenchPayload {
 func apply(_ tick: BenchTick, to world: World, entities: [Entity], log: DurabilityLog) {
     for i in 0 ..< tick.moving {
         let (x, y) = tick.position(i)
-        world.mutate(BenchTransform.self, of: entities[i]) { $0.x = x; $0.y = y }
+        world.mutate(BenchTransform.self, of: entities[tick.mover(i)]) { $0.x = x; $0.y = y }
     }
     if tick.moving > 0 { log.changed(.derived, at: tick.time) }
     if let c = tick.criticalEntity {

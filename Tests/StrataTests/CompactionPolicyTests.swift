@@ -46,17 +46,24 @@ import Testing
 
     @Test func hotKeysOverABigWorldAreMerged() {
         // 1,000 live keys over 1,500 base pages: a fold rewrites ~1,000 pages (4 MB), a merge 22 KB.
-        #expect(policy.cheaper(input(log: 16 * mb)) == .merge)
+        #expect(policy.cheaper(input(log: 16 * mb), cap: 16 * mb) == .merge)
+        // Even with a cap of 32 KB: 22 KB every 10 KB appended beats 4 MB every 32 KB.
+        #expect(policy.cheaper(input(log: 32 * 1024), cap: 32 * 1024) == .merge)
     }
 
     @Test func aSmallBaseTableIsFoldedInto() {
-        // Ten base pages cost less to rewrite than the live records.
-        #expect(policy.cheaper(input(log: 16 * mb, live: 200_000, keys: 10_000, basePages: 10)) == .fold)
+        // Ten base pages (40 KB) every 16 MB cost less than 200 KB of live records every 15.8 MB.
+        #expect(policy.cheaper(input(log: 16 * mb, live: 200_000, keys: 10_000, basePages: 10), cap: 16 * mb) == .fold)
+        // A whole small world that moves: 15 pages (60 KB) every 128 KB vs 22 KB every 106 KB.
+        #expect(policy.cheaper(input(log: 128 * 1024, basePages: 15), cap: 128 * 1024) == .merge)
+        #expect(policy.cheaper(input(log: 32 * 1024, basePages: 15), cap: 32 * 1024) == .fold)
     }
 
-    @Test func aMostlyLiveLogIsFolded() {
-        // A merge could not even halve it.
-        #expect(policy.cheaper(input(log: 16 * mb, live: 9 * mb, keys: 400_000, basePages: 100_000)) == .fold)
+    @Test func aLogThatIsAllLiveIsFolded() {
+        // A merge would leave the log at its cap: only a fold empties it.
+        #expect(policy.cheaper(input(log: 20 * mb, live: 17 * mb, keys: 700_000, basePages: 100_000), cap: 16 * mb) == .fold)
+        // 9 MB live of a 16 MB cap over a 400 MB table: merging (1.3 bytes a byte) still beats folding (25).
+        #expect(policy.cheaper(input(log: 16 * mb, live: 9 * mb, keys: 400_000, basePages: 100_000), cap: 16 * mb) == .merge)
     }
 
     @Test func aForcedMethodWins() {

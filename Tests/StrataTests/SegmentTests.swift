@@ -3,77 +3,84 @@ import Testing
 @testable import Strata
 
 @Suite struct SegmentTests {
-    func records(_ body: (inout SegmentEncoder) -> Void) -> [SegmentEncoder.Chunk] {
-        var encoder = SegmentEncoder()
-        body(&encoder)
-        return encoder.finish()
+    /// A record to encode: a put of `payload`, or a tombstone when nil.
+    struct R {
+        var entity: Int64
+        var type: Int64
+        var version = 1
+        var payload: [UInt8]?
     }
 
-    func read(_ chunk: SegmentEncoder.Chunk, format: Int = Segment.format) throws -> [(SegmentKey, Int?, [UInt8])] {
-        var result: [(SegmentKey, Int?, [UInt8])] = []
+    func encode(_ records: [R]) -> [SegmentEncoder.Chunk] {
+        var arena: [UInt8] = []
+        var pending = records.map { r -> SegmentEncoder.Pending in
+            var range: Range<Int>?
+            if let payload = r.payload {
+                range = arena.count ..< arena.count + payload.count
+                arena += payload
+            }
+            return .init(key: SegmentKey(entity: r.entity, typeID: r.type), version: r.version, payload: range)
+        }
+        var encoder = SegmentEncoder()
+        return arena.withUnsafeBytes { encoder.encode(&pending, arena: $0) }
+    }
+
+    func read(_ chunk: SegmentEncoder.Chunk, format: Int = Segment.format) throws -> [R] {
+        var result: [R] = []
         try chunk.records.withUnsafeBytes { bytes in
-            try SegmentReader.forEachRecord(format: format, recordCount: chunk.recordCount, checksum: chunk.checksum,
-                                            records: bytes) { result.append(($0.key, $0.version, Array($0.payload))) }
+            try SegmentReader.forEachRecord(format: format, recordCount: chunk.recordCount, checksum: chunk.checksum, records: bytes) {
+                result.append(R(entity: $0.key.entity, type: $0.key.typeID, version: $0.version ?? 0,
+                                payload: $0.isRemoval ? nil : Array($0.payload)))
+            }
         }
         return result
     }
 
-    @Test func putsAndTombstonesReadBackInOrder() throws {
-        let chunks = records {
-            $0.appendPut(SegmentKey(entity: 1, typeID: 3), version: 1, payload: [1, 2, 3])
-            $0.appendRemoval(SegmentKey(entity: 300_000, typeID: 70))
-            $0.appendPut(SegmentKey(entity: 1, typeID: 3), version: 2, payload: [])
-        }
+    @Test func putsAndTombstonesReadBackGroupedByTypeKindAndVersion() throws {
+        let chunks = encode([
+            R(entity: 300_000, type: 70, payload: nil),
+            R(entity: 9, type: 3, version: 2, payload: [9]),
+            R(entity: 1, type: 3, payload: [1, 2, 3]),
+            R(entity: 5, type: 3, payload: []),
+        ])
         #expect(chunks.count == 1)
         let read = try read(chunks[0])
-        #expect(read.map(\.0) == [SegmentKey(entity: 1, typeID: 3), SegmentKey(entity: 300_000, typeID: 70), SegmentKey(entity: 1, typeID: 3)])
-        #expect(read.map(\.1) == [1, nil, 2])
-        #expect(read.map(\.2) == [[1, 2, 3], [], []])
+        #expect(read.map(\.entity) == [1, 5, 9, 300_000])
+        #expect(read.map(\.type) == [3, 3, 3, 70])
+        #expect(read.map(\.version) == [1, 1, 2, 0])
+        #expect(read.map(\.payload) == [[1, 2, 3], [], [9], nil])
     }
 
-    @Test func aTransformPutCostsItsPayloadPlusAFewBytes() {
-        var encoder = SegmentEncoder()
-        let size = encoder.appendPut(SegmentKey(entity: 99_999, typeID: 1), version: 1, payload: [UInt8](repeating: 7, count: 16))
-        #expect(size == 16 + 6, "header 1, entity 3, version 1, length 1")
+    @Test func aTransformOfOneOf100kEntitiesCosts18Bytes() throws {
+        // 1,000 movers spread over 100,000 entities: deltas of 100 fit one byte.
+        let chunks = encode((0 ..< 1000).map { R(entity: Int64($0 * 100 + 1), type: 1, payload: [UInt8](repeating: 7, count: 16)) })
+        let bytes = chunks.reduce(0) { $0 + $1.records.count }
+        #expect(bytes <= 1000 * 18 + 8, "\(bytes) bytes for 1,000 records")
+        #expect(try read(chunks[0]).count == 1000)
     }
 
-    @Test func largeBatchesAreChunked() throws {
-        let chunks = records { encoder in
-            for i in 0 ..< 10_000 { encoder.appendPut(SegmentKey(entity: Int64(i), typeID: 1), version: 1, payload: [UInt8](repeating: 1, count: 16)) }
-        }
+    @Test func largeBatchesAreChunkedAndEveryChunkStandsAlone() throws {
+        let chunks = encode((0 ..< 10_000).map { R(entity: Int64($0), type: 1, payload: [UInt8](repeating: 1, count: 16)) })
         #expect(chunks.count > 1)
         #expect(chunks.allSatisfy { $0.records.count <= Segment.maxRecordsBytes + 64 })
-        #expect(try chunks.reduce(0) { $0 + (try read($1).count) } == 10_000)
-    }
-
-    @Test func rawRecordsAreCopiedByteForByte() throws {
-        let original = records { $0.appendPut(SegmentKey(entity: 5, typeID: 9), version: 4, payload: [9, 9]) }[0]
-        var copy = SegmentEncoder()
-        try original.records.withUnsafeBytes { bytes in
-            try SegmentReader.forEachRecord(format: 1, recordCount: 1, checksum: original.checksum, records: bytes) {
-                copy.appendRaw($0.bytes)
-            }
-        }
-        #expect(copy.finish()[0].records == original.records)
+        let all = try chunks.flatMap { try read($0) }
+        #expect(all.map(\.entity) == (0 ..< 10_000).map(Int64.init), "deltas restart in each chunk")
     }
 
     @Test func aFlippedBitIsDamageNotData() throws {
-        var chunk = records { $0.appendPut(SegmentKey(entity: 1, typeID: 1), version: 1, payload: [1, 2, 3, 4]) }[0]
+        var chunk = encode([R(entity: 1, type: 1, payload: [1, 2, 3, 4])])[0]
         chunk.records[5] ^= 0x10
         #expect(throws: SegmentDamage.checksumMismatch) { try read(chunk) }
     }
 
     @Test func anUnknownFormatIsDamageNotData() {
-        let chunk = records { $0.appendRemoval(SegmentKey(entity: 1, typeID: 1)) }[0]
+        let chunk = encode([R(entity: 1, type: 1, payload: nil)])[0]
         #expect(throws: SegmentDamage.unknownFormat(2)) { try read(chunk, format: 2) }
     }
 
     @Test func aTornRecordIsDamageAndNothingIsPassedOn() throws {
-        var chunk = records {
-            $0.appendPut(SegmentKey(entity: 1, typeID: 1), version: 1, payload: [1, 2, 3, 4])
-            $0.appendPut(SegmentKey(entity: 2, typeID: 1), version: 1, payload: [1, 2, 3, 4])
-        }[0]
-        chunk.records.removeLast(2)   // the second record torn: with a matching checksum
+        var chunk = encode([R(entity: 1, type: 1, payload: [1, 2, 3, 4]), R(entity: 2, type: 1, payload: [1, 2, 3, 4])])[0]
+        chunk.records.removeLast(2)   // the second record torn, with a checksum that matches
         chunk.checksum = CRC32C.checksum(chunk.records)
         var seen = 0
         #expect(throws: SegmentDamage.self) {
@@ -85,10 +92,26 @@ import Testing
     }
 
     @Test func aRecordCountThatDisagreesIsDamage() throws {
-        let chunk = records { $0.appendRemoval(SegmentKey(entity: 1, typeID: 1)) }[0]
+        let chunk = encode([R(entity: 1, type: 1, payload: nil)])[0]
         #expect(throws: SegmentDamage.self) {
             try chunk.records.withUnsafeBytes { bytes in
                 try SegmentReader.forEachRecord(format: 1, recordCount: 2, checksum: chunk.checksum, records: bytes) { _ in }
+            }
+        }
+    }
+
+    @Test func anEntityNumberPastInt64IsDamage() throws {
+        var writer = PayloadWriter()
+        writer.write(UInt64(1) << 1)        // type 1, puts
+        writer.write(UInt64(1))             // version
+        writer.write(UInt64(2))             // two entries
+        writer.write(UInt64(Int64.max))     // the first: Int64.max
+        writer.write(UInt64(0))
+        writer.write(UInt64(5))             // the second: past it
+        writer.write(UInt64(0))
+        #expect(throws: SegmentDamage.self) {
+            try writer.bytes.withUnsafeBytes { bytes in
+                try SegmentReader.forEachRecord(format: 1, recordCount: 2, checksum: CRC32C.checksum(writer.bytes), records: bytes) { _ in }
             }
         }
     }

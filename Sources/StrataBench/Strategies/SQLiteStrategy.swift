@@ -22,6 +22,7 @@ final class SQLiteStrategy: BenchStrategy {
     private var db: OpaquePointer?
     private var update: OpaquePointer?
     private(set) var rowsWritten = 0
+    private(set) var persistedPayloadBytes = 0
     private var lastSyncs = 0
 
     init(_ mode: Mode) throws {
@@ -75,7 +76,7 @@ final class SQLiteStrategy: BenchStrategy {
         if perTick { try exec("BEGIN") }
         for i in 0 ..< tick.moving {
             let (x, y) = tick.position(i)
-            try write(entity: i, type: 1, payload: BenchPayload.transform(x, y))
+            try write(entity: tick.mover(i), type: 1, payload: BenchPayload.transform(x, y))
         }
         if let c = tick.criticalEntity {
             try write(entity: c, type: 2, payload: BenchPayload.label(entity: c, revision: tick.index + 1))
@@ -102,6 +103,7 @@ final class SQLiteStrategy: BenchStrategy {
         sqlite3_reset(update)
         guard rc == SQLITE_DONE else { throw StoreError(.write, sqliteCode: rc, message: String(cString: sqlite3_errmsg(db)), path: "") }
         rowsWritten += 1
+        persistedPayloadBytes += payload.count
     }
 
     private func exec(_ sql: String) throws {

@@ -20,14 +20,19 @@ final class SnapshotStrategy: BenchStrategy, @unchecked Sendable {
     private var writerCPU: Duration = .zero
     private let queue = DispatchQueue(label: "strata.bench.snapshot")
 
-    init(every: Duration) { self.every = every }
+    let name: String
 
-    var name: String { "snapshot" }
+    init(name: String = "snapshot", every: Duration) {
+        self.name = name
+        self.every = every
+    }
     var summary: String {
         "whole world to a file every \(Int(every.seconds)) s: temp file, fsync, rename, directory fsync (off the tick thread)"
     }
 
     var rowsWritten: Int { lock.withLock { records } }
+    /// The whole world, every snapshot: its bytes are all payload.
+    var persistedPayloadBytes: Int { lock.withLock { bytes } }
     var backgroundCPU: Duration { lock.withLock { writerCPU } }
     var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { lock.withLock { (syncs, writes, bytes) } }
 
@@ -38,7 +43,7 @@ final class SnapshotStrategy: BenchStrategy, @unchecked Sendable {
     }
 
     func tick(_ tick: BenchTick) throws {
-        for i in 0 ..< tick.moving { transforms[i] = tick.position(i) }
+        for i in 0 ..< tick.moving { transforms[tick.mover(i)] = tick.position(i) }
         if tick.moving > 0 { log.changed(.derived, at: tick.time) }
         if let c = tick.criticalEntity {
             revisions[c] = tick.index + 1
@@ -97,4 +102,26 @@ final class SnapshotStrategy: BenchStrategy, @unchecked Sendable {
 
     func finish() throws { queue.sync {} }
     func close() throws {}
+
+    /// Reads the last snapshot back into arrays, as a game's load would.
+    func reload() throws -> Duration? {
+        let clock = MonotonicClock()
+        let start = clock.now()
+        let data = try Data(contentsOf: directory.appendingPathComponent("world.save"))
+        var loaded: [(Float, Float)] = []
+        var labels: [Int] = []
+        loaded.reserveCapacity(transforms.count)
+        labels.reserveCapacity(transforms.count)
+        try data.withUnsafeBytes { bytes in
+            var reader = PayloadReader(bytes)
+            while !reader.isAtEnd {
+                _ = try reader.read() as UInt32
+                loaded.append((try reader.read(), try reader.read()))
+                labels.append(try reader.read())
+            }
+        }
+        let elapsed = clock.now().duration(since: start)
+        precondition(loaded.count == transforms.count, "the snapshot holds \(loaded.count) entities, not \(transforms.count)")
+        return elapsed
+    }
 }

@@ -4,21 +4,38 @@ import Strata
 
 /// Strata itself: the workload in a World, `endTick()` every tick, the writer thread
 /// committing on the tiers' schedules under a given power state.
+///
+/// The setup (not measured) spawns the world, folds its first batch into the base rows
+/// and checkpoints, so the run starts from a compacted file, as a game resumes one.
+/// The user counts as active throughout (input every tick), so no idle interval or
+/// idle fold happens during a run.
 final class StrataStrategy: BenchStrategy {
     let name: String
     let power: PowerState?
+    let settings: Settings
     let log = DurabilityLog()
     private var engine: Engine?
+    private var config = StrataConfig()
     private var entities: [Entity] = []
-    private var baselineRows = 0
+    private var startMetrics = PersistenceMetrics()
     private var observer: DurabilityObserver?
     private(set) var vfs: CountingVFS?
     private var endMetrics: PersistenceMetrics?
 
+    /// What a run may change from the defaults.
+    struct Settings {
+        /// `database.page_size`.
+        var pageSize: Int?
+        /// `compaction.backlog_mb`, in bytes (small, so that compaction happens during a run).
+        var backlogBytes: Int?
+        var compactionMethod: CompactionPolicy.Method?
+    }
+
     /// `power`: nil for the default (no power monitor: mains power without a battery).
-    init(name: String, power: PowerState?) {
+    init(name: String, power: PowerState?, settings: Settings = Settings()) {
         self.name = name
         self.power = power
+        self.settings = settings
     }
 
     /// The derived interval the default policy gives this strategy's power state.
@@ -28,21 +45,49 @@ final class StrataStrategy: BenchStrategy {
 
     var summary: String {
         let label = power.map { "\($0)" } ?? "default config (no battery known: the desktop tier)"
+        var extras: [String] = []
+        if let pageSize = settings.pageSize { extras.append("\(pageSize)-byte pages") }
+        if let backlog = settings.backlogBytes { extras.append("compaction past \(backlog / 1024) KB of log") }
+        if let method = settings.compactionMethod { extras.append("always \(method.rawValue)") }
         return "Strata, \(label): derived every \(Int(derivedInterval.seconds)) s, critical within 1 s"
+            + (extras.isEmpty ? "" : "; " + extras.joined(separator: ", "))
     }
 
-    var rowsWritten: Int { (endMetrics?.componentRowsWritten ?? 0) + (endMetrics?.entityRowsInserted ?? 0) - baselineRows }
-    var backgroundCPU: Duration { endMetrics?.writerCPUTime ?? .zero }
+    private var runMetrics: (start: PersistenceMetrics, end: PersistenceMetrics)? {
+        endMetrics.map { (startMetrics, $0) }
+    }
+    var rowsWritten: Int {
+        guard let (start, end) = runMetrics else { return 0 }
+        return end.componentRowsWritten + end.componentRowsDeleted + end.entityRowsInserted
+            - start.componentRowsWritten - start.componentRowsDeleted - start.entityRowsInserted
+    }
+    var persistedPayloadBytes: Int {
+        guard let (start, end) = runMetrics else { return 0 }
+        return end.payloadBytesWritten - start.payloadBytesWritten
+    }
+    var compactions: (rounds: Int, steps: Int)? {
+        guard let (start, end) = runMetrics else { return nil }
+        return (end.compactionRounds - start.compactionRounds, end.compactionSteps - start.compactionSteps)
+    }
+    var backgroundCPU: Duration {
+        guard let (start, end) = runMetrics else { return .zero }
+        return end.writerCPUTime - start.writerCPUTime
+    }
 
     func prepare(entities count: Int, directory: URL) throws {
-        var config = StrataConfig()
         config.database.path = directory.appendingPathComponent("\(name).db").path
+        if let pageSize = settings.pageSize { config.database.pageSize = pageSize }
+        if let backlog = settings.backlogBytes {
+            config.compaction.backlogBytes = backlog
+            config.compaction.idleBacklogBytes = min(config.compaction.idleBacklogBytes, backlog)
+        }
         let vfs = try CountingVFS.register(name: "strata-bench-\(name)-\(UUID().uuidString.prefix(8))")
         self.vfs = vfs
         var options = Engine.Options()
         options.vfs = vfs.name
         let observer = DurabilityObserver(log: log)
         options.observer = observer
+        options.compactionMethod = settings.compactionMethod
         self.observer = observer
         let engine = try Engine.open(config: config, components: [BenchTransform.self, BenchLabel.self],
                                      logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }), options: options)
@@ -50,15 +95,17 @@ final class StrataStrategy: BenchStrategy {
         entities = (0 ..< count).map { i in
             engine.world.spawn(BenchTransform(x: 0, y: Float(i)), BenchLabel(text: "entity \(i)", revision: 0))
         }
-        engine.flushNow(reason: .explicitSave)
+        engine.compactNow(timeout: .seconds(600))
+        engine.flushNow(reason: .explicitSave)   // and a checkpoint: the fold's pages are in the file
         observer.measuring = true
-        baselineRows = engine.metrics.componentRowsWritten + engine.metrics.entityRowsInserted
+        startMetrics = engine.metrics
         self.engine = engine
     }
 
     func tick(_ tick: BenchTick) throws {
         guard let engine else { return }
         apply(tick, to: engine.world, entities: entities, log: log)
+        engine.noteInput()
         engine.endTick()
     }
 
@@ -71,6 +118,19 @@ final class StrataStrategy: BenchStrategy {
     func close() throws {
         try engine?.shutdown()
         engine = nil
+    }
+
+    /// Opens the file as the next session would (base rows, then the log left at the end
+    /// of the run) and rebuilds the world.
+    func reload() throws -> Duration? {
+        let clock = MonotonicClock()
+        let start = clock.now()
+        let engine = try Engine.open(config: config, components: [BenchTransform.self, BenchLabel.self],
+                                     logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let elapsed = clock.now().duration(since: start)
+        precondition(engine.world.entityCount == entities.count, "reloaded \(engine.world.entityCount) of \(entities.count) entities")
+        try engine.shutdown()
+        return elapsed
     }
 }
 

@@ -6,7 +6,11 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Run the fsync benchmark: the same workload persisted by each strategy, side by side.",
-        discussion: "Writes NAME.json, NAME.svg and NAME.md into --out, and prints a table. Use a release build for timings.")
+        discussion: """
+            Writes NAME.json, NAME.svg and NAME.md into --out, and prints a table. Use a release build for timings. \
+            With --sweep-entities, runs every strategy (default: \(BenchRunner.sweepStrategies.joined(separator: ", "))) \
+            at each world size instead, with --moving entities moving, and reports bytes/s and tick p99 against N.
+            """)
 
     @Option(help: "Entities in the world (N).")
     var entities = 1000
@@ -17,8 +21,20 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Simulated seconds per strategy (S).")
     var seconds = 6.0
 
-    @Option(help: "Comma-separated strategies (\(BenchRunner.strategyNames.joined(separator: ", "))).")
-    var strategies = BenchRunner.strategyNames.joined(separator: ",")
+    @Option(help: "Comma-separated strategies (\(BenchRunner.strategyNames.joined(separator: ", ")), or snapshot-<K>s.")
+    var strategies: String?
+
+    @Option(name: .customLong("sweep-entities"), help: "Comma-separated world sizes: run every strategy at each (e.g. 1000,10000,100000,1000000).")
+    var sweepEntities: String?
+
+    @Option(name: .customLong("page-size"), help: "Strata's database.page_size (default: the config's).")
+    var pageSize: Int?
+
+    @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 32 with --sweep-entities, so that compaction runs during the run).")
+    var compactionBacklogKB: Double?
+
+    @Option(name: .customLong("compaction-method"), help: "Strata compacts with this method only: merge or fold (default: the cheaper).")
+    var compactionMethod: String?
 
     @Option(name: .customLong("snapshot-secs"), help: "Seconds between snapshots of the snapshot strategy (K).")
     var snapshotSecs = 5.0
@@ -29,8 +45,8 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Folder for the results and the report.")
     var out = "bench-results"
 
-    @Option(help: "Base name of the files written.")
-    var name = "report"
+    @Option(help: "Base name of the files written (default: report, or sweep with --sweep-entities).")
+    var name: String?
 
     @Flag(help: "Print the JSON results instead of the table.")
     var json = false
@@ -38,6 +54,19 @@ struct BenchCommand: ParsableCommand {
     func validate() throws {
         if entities < 1 || moving < 0 || moving > entities { throw ValidationError("need 1 ≤ entities and 0 ≤ moving ≤ entities") }
         if !(seconds > 0) { throw ValidationError("--seconds must be positive") }
+        if let pageSize, !(512 ... 65536).contains(pageSize) || pageSize & (pageSize - 1) != 0 {
+            throw ValidationError("--page-size must be a power of two between 512 and 65536")
+        }
+        if let compactionBacklogKB, !(compactionBacklogKB > 0) { throw ValidationError("--compaction-backlog-kb must be positive") }
+        if let sweepEntities, sizes(sweepEntities) == nil {
+            throw ValidationError("--sweep-entities must be a comma-separated list of sizes of at least 1, such as 1000,10000")
+        }
+    }
+
+    private func sizes(_ list: String) -> [Int]? {
+        let sizes = list.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !sizes.isEmpty, sizes.allSatisfy({ ($0 ?? 0) >= 1 }) else { return nil }
+        return sizes.compactMap { $0 }
     }
 
     func run() throws {
@@ -46,11 +75,20 @@ struct BenchCommand: ParsableCommand {
         options.moving = moving
         options.seconds = seconds
         options.snapshotEverySecs = snapshotSecs
-        options.strategies = strategies.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+        let sweep = sweepEntities.flatMap(sizes)
+        options.strategies = (strategies ?? (sweep == nil ? BenchRunner.strategyNames : BenchRunner.sweepStrategies).joined(separator: ","))
+            .split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
         options.scalingCheck = !noScalingCheck
+        options.strataPageSize = pageSize
+        options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 32)).map { Int($0 * 1024) }
+        options.strataCompactionMethod = compactionMethod
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
         let command = (["strata"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
+        if let sweep {
+            try runSweep(options, sizes: sweep, work: work, command: command)
+            return
+        }
         let results: BenchResults
         do {
             results = try BenchRunner.run(options, directory: work, command: command) { line in
@@ -60,13 +98,39 @@ struct BenchCommand: ParsableCommand {
             printError("strata bench: \(error)")
             throw ExitCode.failure
         }
-        let files = try BenchReport.write(results, to: URL(fileURLWithPath: out), name: name)
+        let files = try BenchReport.write(results, to: URL(fileURLWithPath: out), name: name ?? "report")
         if json {
             say(try BenchReport.json(results))
         } else {
             say(BenchReport.table(results))
             say("")
             for check in BenchReport.checks(results) {
+                say("\(check.met == true ? "met    " : "NOT MET") \(check.claim): \(check.measured)")
+            }
+            say("\nwrote \(files.joined(separator: ", "))")
+        }
+    }
+
+    private func runSweep(_ options: BenchOptions, sizes: [Int], work: URL, command: String) throws {
+        let results: SweepResults
+        do {
+            results = try BenchRunner.sweep(options, sizes: sizes, directory: work, command: command) { line in
+                if !json { printError(line) }
+            }
+        } catch let error as BenchRunner.BenchError {
+            printError("strata bench: \(error)")
+            throw ExitCode.failure
+        }
+        let files = try BenchReport.write(results, to: URL(fileURLWithPath: out), name: name ?? "sweep")
+        if json {
+            let encoder = JSONEncoder()
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            say(String(decoding: try encoder.encode(results), as: UTF8.self))
+        } else {
+            say(BenchReport.sweepTable(results))
+            say("")
+            for check in BenchReport.sweepChecks(results) {
                 say("\(check.met == true ? "met    " : "NOT MET") \(check.claim): \(check.measured)")
             }
             say("\nwrote \(files.joined(separator: ", "))")

@@ -10,12 +10,14 @@
 /// - On mains or charging, the user active: past `backlog_mb`.
 /// - A round in progress goes on while the power allows compaction at all.
 ///
-/// Which method, when it is ours to choose: a *merge* rewrites the live records (the
-/// newest of each key) as one segment and drops the rest, at a cost of the live bytes;
-/// a *fold* writes them into the base rows, at a cost of the base pages they live on
-/// (a page per key while keys are few, the whole table when they are many). When the
-/// same hot keys change all the time, a merge is far cheaper; when most of the log is
-/// live, only a fold makes it shorter.
+/// Which method, when it is ours to choose: the cheaper per byte the log grows by.
+/// A *merge* rewrites the live records (the newest of each key) as one segment and drops
+/// the rest: it writes `live` bytes, leaves `live` in the log, and comes back after
+/// `cap − live` more bytes. A *fold* writes them into the base rows: it writes the base
+/// pages they live on (a page per key while keys are few, the whole table when they are
+/// many), empties the log, and comes back after `cap` bytes. When the same hot keys
+/// change all the time over a large world, merges cost a fraction of a byte per byte
+/// appended and folds hundreds; when most of the log is live, only a fold empties it.
 public struct CompactionPolicy: Sendable, Equatable {
     public enum Method: String, Sendable, Equatable, CaseIterable {
         /// Live records rewritten as one segment, the rest dropped.
@@ -76,15 +78,17 @@ public struct CompactionPolicy: Sendable, Equatable {
         guard input.onMains || pastHardCap else { return nil }
         if let round = input.round { return round }
         if input.onMains && input.idle && input.logBytes >= idleBacklogBytes { return forcedMethod ?? .fold }
-        guard input.logBytes >= (input.onMains ? backlogBytes : maxBacklogBytes) else { return nil }
-        return forcedMethod ?? cheaper(input)
+        let cap = input.onMains ? backlogBytes : maxBacklogBytes
+        guard input.logBytes >= cap else { return nil }
+        return forcedMethod ?? cheaper(input, cap: cap)
     }
 
-    /// The cheaper method for this log (see the type's comment).
-    func cheaper(_ input: Input) -> Method {
-        // A merge that cannot halve the log only postpones a fold.
-        if input.liveBytes * 2 >= input.logBytes { return .fold }
-        let foldBytes = min(input.liveKeys, input.basePages) * input.pageSize
-        return foldBytes <= input.liveBytes ? .fold : .merge
+    /// The method that writes fewer bytes per byte appended to the log (see the type's comment).
+    func cheaper(_ input: Input, cap: Int) -> Method {
+        // A merge that leaves the log at its cap makes no progress.
+        guard input.liveBytes < cap else { return .fold }
+        let mergeCost = Double(input.liveBytes) / Double(cap - input.liveBytes)
+        let foldCost = Double(min(input.liveKeys, input.basePages) * input.pageSize) / Double(cap)
+        return foldCost <= mergeCost ? .fold : .merge
     }
 }

@@ -66,11 +66,9 @@ struct Compactor {
         }
     }
 
-    /// The newest record of a key within a step, copied out of the row it came from.
+    /// The newest record of a key within a step; its payload is copied into the step's arena.
     private struct Newest {
-        var offset: Int
-        var length: Int
-        /// Offset and length of the payload within the record; nil for a tombstone.
+        /// The payload in the arena; nil for a tombstone.
         var payload: Range<Int>?
         var version: Int
         var createdAt: Int64
@@ -103,13 +101,12 @@ struct Compactor {
                         format: Int(sqlite3_column_int64(rows, 1)), recordCount: Int(sqlite3_column_int64(rows, 2)),
                         checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
                     ) { record in
-                        let offset = arena.count
-                        arena.append(contentsOf: record.bytes)
-                        let payloadStart = record.payload.baseAddress.map { offset + ($0 - record.bytes.baseAddress!) }
-                        newest[record.key] = Newest(
-                            offset: offset, length: record.bytes.count,
-                            payload: payloadStart.map { $0 ..< $0 + record.payload.count },
-                            version: record.version ?? 0, createdAt: createdAt)
+                        var payload: Range<Int>?
+                        if !record.isRemoval {
+                            payload = arena.count ..< arena.count + record.payload.count
+                            arena.append(contentsOf: record.payload)
+                        }
+                        newest[record.key] = Newest(payload: payload, version: record.version ?? 0, createdAt: createdAt)
                     }
                 } catch let damage as SegmentDamage {
                     if result.consumedRows == 0 { result.blockedBy = (id, damage) }
@@ -214,18 +211,18 @@ struct Compactor {
         }
     }
 
-    /// Writes the newest record of each key, byte for byte, as one segment under `seq`.
+    /// Writes the newest record of each key, payloads byte for byte, as one segment under `seq`.
     private static func merge(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
                               seq: Int64, createdAt: Int64, _ db: Database, _ result: inout StepResult) throws {
         var encoder = SegmentEncoder()
-        for key in keys {
-            let record = newest[key]!
-            encoder.appendRaw(UnsafeRawBufferPointer(rebasing: arena[record.offset ..< record.offset + record.length]))
+        var records = keys.map { key in
+            SegmentEncoder.Pending(key: key, version: newest[key]!.version, payload: newest[key]!.payload)
         }
+        let chunks = encoder.encode(&records, arena: arena)
         let insert = try db.cachedStatement(sql: """
             INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
             """).sqliteStatement
-        for (part, chunk) in encoder.finish().enumerated() {
+        for (part, chunk) in chunks.enumerated() {
             let id = Segment.id(seq: seq, part: part)
             try chunk.records.withUnsafeBytes { records in
                 sqlite3_bind_int64(insert, 1, id)

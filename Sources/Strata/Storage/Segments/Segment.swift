@@ -10,14 +10,19 @@
 /// commit order and `part` the chunk within it. A merge writes its output under the
 /// `seq` of the last segment it consumed, so the log keeps its order.
 ///
-/// Records (format 1), packed back to back in the row's `records` BLOB; integers are
-/// LEB128 varints, as in ``PayloadWriter``:
+/// Records (format 1), packed in the row's `records` BLOB as groups of one component type,
+/// kind and payload version, entities in ascending order; integers are LEB128 varints,
+/// as in ``PayloadWriter``:
 ///
-///     record  := header entity [version length payload]
-///     header  := type_id << 1 | removed      (component_types.id; removed = 1: a tombstone)
-///     entity  := entities.num
-///     version := the payload's encoding version       (puts only)
-///     length  := payload byte count, then the bytes   (puts only)
+///     records := group*
+///     group   := header version count entry{count}
+///     header  := type_id << 1 | removed       (component_types.id; removed = 1: tombstones)
+///     entry   := delta [length payload]       (length and payload in groups of puts only)
+///     delta   := entity number − the previous entry's in the group (the first: the number)
+///
+/// A transform (16 bytes of payload) of one of 100,000 entities costs 18 bytes: one for
+/// the delta between moving entities, one for the length. Each key appears at most once
+/// in a row (a batch's writes are coalesced, a merge keeps the newest).
 ///
 /// A despawn writes no record: the entity's row goes, and with it every record that
 /// names its number (numbers are never reused while a record may name them).
@@ -55,10 +60,10 @@ struct SegmentRecord {
     var version: Int?
     /// The payload of a put; valid only inside the reader's closure.
     var payload: UnsafeRawBufferPointer
-    /// The record's own bytes, header to end (for copying it unchanged).
-    var bytes: UnsafeRawBufferPointer
 
     var isRemoval: Bool { version == nil }
+    /// About what the record takes in a row (delta, length, payload), for the log's accounting.
+    var approximateBytes: Int32 { Int32(truncatingIfNeeded: payload.count + (isRemoval ? 2 : 3)) }
 }
 
 /// Why a segment row cannot be read.

@@ -15,7 +15,9 @@ final class SegmentAppender: BatchPart {
     private var typeIDs: [Int64?]
     private var provisionalTypeIDs: [(index: UInt32, id: Int64)] = []
     private var encoder = SegmentEncoder()
-    private var payload = PayloadWriter(capacity: 512)
+    /// The batch's encoded payloads, back to back, and its records pointing into them.
+    private var payloads = PayloadWriter(capacity: 64 * 1024)
+    private var records: [SegmentEncoder.Pending] = []
     /// The keys written by the open transaction, with their record sizes.
     private var pendingKeys: [(key: SegmentKey, bytes: Int32)] = []
     private var pendingRows: (seq: Int64, rows: Int, bytes: Int, records: Int)?
@@ -29,22 +31,24 @@ final class SegmentAppender: BatchPart {
         guard !batch.writes.isEmpty else { return }
         let seq = log.nextSeq
         pendingKeys.removeAll(keepingCapacity: true)
+        records.removeAll(keepingCapacity: true)
+        payloads.reset()
         for write in batch.writes {
             let key = SegmentKey(entity: write.entity, typeID: try typeID(for: write, db))
-            let size: Int
             if let value = write.value {
-                payload.reset()
-                value.encode(to: &payload)
-                size = encoder.appendPut(key, version: type(of: value).payloadVersion, payload: payload.bytes)
+                let start = payloads.bytes.count
+                value.encode(to: &payloads)
+                records.append(.init(key: key, version: type(of: value).payloadVersion, payload: start ..< payloads.bytes.count))
+                pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
                 counts.componentPuts += 1
-                counts.payloadBytes += payload.bytes.count
+                counts.payloadBytes += payloads.bytes.count - start
             } else {
-                size = encoder.appendRemoval(key)
+                records.append(.init(key: key, version: 0, payload: nil))
+                pendingKeys.append((key, 2))
                 counts.componentRemovals += 1
             }
-            pendingKeys.append((key, Int32(size)))
         }
-        let chunks = encoder.finish()
+        let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
         let insert = try db.cachedStatement(sql: """
             INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
             """).sqliteStatement
@@ -81,7 +85,6 @@ final class SegmentAppender: BatchPart {
     func didRollBack() {
         provisionalTypeIDs.removeAll()
         pendingRows = nil
-        _ = encoder.finish()
     }
 
     /// The `component_types.id` of a write's type, interning the name on first use.

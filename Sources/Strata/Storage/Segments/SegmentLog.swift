@@ -7,7 +7,7 @@
 ///
 /// Owned by the writer thread after open.
 final class SegmentLog {
-    /// Where a key's newest record is, and its size.
+    /// Where a key's newest record is, and about how many bytes it takes.
     struct Live {
         var seq: Int64
         var bytes: Int32

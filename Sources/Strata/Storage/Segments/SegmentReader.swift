@@ -21,27 +21,35 @@ enum SegmentReader {
 
     private static func parse(_ records: UnsafeRawBufferPointer, _ body: (SegmentRecord) throws -> Void) throws {
         var reader = PayloadReader(records)
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
         while !reader.isAtEnd {
             let start = reader.offset
             do {
                 let header: UInt64 = try reader.read()
-                let entity: UInt64 = try reader.read()
-                guard header >> 1 <= UInt64(Int64.max), entity <= UInt64(Int64.max) else {
-                    throw SegmentDamage.malformed("a number out of range at offset \(start)")
-                }
-                let key = SegmentKey(entity: Int64(entity), typeID: Int64(header >> 1))
-                if header & 1 == 1 {
-                    try body(SegmentRecord(key: key, version: nil, payload: UnsafeRawBufferPointer(start: nil, count: 0),
-                                           bytes: UnsafeRawBufferPointer(rebasing: records[start ..< reader.offset])))
-                    continue
-                }
                 let version: UInt64 = try reader.read()
-                guard version <= UInt64(Int32.max) else { throw SegmentDamage.malformed("version \(version) at offset \(start)") }
-                let payload = try reader.readBytes()
-                try body(SegmentRecord(key: key, version: Int(version), payload: payload,
-                                       bytes: UnsafeRawBufferPointer(rebasing: records[start ..< reader.offset])))
+                let count: UInt64 = try reader.read()
+                guard header >> 1 <= UInt64(Int64.max), version <= UInt64(Int32.max), count <= UInt64(records.count) else {
+                    throw SegmentDamage.malformed("a group header out of range at offset \(start)")
+                }
+                let typeID = Int64(header >> 1)
+                let removed = header & 1 == 1
+                var entity: UInt64 = 0
+                for _ in 0 ..< count {
+                    let delta: UInt64 = try reader.read()
+                    let (sum, overflow) = entity.addingReportingOverflow(delta)
+                    guard !overflow, sum <= UInt64(Int64.max) else {
+                        throw SegmentDamage.malformed("an entity number out of range in the group at offset \(start)")
+                    }
+                    entity = sum
+                    let key = SegmentKey(entity: Int64(entity), typeID: typeID)
+                    if removed {
+                        try body(SegmentRecord(key: key, version: nil, payload: none))
+                    } else {
+                        try body(SegmentRecord(key: key, version: Int(version), payload: try reader.readBytes()))
+                    }
+                }
             } catch let error as PayloadError {
-                throw SegmentDamage.malformed("\(error) (record at offset \(start))")
+                throw SegmentDamage.malformed("\(error) (group at offset \(start))")
             }
         }
     }

@@ -45,7 +45,7 @@ enum SegmentReplay {
                     ) { record in
                         outcome.highestEntityNumber = max(outcome.highestEntityNumber, record.key.entity)
                         if try apply(record) {
-                            log.noteLive(record.key, seq: seq, bytes: Int32(record.bytes.count))
+                            log.noteLive(record.key, seq: seq, bytes: record.approximateBytes)
                         } else {
                             log.forget(record.key, upTo: seq)
                         }
