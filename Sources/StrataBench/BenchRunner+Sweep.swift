@@ -25,31 +25,41 @@ extension BenchRunner {
 
     /// Runs `options.strategies` at every world size in `sizes`, with `min(moving, N)`
     /// entities moving, each in a fresh folder that is removed afterwards (a 1M-entity
-    /// world takes a few hundred MB of disk per strategy).
+    /// world takes a few hundred MB of disk per strategy). The baseline runs together
+    /// with Strata, in one tick loop (``runTogether(_:entities:moving:seconds:options:folder:)``):
+    /// their tick times are the side-by-side comparison.
     public static func sweep(_ options: BenchOptions, sizes: [Int], directory: URL, command: String,
                              progress: (String) -> Void = { _ in }) throws -> SweepResults {
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 1 }) else { throw BenchError("--sweep-entities needs sizes of at least 1") }
+        var groups: [[String]] = options.strategies.map { [$0] }
+        if let baseline = groups.firstIndex(of: ["baseline"]), let strata = groups.firstIndex(of: ["strata"]) {
+            groups[baseline] = ["baseline", "strata"]
+            groups.remove(at: strata)
+        }
         var points: [SweepPoint] = []
         for entities in sizes {
             let moving = min(options.moving, entities)
             var results: [StrategyResult] = []
-            for name in options.strategies {
-                let strategy = try makeStrategy(name, options: options)
-                let folder = directory.appendingPathComponent("\(entities)-\(name)")
+            for names in groups {
+                let strategies = try names.map { try makeStrategy($0, options: options) }
+                let folder = directory.appendingPathComponent("\(entities)-\(names.joined(separator: "+"))")
                 try? FileManager.default.removeItem(at: folder)
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: folder) }
                 var seconds = options.seconds
-                if let interval = (strategy as? StrataStrategy)?.derivedInterval.seconds, interval <= options.coverIntervalsUpToSecs {
-                    seconds = max(seconds, 2.5 * interval)
+                for case let strata as StrataStrategy in strategies where strata.derivedInterval.seconds <= options.coverIntervalsUpToSecs {
+                    seconds = max(seconds, 2.5 * strata.derivedInterval.seconds)
                 }
-                progress("N=\(entities) M=\(moving) \(name): \(seconds) s…")
-                let result = try runOne(strategy, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder)
-                progress(String(format: "  setup %.1f s; %.1f Hz, %.0f bytes/s, p99 %.3f ms, reload %@", result.setupSeconds,
-                                result.tickRateHz, result.bytesWrittenPerSec, result.tickP99Ms,
-                                result.reloadMs.map { String(format: "%.0f ms", $0) } ?? "-"))
-                results.append(result)
+                progress("N=\(entities) M=\(moving) \(names.joined(separator: " with ")): \(seconds) s…")
+                for result in try runTogether(strategies, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder) {
+                    progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, p99 %.3f ms, reload %@", result.name as NSString,
+                                    result.setupSeconds, result.tickRateHz, result.bytesWrittenPerSec, result.tickP99Ms,
+                                    (result.reloadMs.map { String(format: "%.0f ms", $0) } ?? "-") as NSString))
+                    results.append(result)
+                }
             }
+            let order = options.strategies
+            results.sort { (order.firstIndex(of: $0.name) ?? 0) < (order.firstIndex(of: $1.name) ?? 0) }
             points.append(SweepPoint(entities: entities, moving: moving, results: results))
         }
         return SweepResults(options: options, command: command, date: ISO8601DateFormatter().string(from: Date()),

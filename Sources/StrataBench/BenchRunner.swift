@@ -163,21 +163,46 @@ public enum BenchRunner {
 
     static func runOne(_ strategy: any BenchStrategy, entities: Int, moving: Int, seconds: Double, options: BenchOptions,
                        folder: URL) throws -> StrategyResult {
+        try runTogether([strategy], entities: entities, moving: moving, seconds: seconds, options: options, folder: folder)[0]
+    }
+
+    /// What is measured of one strategy while it runs.
+    private struct Measuring {
+        var strategy: any BenchStrategy
+        var setupSeconds = 0.0
+        var setupBytes = 0
+        var vfsBefore: VFSCounts?
+        var tickTimes: [Duration] = []
+        var tickCPU: Duration = .zero
+    }
+
+    /// Runs `strategies` on the same workload in ONE tick loop: each tick, every strategy
+    /// applies it in turn (the order alternating from tick to tick), each timed on its
+    /// own. Strategies run together see the same machine at the same moments, so their
+    /// tick times compare without the drift between runs minutes apart (this VM's p99
+    /// moved by a third from one run to the next). The loop keeps the strictest pace.
+    static func runTogether(_ strategies: [any BenchStrategy], entities: Int, moving: Int, seconds: Double, options: BenchOptions,
+                            folder: URL) throws -> [StrategyResult] {
         let clock = MonotonicClock()
-        let setupStart = clock.now()
-        try strategy.prepare(entities: entities, directory: folder)
-        let setupSeconds = clock.now().duration(since: setupStart).seconds
-        let setupBytes = (strategy.vfs?.counts.writeBytes ?? 0) + (strategy.ownDiskCounts?.bytes ?? 0)
+        var runs: [Measuring] = []
+        for strategy in strategies {
+            let setupStart = clock.now()
+            let directory = strategies.count == 1 ? folder : folder.appendingPathComponent(strategy.name)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try strategy.prepare(entities: entities, directory: directory)
+            var run = Measuring(strategy: strategy)
+            run.setupSeconds = clock.now().duration(since: setupStart).seconds
+            run.setupBytes = (strategy.vfs?.counts.writeBytes ?? 0) + (strategy.ownDiskCounts?.bytes ?? 0)
+            run.vfsBefore = strategy.vfs?.counts
+            runs.append(run)
+        }
         let tickInterval = Duration.nanoseconds(1_000_000_000 / Int64(options.hz))
         let plannedTicks = Int(seconds * Double(options.hz))
         // A strategy that cannot hold the rate stops here and reports the rate it reached.
         let cap = Duration.nanoseconds(Int64((seconds * 1.25 + 2) * 1e9))
-        let vfsBefore = strategy.vfs?.counts
-        var tickTimes: [Duration] = []
-        tickTimes.reserveCapacity(plannedTicks)
+        for i in runs.indices { runs[i].tickTimes.reserveCapacity(plannedTicks) }
         var changedBytes = 0
         let transformBytes = BenchPayload.transform(0, 0).count
-        let cpuBefore = threadCPUTime()
         let start = clock.now()
         var ticks = 0
         while ticks < plannedTicks {
@@ -188,16 +213,29 @@ public enum BenchRunner {
             let critical = ticks % options.hz == 0 ? (ticks / options.hz) % entities : nil
             let tick = BenchTick(index: ticks, time: clock.now(), moving: moving, stride: max(1, entities / max(moving, 1)),
                                  criticalEntity: critical)
-            let tickStart = clock.now()
-            try strategy.tick(tick)
-            tickTimes.append(clock.now().duration(since: tickStart))
+            for k in runs.indices {
+                let i = ticks % 2 == 0 ? k : runs.count - 1 - k
+                let cpuStart = threadCPUTime()
+                let tickStart = clock.now()
+                try runs[i].strategy.tick(tick)
+                runs[i].tickTimes.append(clock.now().duration(since: tickStart))
+                runs[i].tickCPU += threadCPUTime() - cpuStart
+            }
             changedBytes += moving * transformBytes + (critical.map { BenchPayload.label(entity: $0, revision: ticks).count } ?? 0)
             ticks += 1
         }
         let end = clock.now()
-        let tickCPU = threadCPUTime() - cpuBefore
+        return try runs.map { run in
+            try result(of: run, ticks: ticks, plannedTicks: plannedTicks, start: start, end: end, changedBytes: changedBytes,
+                       entities: entities, moving: moving, options: options)
+        }
+    }
+
+    private static func result(of run: Measuring, ticks: Int, plannedTicks: Int, start: Instant, end: Instant, changedBytes: Int,
+                               entities: Int, moving: Int, options: BenchOptions) throws -> StrategyResult {
+        let strategy = run.strategy
         try strategy.finish()
-        let vfs = strategy.vfs.map { $0.counts.since(vfsBefore!) }
+        let vfs = strategy.vfs.map { $0.counts.since(run.vfsBefore!) }
         let risk = strategy.log.risk(from: start + .seconds(1), to: end)
         let backgroundCPU = strategy.backgroundCPU
         let rows = strategy.rowsWritten
@@ -223,7 +261,7 @@ public enum BenchRunner {
             byKind["file"] = own.syncs
             bytesByKind["file"] = own.bytes
         }
-        let sorted = tickTimes.sorted()
+        let sorted = run.tickTimes.sorted()
         func percentile(_ p: Double) -> Double {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].milliseconds
         }
@@ -241,9 +279,9 @@ public enum BenchRunner {
             bytesPerPersistedRow: rows == 0 ? 0 : Double(bytes) / Double(rows),
             bytesPerPayloadByte: payload == 0 ? 0 : Double(bytes) / Double(payload),
             tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickMaxMs: sorted.last?.milliseconds ?? 0,
-            tickCpuMs: tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds,
+            tickCpuMs: run.tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds,
             backgroundCpuMsPerSec: backgroundCPU.milliseconds / max(simulated, 0.001), risk: risk,
-            reloadMs: reload?.milliseconds, setupSeconds: setupSeconds, setupBytes: setupBytes,
+            reloadMs: reload?.milliseconds, setupSeconds: run.setupSeconds, setupBytes: run.setupBytes,
             compactionRounds: compactions?.rounds, compactionSteps: compactions?.steps)
     }
 

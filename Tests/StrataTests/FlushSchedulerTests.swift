@@ -1,10 +1,60 @@
 import Foundation
+import StrataBench
 import Testing
 @testable import Strata
 
 /// The whole path in virtual time: world → scheduler → writer → SQLite, asserting on
 /// the database file. Time only moves when the test advances the clock.
 @Suite struct FlushSchedulerTests {
+    /// The quiet period only skips decisions that would flush nothing: driven through the
+    /// same random changes, events, operations, input, idling and power changes, a
+    /// scheduler that keeps it and one that forgets it before every tick flush the same
+    /// tiers at the same ticks.
+    @Test(arguments: 0 ..< 8)
+    func theQuietPeriodNeverChangesADecision(seed: Int) {
+        var rng = SplitMix64(seed: UInt64(seed) + 100)
+        let clock = ManualClock()
+        let policy = FlushPolicy(config: PersistenceConfig())
+        let lookahead = Duration.milliseconds(167)
+        let worlds = [World(clock: clock), World(clock: clock)]
+        var schedulers = [FlushScheduler(policy: policy, now: clock.now(), lookahead: lookahead),
+                          FlushScheduler(policy: policy, now: clock.now(), lookahead: lookahead)]
+        var entities: [[Entity]] = [[], []]
+        let powers: [PowerState] = [.assumedAC, .discharging(80), .discharging(30), .discharging(10), .charging(50)]
+        var power = PowerState.assumedAC
+        var flushes = 0
+        for tick in 0 ..< 3000 {
+            let roll = Int.random(in: 0 ..< 100, using: &rng)
+            for side in 0 ..< 2 {
+                switch roll {
+                case 0 ..< 3: entities[side].append(worlds[side].spawn(Position(x: 0, y: 0), Title("t")))
+                case 3 ..< 10 where !entities[side].isEmpty:
+                    worlds[side].mutate(Position.self, of: entities[side][tick % entities[side].count]) { $0.x += 1 }
+                case 10 where !entities[side].isEmpty:
+                    worlds[side].mutate(Title.self, of: entities[side][tick % entities[side].count]) { $0.revision += 1 }
+                case 11: schedulers[side].request(.majorAction, by: clock.now() + .seconds(1))
+                case 12: schedulers[side].recordOperations(1, now: clock.now())
+                case 13 ..< 40: schedulers[side].noteInput(at: clock.now())
+                default: break
+                }
+            }
+            if roll == 99 {
+                power = powers[Int.random(in: 0 ..< powers.count, using: &rng)]
+                for side in 0 ..< 2 { schedulers[side].reconsider() }
+            }
+            clock.advance(by: roll == 98 ? .seconds(70) : .milliseconds(Int64.random(in: 1 ... 400, using: &rng)))
+            schedulers[1].reconsider()
+            let batches = [WriteBatch(), WriteBatch()]
+            let due = (0 ..< 2).map { schedulers[$0].endTick(world: worlds[$0], now: clock.now(), power: power, into: batches[$0]) }
+            #expect(due[0] == due[1], "seed \(seed), tick \(tick): the quiet scheduler decided \(due[0]), the fresh one \(due[1])")
+            #expect(batches[0].reasons == batches[1].reasons && batches[0].rowCount == batches[1].rowCount,
+                    "seed \(seed), tick \(tick): the batches differ")
+            if due[0] { flushes += 1 }
+            if due[0] != due[1] { return }
+        }
+        #expect(flushes > 50)
+    }
+
     @Test func criticalChangesAreCommittedByTheDelayAndNotBefore() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

@@ -68,7 +68,7 @@ extension Engine {
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval
         let scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
-        writer.compactionStepBytes = options.compactionStepBytes
+        for method in CompactionPolicy.Method.allCases { writer.compactionStepBytes[method] = options.compactionStepBytes }
         writer.start()
         return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,
                       recorder: recorder, clock: options.clock, logger: logger, scheduler: scheduler, countingVFS: countingVFS)

@@ -48,8 +48,14 @@ public final class Engine {
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
     public var powerState: PowerState = .assumedAC {
-        didSet { writer.setMaxWalBytes(scheduler.policy.maxWalBytes(power: powerState)) }
+        didSet {
+            writer.setMaxWalBytes(scheduler.policy.maxWalBytes(power: powerState))
+            onMains = !powerState.onBattery && !powerState.powerSaver
+            scheduler.reconsider()
+        }
     }
+    /// On mains power or charging, without the power-saver profile (for compaction).
+    private var onMains = true
 
     /// Knobs that are not configuration: the clock, the VFS, and test hooks.
     public struct Options: Sendable {
@@ -127,7 +133,7 @@ public final class Engine {
     /// Records user input (for idle detection).
     public func noteInput() {
         owner.check("Engine")
-        scheduler.lastInput = clock.now()
+        scheduler.noteInput(at: clock.now())
     }
 
     /// The end of a simulation tick: takes the latest power state and memory warnings,
@@ -146,7 +152,7 @@ public final class Engine {
     /// Tells the writer when the power source or the user's activity changes: compaction
     /// runs eagerly on mains power while idle, and on battery only past its hard cap.
     private func reportCompactionContext(now: Instant) {
-        let context = Writer.CompactionContext(power: powerState, activity: scheduler.activity(now: now))
+        let context = Writer.CompactionContext(onMains: onMains, idle: scheduler.activity(now: now) == .idle)
         guard context != compactionContext else { return }
         compactionContext = context
         writer.setCompactionContext(context)
@@ -219,7 +225,7 @@ public final class Engine {
     public func recordOperations(_ count: Int, fromPeers: Bool) {
         owner.check("Engine")
         guard count > 0 else { return }
-        scheduler.vectorClock.record(count, now: clock.now())
+        scheduler.recordOperations(count, now: clock.now())
         if fromPeers { flush(reason: .networkOperations) }
     }
 

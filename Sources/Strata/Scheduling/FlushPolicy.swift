@@ -109,6 +109,21 @@ public struct FlushPolicy: Sendable, Equatable {
         first + derivedInterval(power: power, activity: activity)
     }
 
+    /// The earliest `now` at which ``decide(_:)`` flushes a tier, the other inputs staying
+    /// as they are; nil if no tier is dirty. The scheduler need not ask again before it.
+    public func nextDecision(_ input: Input) -> Instant? {
+        var next: Instant?
+        if let first = input.criticalFirstChange {
+            next = first + config.criticalFlushDelay - input.lookahead
+        }
+        if let first = input.derivedFirstChange {
+            let current = first + derivedInterval(power: input.power, activity: input.activity)
+            let deadline = input.derivedDeadline.map { min($0, current) } ?? current
+            next = min(next ?? deadline - input.lookahead, deadline - input.lookahead)
+        }
+        return next
+    }
+
     public func decide(_ input: Input) -> Decision {
         var decision = Decision()
         let horizon = input.now + input.lookahead

@@ -4,7 +4,18 @@
 ///
 /// State: the derived deadline captured when the derived tier became dirty (`nil`
 /// while it is clean); flush events waiting for their deadline (every tier is flushed
-/// by `eventDeadline`, for `eventReasons`); the vector-clock trigger; the last input.
+/// by `eventDeadline`, for `eventReasons`); the vector-clock trigger; the last input;
+/// and the *quiet period* of the last decision.
+///
+/// The quiet period is what keeps an end of tick cheap: after a decision that flushed
+/// nothing, `quietUntil` is the earliest instant anything could fall due (a tier's
+/// deadline, ``FlushPolicy/nextDecision(_:)``; an event's; the vector clock's; the user
+/// turning idle). Until then, while no tier goes from clean to dirty, the decision
+/// would come out the same, and `endTick` returns after a few comparisons instead of
+/// running the policy (whose code and data a sleeping tick thread finds cold: it cost
+/// 4–7 µs a tick on the development VM). Every input that could change the decision
+/// ends the quiet period: an event, operations, a power change, input after idling,
+/// a drain of every tier.
 struct FlushScheduler {
     var policy: FlushPolicy
     /// Captured when the derived tier first became dirty; cleared when it is drained.
@@ -12,26 +23,55 @@ struct FlushScheduler {
     /// The earliest deadline of the flush events requested since the last flush of every tier.
     private(set) var eventDeadline: Instant?
     private(set) var eventReasons = FlushReasonSet()
-    var vectorClock: VectorClockTrigger
-    var lastInput: Instant
+    private(set) var vectorClock: VectorClockTrigger
+    private(set) var lastInput: Instant
+    /// When the user turns idle without further input: `lastInput + idle_after_secs`.
+    private var idleAt: Instant
     var lookahead: Duration
+    /// Nothing can fall due before this instant while `quietFirstDirty` holds (see above).
+    private var quietUntil: Instant?
+    /// Each tier's first dirty instant at the last decision.
+    private var quietFirstDirty: (critical: Instant?, derived: Instant?)
+    /// The user was idle at the last decision: input now would shorten the derived interval.
+    private var quietWhileIdle = false
 
     init(policy: FlushPolicy, now: Instant, lookahead: Duration) {
         self.policy = policy
         self.lastInput = now
+        self.idleAt = now + policy.config.idleAfter
         self.lookahead = lookahead
         self.vectorClock = VectorClockTrigger(everyOperations: policy.config.vectorClockEveryOperations,
                                               interval: policy.config.vectorClockInterval)
     }
 
     func activity(now: Instant) -> Activity {
-        now.duration(since: lastInput) > policy.config.idleAfter ? .idle : .active
+        now > idleAt ? .idle : .active
+    }
+
+    /// Records user input (for idle detection).
+    mutating func noteInput(at now: Instant) {
+        lastInput = now
+        idleAt = now + policy.config.idleAfter
+        if quietWhileIdle { quietUntil = nil }
+    }
+
+    /// Records operation-log activity for the vector-clock trigger.
+    mutating func recordOperations(_ count: Int, now: Instant) {
+        vectorClock.record(count, now: now)
+        quietUntil = nil
+    }
+
+    /// Forgets the quiet period: the next end of tick decides afresh (the power state
+    /// changed, so the derived interval may have).
+    mutating func reconsider() {
+        quietUntil = nil
     }
 
     /// A flush event that wants every tier by `deadline`.
     mutating func request(_ reason: FlushReason, by deadline: Instant) {
         eventDeadline = eventDeadline.map { min($0, deadline) } ?? deadline
         eventReasons.insert(reason)
+        quietUntil = nil
     }
 
     /// Drains every tier now (an app transition, an explicit save, shutdown) into `batch`,
@@ -44,11 +84,17 @@ struct FlushScheduler {
         derivedDeadline = nil
         eventDeadline = nil
         eventReasons = []
+        quietUntil = nil
     }
 
     /// Decides and drains the due tiers into `batch`, which must be empty. Returns false
     /// if nothing is due (the batch is untouched).
     mutating func endTick(world: World, now: Instant, power: PowerState, into batch: WriteBatch) -> Bool {
+        let criticalFirst = world.firstPendingChange(.critical)
+        let derivedFirst = world.firstPendingChange(.derived)
+        if let quietUntil, now < quietUntil, criticalFirst == quietFirstDirty.critical, derivedFirst == quietFirstDirty.derived {
+            return false
+        }
         if vectorClock.isDue(now: now) {
             vectorClock.reset()
             request(.vectorClock, by: now)
@@ -58,17 +104,26 @@ struct FlushScheduler {
             return true
         }
         let activity = activity(now: now)
-        let derivedFirst = world.firstPendingChange(.derived)
         if let derivedFirst, derivedDeadline == nil {
             derivedDeadline = policy.derivedDeadline(firstChange: derivedFirst, power: power, activity: activity)
         }
-        let decision = policy.decide(FlushPolicy.Input(
+        let input = FlushPolicy.Input(
             now: now,
-            criticalFirstChange: world.firstPendingChange(.critical),
+            criticalFirstChange: criticalFirst,
             derivedFirstChange: derivedFirst,
             derivedDeadline: derivedDeadline,
-            power: power, activity: activity, lookahead: lookahead))
-        guard !decision.isEmpty else { return false }
+            power: power, activity: activity, lookahead: lookahead)
+        let decision = policy.decide(input)
+        guard !decision.isEmpty else {
+            // Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
+            let candidates = [policy.nextDecision(input), eventDeadline.map { $0 - lookahead }, vectorClock.dueAt,
+                              activity == .active ? idleAt : nil]
+            quietUntil = candidates.compactMap { $0 }.min() ?? Instant(nanoseconds: .max)
+            quietFirstDirty = (criticalFirst, derivedFirst)
+            quietWhileIdle = activity == .idle
+            return false
+        }
+        quietUntil = nil
         var reasons = FlushReasonSet()
         if decision.flushCritical { reasons.insert(.criticalDelay) }
         if decision.flushDerived { reasons.insert(decision.derivedReason) }

@@ -21,6 +21,12 @@ struct VectorClockTrigger: Sendable, Equatable {
         pending += operations
     }
 
+    /// When the interval runs out (the count is checked when operations are recorded).
+    var dueAt: Instant? {
+        guard let first = firstPending else { return nil }
+        return pending >= everyOperations ? first : first + interval
+    }
+
     func isDue(now: Instant) -> Bool {
         guard let first = firstPending else { return false }
         return pending >= everyOperations || now >= first + interval

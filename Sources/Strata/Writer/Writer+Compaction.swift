@@ -19,11 +19,6 @@ extension Writer {
             self.onMains = onMains
             self.idle = idle
         }
-
-        init(power: PowerState, activity: Activity) {
-            onMains = !power.onBattery && !power.powerSaver
-            idle = activity == .idle
-        }
     }
 
     /// The engine reports a change of power or activity (tick thread); the writer
@@ -86,7 +81,7 @@ extension Writer {
         let started = clock.now()
         let result: Compactor.StepResult
         do {
-            let budget = compactionStepBytes
+            let budget = compactionStepBytes[current.method]!
             result = try store.withConnection { db in
                 var result = Compactor.StepResult()
                 try db.inTransaction(.immediate) {
@@ -110,7 +105,7 @@ extension Writer {
         }
         compactionFailures = 0
         let elapsed = clock.now().duration(since: started)
-        adaptStepBudget(elapsed: elapsed, consumedBytes: result.consumedBytes)
+        adaptStepBudget(current.method, elapsed: elapsed, consumedBytes: result.consumedBytes)
         result.apply(to: segmentLog)
 
         if let (id, damage) = result.blockedBy {
@@ -146,14 +141,15 @@ extension Writer {
             roundDone: result.roundDone))
     }
 
-    /// Halves the byte budget after a step that took too long, doubles it after one
-    /// that took less than a quarter of the time allowed.
-    private func adaptStepBudget(elapsed: Duration, consumedBytes: Int) {
+    /// Halves the method's byte budget after a step that took too long, doubles it after
+    /// one that took less than a quarter of the time allowed.
+    private func adaptStepBudget(_ method: CompactionPolicy.Method, elapsed: Duration, consumedBytes: Int) {
         let budget = settings.compactionStepBudget
+        let bytes = compactionStepBytes[method]!
         if elapsed > budget {
-            compactionStepBytes = max(16 * 1024, compactionStepBytes / 2)
-        } else if elapsed < budget / 4 && consumedBytes >= compactionStepBytes {
-            compactionStepBytes = min(64 * 1024 * 1024, compactionStepBytes * 2)
+            compactionStepBytes[method] = max(16 * 1024, bytes / 2)
+        } else if elapsed < budget / 4 && consumedBytes >= bytes {
+            compactionStepBytes[method] = min(64 * 1024 * 1024, bytes * 2)
         }
     }
 

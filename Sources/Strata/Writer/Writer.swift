@@ -84,8 +84,9 @@ final class Writer: @unchecked Sendable {
     /// The batch parts, in the order they write: entity rows, then the segment append.
     let parts: [any BatchPart]
     var round: Compactor.Round?
-    /// Bytes of records a step consumes; adapted to `compactionStepBudget`.
-    var compactionStepBytes = 256 * 1024
+    /// Bytes of records a step consumes, per method (a fold's byte costs more than a
+    /// merge's); each adapts to `compactionStepBudget`.
+    var compactionStepBytes: [CompactionPolicy.Method: Int] = [.merge: 256 * 1024, .fold: 256 * 1024]
     var compactionFailures = 0
     var compactionRetryAt: Date?
     var lastCheckpoint: Instant

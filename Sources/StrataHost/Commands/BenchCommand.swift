@@ -30,7 +30,7 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("page-size"), help: "Strata's database.page_size (default: the config's).")
     var pageSize: Int?
 
-    @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 32 with --sweep-entities, so that compaction runs during the run).")
+    @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 96 with --sweep-entities, so that compaction runs at least twice in 60 s).")
     var compactionBacklogKB: Double?
 
     @Option(name: .customLong("compaction-method"), help: "Strata compacts with this method only: merge or fold (default: the cheaper).")
@@ -80,7 +80,7 @@ struct BenchCommand: ParsableCommand {
             .split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
         options.scalingCheck = !noScalingCheck
         options.strataPageSize = pageSize
-        options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 32)).map { Int($0 * 1024) }
+        options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 96)).map { Int($0 * 1024) }
         options.strataCompactionMethod = compactionMethod
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
