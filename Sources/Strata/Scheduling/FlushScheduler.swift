@@ -27,6 +27,9 @@ struct FlushScheduler {
     private(set) var lastInput: Instant
     /// When the user turns idle without further input: `lastInput + idle_after_secs`.
     private var idleAt: Instant
+    /// `idle_after_secs` in nanoseconds: input is noted every tick while the user plays,
+    /// and `Instant + Duration` goes through the standard library's 128-bit arithmetic.
+    private let idleAfterNanoseconds: Int64
     var lookahead: Duration
     /// Nothing can fall due before this instant while `quietFirstDirty` holds (see above).
     private var quietUntil: Instant?
@@ -39,6 +42,7 @@ struct FlushScheduler {
         self.policy = policy
         self.lastInput = now
         self.idleAt = now + policy.config.idleAfter
+        self.idleAfterNanoseconds = policy.config.idleAfter.nanoseconds
         self.lookahead = lookahead
         self.vectorClock = VectorClockTrigger(everyOperations: policy.config.vectorClockEveryOperations,
                                               interval: policy.config.vectorClockInterval)
@@ -51,7 +55,7 @@ struct FlushScheduler {
     /// Records user input (for idle detection).
     mutating func noteInput(at now: Instant) {
         lastInput = now
-        idleAt = now + policy.config.idleAfter
+        idleAt = Instant(nanoseconds: now.nanoseconds &+ idleAfterNanoseconds)
         if quietWhileIdle { quietUntil = nil }
     }
 

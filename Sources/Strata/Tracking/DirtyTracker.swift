@@ -10,7 +10,7 @@
 ///    skipped at drain time and never cause a wrong write.
 /// 2. A column index is in `columns[tier]` exactly when that column's tier list went
 ///    from empty to non-empty since the tier was last drained.
-/// 3. `firstDirty[tier]` is set when the tier goes from clean to dirty and cleared when
+/// 3. A tier's first-dirty instant is set when it goes from clean to dirty and cleared when
 ///    it is drained: flush deadlines run from the oldest pending change.
 /// 4. Spawns and despawns are critical work and make the critical tier dirty.
 /// 5. Marking never allocates once the lists have reached their steady-state size:
@@ -29,7 +29,10 @@ struct DirtyTracker {
 
     /// Columns with dirty slots, per persisted tier (`Tier.rawValue`).
     @usableFromInline var columns: [[UInt32]] = [[], []]
-    @usableFromInline var firstDirty: [Instant?] = [nil, nil]
+    /// When each persisted tier went from clean to dirty. Two fields, not an array: the
+    /// end of every tick reads them, and an array's buffer is one more cold cache line.
+    @usableFromInline var firstCritical: Instant?
+    @usableFromInline var firstDerived: Instant?
     @usableFromInline var spawns: [Spawn] = []
     /// Numbers of despawned entities whose rows must go.
     @usableFromInline var despawns: [EntityNumber] = []
@@ -41,24 +44,32 @@ struct DirtyTracker {
     /// marking that reaches the tracker (a tier goes dirty only through such a key).
     @inlinable
     mutating func noteColumnDirty(_ tier: Tier, typeIndex: UInt32, clock: any StrataClock) {
-        let t = tier.rawValue
-        if firstDirty[t] == nil { firstDirty[t] = clock.now() }
-        columns[t].append(typeIndex)
+        if tier == .critical {
+            if firstCritical == nil { firstCritical = clock.now() }
+        } else if firstDerived == nil {
+            firstDerived = clock.now()
+        }
+        columns[tier.rawValue].append(typeIndex)
     }
 
     mutating func noteSpawn(_ entity: Entity, id: EntityID, clock: any StrataClock) {
-        if firstDirty[0] == nil { firstDirty[0] = clock.now() }
+        if firstCritical == nil { firstCritical = clock.now() }
         spawns.append(Spawn(entity: entity, id: id))
     }
 
     mutating func noteDespawn(_ number: EntityNumber, clock: any StrataClock) {
-        if firstDirty[0] == nil { firstDirty[0] = clock.now() }
+        if firstCritical == nil { firstCritical = clock.now() }
         despawns.append(number)
     }
 
 
+    @inline(__always)
     func firstDirty(_ tier: Tier) -> Instant? {
-        tier == .ephemeral ? nil : firstDirty[tier.rawValue]
+        switch tier {
+        case .critical: firstCritical
+        case .derived: firstDerived
+        case .ephemeral: nil
+        }
     }
 
     /// Clears the tier; its dirty columns are swapped into `scratch` (which must be
@@ -66,7 +77,7 @@ struct DirtyTracker {
     mutating func reset(_ tier: Tier, swappingColumnsInto scratch: inout [UInt32]) {
         let t = tier.rawValue
         swap(&columns[t], &scratch)
-        firstDirty[t] = nil
+        if tier == .critical { firstCritical = nil } else { firstDerived = nil }
         if tier == .critical {
             if !spawns.isEmpty { spawns.removeAll(keepingCapacity: true) }
             if !despawns.isEmpty { despawns.removeAll(keepingCapacity: true) }
