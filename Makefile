@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test run bench bench-docs bench-micro clean
+.PHONY: all deps deps-bench build test run bench bench-docs bench-sweep bench-micro clean
 
 all: build
 
@@ -43,13 +43,23 @@ bench: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata bench --out bench-results $(BENCH_ARGS)
 
-# Refreshes the committed report, docs/benchmarks.md, with the strace cross-check appended.
+# Storage cost across world sizes: N = 1k … 1M entities, 1k moving, 60 simulated s per
+# strategy (release build, ~20 min). Writes docs/sweep.{md,svg,json}, which bench-docs
+# appends to docs/benchmarks.md. Flags: make bench-sweep SWEEP_ARGS="--sweep-entities 1000,10000 --seconds 20".
+SWEEP_ARGS ?= --sweep-entities 1000,10000,100000,1000000 --moving 1000 --seconds 60
+bench-sweep: deps
+	$(SWIFT) build -c release --product strata
+	.build/release/strata bench $(SWEEP_ARGS) --out docs --name sweep
+
+# Refreshes the committed report, docs/benchmarks.md, with the strace cross-check and the
+# last sweep (docs/sweep.md, from make bench-sweep) appended.
 bench-docs: deps-bench
 	$(SWIFT) build -c release --product strata
 	.build/release/strata bench --out docs --name benchmarks $(BENCH_ARGS)
 	{ printf '\n## Cross-check: the VFS against strace\n\n`scripts/strace-crosscheck.sh` (4 simulated seconds per strategy):\n\n'; \
 	  scripts/strace-crosscheck.sh; \
 	  printf '\nWhere the two differ, `strace -f -y` names the files: the unix VFS fsyncs the *directory* inside the first sync of a new rollback journal or WAL file (2 here: the journal used while the schema is created, then the WAL), and the runner itself fsyncs its 3 report files (atomic writes by Foundation). In rollback-journal mode the journal is created anew for every transaction, so `naive` pays one directory sync more per commit.\n'; \
+	  if [ -f docs/sweep.md ]; then printf '\n'; sed -e 's/^# /## /' -e 's/^## N = /### N = /' -e 's/^## What it must show/### What it must show (across world sizes)/' -e 's/^## The strategies/### The strategies (across world sizes)/' docs/sweep.md; fi; \
 	} >> docs/benchmarks.md
 
 # The micro-benchmarks (ordo-one/benchmark, release build): marking, hand-off, encoding,

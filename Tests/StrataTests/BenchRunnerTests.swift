@@ -45,8 +45,40 @@ import Testing
         #expect(tickFull.syncsByKind["wal"] == tickFull.ticks, "one WAL sync per tick's FULL commit")
         #expect(tickFull.rowsWritten == tickFull.ticks * 5 + 1, "5 moves a tick, one label edit at tick 0")
         let strata = try #require(byName["strata"])
-        #expect(strata.syncRequests <= 2, "half a second: at most the first critical flush")
+        #expect(strata.syncRequests <= 4, "half a second: at most the first critical flush, then the closing flush (FULL) and its checkpoint (2)")
+        #expect(strata.bytesByKind["main_db", default: 0] > 0, "the closing checkpoint copies what the run wrote into the file")
         #expect(strata.risk.crash["derived"] != nil)
+    }
+
+    /// The short version of `make bench-sweep`: two world sizes, every strategy of a
+    /// sweep, the baseline and Strata ticked together, the report and chart written.
+    @Test func aSmokeSweepReportsEverySizeAndStrategy() throws {
+        let directory = TestDirectory()
+        var options = BenchOptions()
+        options.moving = 20
+        options.seconds = 0.5
+        options.coverIntervalsUpToSecs = 0
+        options.strategies = BenchRunner.sweepStrategies
+        options.strataBacklogBytes = 1024
+        let sweep = try BenchRunner.sweep(options, sizes: [20, 200], directory: directory.url.appendingPathComponent("work"),
+                                          command: "test")
+        #expect(sweep.points.map(\.entities) == [20, 200])
+        for point in sweep.points {
+            #expect(point.results.map(\.name) == BenchRunner.sweepStrategies)
+            let strata = try #require(point.results.first { $0.name == "strata" })
+            let baseline = try #require(point.results.first { $0.name == "baseline" })
+            #expect(strata.ticks == baseline.ticks, "ticked together")
+            #expect(strata.persistedPayloadBytes > 0 && strata.bytesPerPayloadByte > 0)
+            #expect(strata.reloadMs != nil && strata.compactionRounds != nil)
+            #expect(point.results.first { $0.name == "snapshot-1s" }?.reloadMs != nil)
+        }
+        let files = try BenchReport.write(sweep, to: directory.url, name: "sweep")
+        let markdown = try String(contentsOfFile: files[2], encoding: .utf8)
+        #expect(markdown.contains("## N = 200, M = 20") && markdown.contains("What it must show"))
+        let svg = try String(contentsOfFile: files[1], encoding: .utf8)
+        #expect(svg.hasPrefix("<svg") && svg.contains("snapshot-5s") && svg.contains("<polyline"))
+        let json = try String(contentsOfFile: files[0], encoding: .utf8)
+        #expect(try JSONDecoder().decode(SweepResults.self, from: Data(json.utf8), snakeCase: true).points.count == 2)
     }
 
     @Test func dataAtRiskIsTheAgeOfTheOldestUncoveredChange() {

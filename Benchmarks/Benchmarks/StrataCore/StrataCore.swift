@@ -35,6 +35,9 @@ struct Style: Component {
 // MARK: Fixtures
 
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
+
+/// Removes the scratch folder when the process ends (the reload files run to hundreds of MB).
+func removeScratch() { try? FileManager.default.removeItem(at: scratch) }
 let quiet = Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() })
 
 func freshPath(_ name: String) -> String {
@@ -54,14 +57,40 @@ func benchConfig(_ path: String) -> StrataConfig {
     return config
 }
 
-/// An engine with `count` entities, each with a Transform and a Style, all saved.
-func makeEngine(_ name: String, count: Int) throws -> (Engine, [Entity]) {
-    let engine = try Engine.open(config: benchConfig(freshPath(name)), components: [Transform.self, Style.self], logger: quiet)
+/// An engine with `count` entities, each with a Transform and a Style, all saved
+/// (and folded into the base rows, when `compacted`).
+func makeEngine(_ name: String, count: Int, compacted: Bool = false, config: StrataConfig? = nil) throws -> (Engine, [Entity]) {
+    let engine = try Engine.open(config: config ?? benchConfig(freshPath(name)), components: [Transform.self, Style.self], logger: quiet)
     let entities = (0 ..< count).map { i in
         engine.world.spawn(Transform(x: Float(i), y: 0), Style(color: UInt32(i), kind: 1))
     }
-    engine.flushNow()
+    if compacted { engine.compactNow(timeout: .seconds(600)) } else { engine.flushNow() }
     return (engine, entities)
+}
+
+/// A file of 100k entities × 2 components folded into base rows, then every Transform
+/// rewritten round after round until the segment log holds `backlogBytes` (compaction
+/// waits: its caps are above that, and no end of tick ever tells it the power).
+func makeBacklog(_ name: String, backlogBytes: Int) throws {
+    var config = benchConfig(freshPath(name))
+    config.compaction.backlogBytes = 2 * backlogBytes
+    config.compaction.maxBacklogBytes = 2 * backlogBytes
+    let (engine, entities) = try makeEngine(name, count: 100_000, compacted: true, config: config)
+    var round: Float = 0
+    while engine.metrics.segmentBacklogBytes < backlogBytes {
+        round += 1
+        for e in entities { engine.world.mutate(Transform.self, of: e) { $0.y = round } }
+        engine.flushNow(reason: .majorAction)
+    }
+    try engine.shutdown()
+}
+
+/// Opens `name` and checks the world came back whole.
+func reload(_ name: String, expecting count: Int) throws {
+    let reopened = try Engine.open(config: benchConfig(scratch.appendingPathComponent(name).path),
+                                   components: [Transform.self, Style.self], logger: quiet)
+    precondition(reopened.world.entityCount == count)
+    try reopened.shutdown()
 }
 
 
@@ -79,7 +108,7 @@ final class RawUpsertLoop {
         sqlite3_open(path, &handle)
         db = handle!
         sqlite3_exec(db, """
-            PRAGMA page_size = 8192; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+            PRAGMA page_size = 4096; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
             PRAGMA wal_autocheckpoint = 0; PRAGMA foreign_keys = ON;
             CREATE TABLE entities (id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16), created_at INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE components (
@@ -142,6 +171,7 @@ let bytesWritten = BenchmarkMetric.custom("Bytes written", polarity: .prefersSma
 let keys = 10_000
 
 let benchmarks: @Sendable () -> Void = {
+    atexit { removeScratch() }
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .mallocCountTotal],
         timeUnits: .nanoseconds,
@@ -210,11 +240,11 @@ let benchmarks: @Sendable () -> Void = {
                   }
               })
 
-    // Writer throughput: 10k upserts in one transaction, through the whole engine
-    // (drain, hand-off, encode, bind through the C API, commit NORMAL).
+    // Writer throughput: 10k component writes in one transaction, through the whole
+    // engine (drain, hand-off, encode, append to the segment log, commit NORMAL).
     // Wall clock: flushNow() end to end. "Writer commit": the writer thread's own time
     // for the transaction, from the engine's metrics.
-    Benchmark("Writer: 10k component upserts, one transaction (Strata)",
+    Benchmark("Writer: 10k component writes, one transaction (Strata)",
               configuration: .init(metrics: [.wallClock, .throughput, writerCommitMicros, syncRequests, bytesWritten],
                                    timeUnits: .microseconds, maxIterations: 100),
               closure: { benchmark in
@@ -233,7 +263,8 @@ let benchmarks: @Sendable () -> Void = {
               setup: { (engine, entities) = try! makeEngine("writer.db", count: keys) },
               teardown: { try! engine.shutdown() })
 
-    // The same rows with a bare sqlite3 bind/step loop: the ceiling the writer is measured against.
+    // The same changes as upserts in place (the schema before the segment log) with a
+    // bare sqlite3 bind/step loop: what the writer is measured against.
     var raw: RawUpsertLoop!
     var round: Int64 = 0
     Benchmark("Writer baseline: 10k upserts, raw sqlite3 bind/step loop",
@@ -244,19 +275,26 @@ let benchmarks: @Sendable () -> Void = {
               },
               setup: { raw = RawUpsertLoop(path: freshPath("raw.db"), rows: keys) })
 
-    // Reload: open a database of 100k entities with 2 components each and rebuild the world.
-    Benchmark("Reload 100k entities x 2 components (Engine.open)",
-              configuration: .init(metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds, maxIterations: 10),
-              closure: { benchmark in
-                  benchmark.startMeasurement()
-                  let reopened = try! Engine.open(config: benchConfig(scratch.appendingPathComponent("reload.db").path),
-                                                  components: [Transform.self, Style.self], logger: quiet)
-                  benchmark.stopMeasurement()
-                  precondition(reopened.world.entityCount == 100_000)
-                  try! reopened.shutdown()
-              },
+    // Reload: open a database and rebuild the world (Engine.open), from base rows only,
+    // and with the segment log at its hard cap (`max_backlog_mb`, 64 MB) on top.
+    let reloadConfiguration = Benchmark.Configuration(metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds,
+                                                      maxIterations: 10)
+    Benchmark("Reload 100k entities x 2 components, compacted (Engine.open)",
+              configuration: reloadConfiguration,
+              closure: { _ in try! reload("reload.db", expecting: 100_000) },
               setup: {
-                  let (built, _) = try! makeEngine("reload.db", count: 100_000)
+                  let (built, _) = try! makeEngine("reload.db", count: 100_000, compacted: true)
+                  try! built.shutdown()
+              })
+    Benchmark("Reload 100k entities x 2 components + 64 MB segment backlog (Engine.open)",
+              configuration: reloadConfiguration,
+              closure: { _ in try! reload("backlog.db", expecting: 100_000) },
+              setup: { try! makeBacklog("backlog.db", backlogBytes: 64 * 1024 * 1024) })
+    Benchmark("Reload 1M entities x 2 components, compacted (Engine.open)",
+              configuration: .init(metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds, maxIterations: 5),
+              closure: { _ in try! reload("reload-1m.db", expecting: 1_000_000) },
+              setup: {
+                  let (built, _) = try! makeEngine("reload-1m.db", count: 1_000_000, compacted: true)
                   try! built.shutdown()
               })
 }

@@ -35,6 +35,8 @@ extension Store {
         var summary = LoadSummary()
         var typeIDs: [Int64?] = []
         let log = SegmentLog()
+        let clock = MonotonicClock()
+        let started = clock.now()
         do {
             try queue.writeWithoutTransaction { db in
                 for type in world.componentTypes {
@@ -42,12 +44,7 @@ extension Store {
                 }
             }
             try queue.read { db in
-                let names = try ComponentTypeNames.all(db)
-                var columnByTypeID: [Int64: Int] = [:]
-                for (id, name) in names {
-                    if let i = world.columns.firstIndex(where: { $0.componentType.typeName == name }) { columnByTypeID[id] = i }
-                }
-                var loader = ComponentLoader(world: world, columnByTypeID: columnByTypeID, names: names, logger: logger)
+                var loader = ComponentLoader(world: world, typeIDs: typeIDs, names: try ComponentTypeNames.all(db), logger: logger)
 
                 // Entities in number order: the world gives them indices 0, 1, 2… in that order.
                 let entitiesStatement = try db.makeStatement(sql: "SELECT num, id FROM entities ORDER BY num")
@@ -62,6 +59,7 @@ extension Store {
                     numbers.append(number)
                 }
                 summary.entities = numbers.count
+                let entitiesLoaded = clock.now()
 
                 // Base rows, in (entity_num, type_id) order: a merge with `numbers`.
                 let baseStatement = try db.makeStatement(sql: "SELECT entity_num, type_id, version, payload FROM components")
@@ -80,23 +78,40 @@ extension Store {
                                payload: payload, at: UInt32(position))
                 }
                 if log.baseRows > 0 { log.baseRowBytes = baseBytes / log.baseRows + 16 }
+                let baseLoaded = clock.now()
 
-                // The segment log, in commit order.
-                let replay = try SegmentReplay.run(db, log: log, logger: logger) { record in
-                    guard let index = Self.index(of: record.key.entity, in: numbers) else { return false }
-                    if let version = record.version {
-                        loader.put(typeID: record.key.typeID, version: version, payload: record.payload, at: index)
+                // The segment log, in commit order. Which record of each key is the newest
+                // (live) is kept in flat arrays, by column and entity, and handed to the log
+                // at the end: one dictionary insert per key, not one update per record.
+                let index = EntityNumberIndex(numbers)
+                var newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
+                let replay = try SegmentReplay.run(db, log: log, logger: logger) { record, seq in
+                    guard let entity = index.index(of: record.key.entity) else { return }   // gone: not live
+                    if let column = loader.column(of: record.key.typeID) {
+                        newest.note(column: column, entity: entity, seq: seq, bytes: record.approximateBytes)
+                        if let version = record.version {
+                            loader.put(column: column, version: version, payload: record.payload, at: entity)
+                        } else {
+                            loader.columns[column].forget(entity)
+                        }
                     } else {
-                        loader.remove(typeID: record.key.typeID, at: index)
+                        loader.unknownTypeRows += record.isRemoval ? 0 : 1
+                        log.noteLive(record.key, seq: seq, bytes: record.approximateBytes)
                     }
-                    return true
                 }
+                newest.hand(to: log) { column, entity in SegmentKey(entity: numbers[entity], typeID: typeIDs[column]!) }
                 summary.segments = replay.rows
                 summary.segmentRecords = replay.records
                 summary.unreadableSegments = replay.unreadableRows
                 world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber) + 1
                 summary.unknownTypeRows = loader.unknownTypeRows
                 summary.undecodableRows = loader.undecodableRows
+                let done = clock.now()
+                logger.debug("""
+                    reload: \(numbers.count) entities in \(entitiesLoaded.duration(since: started)), \(log.baseRows) base rows in \
+                    \(baseLoaded.duration(since: entitiesLoaded)), \(replay.records) records of \(replay.rows) segments in \
+                    \(done.duration(since: baseLoaded))
+                    """)
             }
         } catch {
             throw StoreError(.read, wrapping: error, path: location.path)
@@ -104,9 +119,38 @@ extension Store {
         summary.components = world.columns.reduce(0) { $0 + $1.count }
         return (summary, typeIDs, log)
     }
+}
 
-    /// The world index of entity `number`: its position in the sorted `numbers`.
-    private static func index(of number: EntityNumber, in numbers: [EntityNumber]) -> UInt32? {
+/// Entity number → world index during a reload: the entities were loaded in number order,
+/// so the index is the position in `numbers`. A direct table when numbers are dense (the
+/// usual case: assigned in spawn order, with the holes despawns leave), else a binary search.
+private struct EntityNumberIndex {
+    let numbers: [EntityNumber]
+    /// `table[number - first]` is the index, or `UInt32.max`.
+    let table: [UInt32]?
+    let first: EntityNumber
+
+    init(_ numbers: [EntityNumber]) {
+        self.numbers = numbers
+        first = numbers.first ?? 0
+        let span = (numbers.last ?? 0) - first + 1
+        if !numbers.isEmpty && span <= Int64(4 * numbers.count + 1024) {
+            var table = [UInt32](repeating: .max, count: Int(span))
+            for (i, number) in numbers.enumerated() { table[Int(number - first)] = UInt32(i) }
+            self.table = table
+        } else {
+            table = nil
+        }
+    }
+
+    @inline(__always)
+    func index(of number: EntityNumber) -> UInt32? {
+        if let table {
+            let offset = number - first
+            guard offset >= 0 && offset < table.count else { return nil }
+            let index = table[Int(offset)]
+            return index == .max ? nil : index
+        }
         var low = 0, high = numbers.count
         while low < high {
             let mid = (low + high) / 2
@@ -116,50 +160,109 @@ extension Store {
     }
 }
 
+/// The newest record of each (column, entity) key met in the log, in flat arrays.
+private struct NewestRecords {
+    /// `seq[column][entity]`: the seq of the newest record, 0 if none.
+    var seq: [[Int64]]
+    var bytes: [[Int32]]
+    var used: [Bool]
+
+    init(columns: Int, entities: Int) {
+        seq = Array(repeating: [], count: columns)
+        bytes = Array(repeating: [], count: columns)
+        used = Array(repeating: false, count: columns)
+        entityCount = entities
+    }
+
+    private let entityCount: Int
+
+    @inline(__always)
+    mutating func note(column: Int, entity: UInt32, seq s: Int64, bytes b: Int32) {
+        if !used[column] {
+            used[column] = true
+            seq[column] = [Int64](repeating: 0, count: entityCount)
+            bytes[column] = [Int32](repeating: 0, count: entityCount)
+        }
+        seq[column][Int(entity)] = s
+        bytes[column][Int(entity)] = b
+    }
+
+    /// Notes every newest record in `log`.
+    func hand(to log: SegmentLog, key: (Int, Int) -> SegmentKey) {
+        for column in seq.indices where used[column] {
+            for entity in seq[column].indices where seq[column][entity] != 0 {
+                log.noteLive(key(column, entity), seq: seq[column][entity], bytes: bytes[column][entity])
+            }
+        }
+    }
+}
+
 /// Puts decoded values into the world's columns during a reload, counting what it
 /// cannot load. Opening thread.
 private struct ComponentLoader {
     let world: World
-    let columnByTypeID: [Int64: Int]
+    /// The world's columns, held here: reached through the world for every record, they
+    /// cost a retain and a release each (a third of a replay's time).
+    let columns: [any AnyComponentColumn]
     let names: [Int64: String]
     let logger: Logger
+    /// Column index by `component_types.id` (ids are small: interned one by one).
+    private var columnByTypeID: [Int?] = []
+    private var overflowColumnByTypeID: [Int64: Int] = [:]
+    /// Each column's payload version, read once.
+    private let versions: [Int]
     var unknownTypeRows = 0
     var undecodableRows = 0
-    private var warned: Set<Int64> = []
+    private var warned: Set<Int> = []
 
-    init(world: World, columnByTypeID: [Int64: Int], names: [Int64: String], logger: Logger) {
+    init(world: World, typeIDs: [Int64?], names: [Int64: String], logger: Logger) {
         self.world = world
-        self.columnByTypeID = columnByTypeID
+        self.columns = world.columns
         self.names = names
         self.logger = logger
+        versions = world.columns.map { $0.componentType.payloadVersion }
+        for (column, id) in typeIDs.enumerated() {
+            guard let id else { continue }
+            if id >= 0 && id < 65_536 {
+                if columnByTypeID.count <= Int(id) { columnByTypeID += repeatElement(nil, count: Int(id) + 1 - columnByTypeID.count) }
+                columnByTypeID[Int(id)] = column
+            } else {
+                overflowColumnByTypeID[id] = column
+            }
+        }
+    }
+
+    /// The column of a registered type, nil for a type this build does not register.
+    @inline(__always)
+    func column(of typeID: Int64) -> Int? {
+        typeID >= 0 && typeID < columnByTypeID.count ? columnByTypeID[Int(typeID)] : overflowColumnByTypeID[typeID]
+    }
+
+    mutating func put(typeID: Int64, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
+        guard let column = column(of: typeID) else {
+            unknownTypeRows += 1
+            return
+        }
+        put(column: column, version: version, payload: payload, at: entityIndex)
     }
 
     /// A value for the key: decoded into its column. One that does not decode leaves the
     /// key without a value (the newest value is the one that counts, and it is not
     /// readable by this build); its bytes stay in the file.
-    mutating func put(typeID: Int64, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
-        guard let columnIndex = columnByTypeID[typeID] else {
-            unknownTypeRows += 1
-            return
-        }
-        let column = world.columns[columnIndex]
+    mutating func put(column: Int, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
+        let target = columns[column]
         do {
-            guard version <= column.componentType.payloadVersion else {
-                throw PayloadError.invalid("version \(version) is newer than this build's \(column.componentType.payloadVersion)")
+            guard version <= versions[column] else {
+                throw PayloadError.invalid("version \(version) is newer than this build's \(versions[column])")
             }
             var reader = PayloadReader(payload)
-            try column.load(from: &reader, version: version, at: entityIndex)
+            try target.load(from: &reader, version: version, at: entityIndex)
         } catch {
             undecodableRows += 1
-            column.forget(entityIndex)
-            if warned.insert(typeID).inserted {
-                logger.warning("reload: rows of \(names[typeID] ?? "?") kept but not loaded: \(error)")
+            target.forget(entityIndex)
+            if warned.insert(column).inserted {
+                logger.warning("reload: rows of \(target.componentType.typeName) kept but not loaded: \(error)")
             }
         }
-    }
-
-    mutating func remove(typeID: Int64, at entityIndex: UInt32) {
-        guard let columnIndex = columnByTypeID[typeID] else { return }
-        world.columns[columnIndex].forget(entityIndex)
     }
 }

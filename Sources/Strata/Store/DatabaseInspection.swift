@@ -102,9 +102,8 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     /// of each key, for entities that still exist, puts one in or takes one out.
     private mutating func replaySegments(_ db: Database, into counts: inout [Int64: Int]) throws {
         var newest: [SegmentKey: Bool] = [:]   // key → is a put
-        let outcome = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.inspect")) { record in
+        let outcome = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.inspect")) { record, _ in
             newest[record.key] = !record.isRemoval
-            return true
         }
         segments = outcome.rows
         segmentRecords = outcome.records

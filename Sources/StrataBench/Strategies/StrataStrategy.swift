@@ -110,8 +110,10 @@ final class StrataStrategy: BenchStrategy {
     }
 
     func finish() throws {
-        // Let the writer finish what was handed off during the run (it is part of the run).
-        engine?.waitForWriter()
+        // Everything changed during the run is persisted and checkpointed before the
+        // counters are read: the main file's copy of every page the run wrote counts too
+        // (without this, pages committed since the last checkpoint would be left out).
+        engine?.flushNow(reason: .explicitSave)
         endMetrics = engine?.metrics
     }
 

@@ -16,9 +16,10 @@ struct StatusLine {
         let world = engine.world
         let tier = engine.activity == .idle ? "idle" : engine.powerTier.rawValue
         let line = String(
-            format: "tick %5.1f Hz | entities %6d | pending critical %4d derived %5d | flushes %5d (commits %5d, FULL %4d) | WAL %@ | %@ [%@, derived %.0fs]",
+            format: "tick %5.1f Hz | entities %6d | pending critical %4d derived %5d | flushes %5d (commits %5d, FULL %4d) | WAL %@ | log %@, %d compactions | %@ [%@, derived %.0fs]",
             tickRate, world.entityCount, world.pendingCount(.critical), world.pendingCount(.derived),
             m.flushCount, m.commitCount, m.fullCommitCount, Self.megabytes(m.walSizeBytes),
+            Self.megabytes(m.segmentBacklogBytes), m.compactionRounds,
             engine.powerState.description, tier, engine.derivedInterval.seconds)
         FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(line)".utf8))
     }
@@ -49,8 +50,15 @@ struct StatusLine {
             "  flushes      \(m.flushCount) (\(reasons.isEmpty ? "none" : reasons)); \(m.mergedBatches) merged while the writer was busy, \(m.writerWakes) woke a parked writer",
             String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
                    m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
-            "  rows         \(m.componentRowsWritten) component upserts, \(m.componentRowsDeleted) deletes, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",
+            "  rows         \(m.componentRowsWritten) component writes, \(m.componentRowsDeleted) removals, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",
             "  payload      \(megabytes(m.payloadBytesWritten)) encoded",
+            "  segment log  \(m.segmentsWritten) rows appended (\(megabytes(m.segmentBytesWritten)) of records); now \(m.segmentBacklogRows) rows, "
+                + "\(megabytes(m.segmentBacklogBytes)), \(megabytes(m.segmentLiveBytes)) live"
+                + (m.unreadableSegments > 0 ? "; \(m.unreadableSegments) UNREADABLE (kept, compaction stopped)" : ""),
+            String(format: "  compaction   %d rounds (%@), %d steps, max step %.2f ms, %@ read, %@ rewritten, %d keys folded",
+                   m.compactionRounds, (m.compactionsByMethod.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ").nilIfEmpty ?? "none") as NSString,
+                   m.compactionSteps, m.maxCompactionStepDuration.milliseconds, megabytes(m.compactionBytesRead) as NSString,
+                   megabytes(m.compactionBytesWritten) as NSString, m.compactionKeysFolded),
             "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
             "  failures     \(m.failedCommits) failed commits (retried), \(m.abandonedRows) rows abandoned",
             String(format: "  writer       %.1f ms of CPU", m.writerCPUTime.milliseconds),
@@ -64,4 +72,8 @@ struct StatusLine {
         for alert in m.alerts { lines.append("  alert        \(alert)") }
         return lines.joined(separator: "\n")
     }
+}
+
+extension String {
+    var nilIfEmpty: String? { isEmpty ? nil : self }
 }

@@ -33,11 +33,10 @@ struct PersistedComponents: Equatable {
                 let id = idByNumber[row["entity_num"]]!
                 result.entities[id]![names[row["type_id"]]!] = Value(version: row["version"], payload: [UInt8](row["payload"] as Data))
             }
-            _ = try SegmentReplay.run(db, log: SegmentLog(), logger: quietLogger) { record in
-                guard let id = idByNumber[record.key.entity] else { return false }
+            _ = try SegmentReplay.run(db, log: SegmentLog(), logger: quietLogger) { record, _ in
+                guard let id = idByNumber[record.key.entity] else { return }
                 let name = names[record.key.typeID]!
                 result.entities[id]![name] = record.version.map { Value(version: $0, payload: Array(record.payload)) }
-                return true
             }
             return result
         }

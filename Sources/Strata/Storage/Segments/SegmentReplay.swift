@@ -3,8 +3,10 @@ import GRDBSQLite
 import Logging
 
 /// Reads the whole segment log in commit order at open, for the reload and for
-/// `strata inspect`, and builds the writer's ``SegmentLog`` on the way: rows, bytes,
-/// the newest record of each key (live), the next seq.
+/// `strata inspect`, and counts it into a ``SegmentLog`` on the way: rows, bytes,
+/// records, the last id, the next seq. Which records are live (the newest of each key)
+/// is the caller's to note: the reload does it in flat arrays, far cheaper than a
+/// dictionary update per record.
 ///
 /// Rows that cannot be read are counted, logged and skipped; nothing is changed.
 enum SegmentReplay {
@@ -16,10 +18,10 @@ enum SegmentReplay {
         var highestEntityNumber: EntityNumber = 0
     }
 
-    /// Calls `apply` with every record of every readable row, oldest first. `apply`
-    /// returns false for a record whose entity is gone (it is not live).
+    /// Calls `apply` with every record of every readable row, oldest first, and the
+    /// row's seq.
     static func run(_ db: Database, log: SegmentLog, logger: Logger,
-                    apply: (SegmentRecord) throws -> Bool) throws -> Outcome {
+                    apply: (SegmentRecord, _ seq: Int64) throws -> Void) throws -> Outcome {
         var outcome = Outcome()
         let statement = try db.makeStatement(sql: """
             SELECT id, format, record_count, checksum, records FROM segments ORDER BY id
@@ -44,11 +46,7 @@ enum SegmentReplay {
                         checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
                     ) { record in
                         outcome.highestEntityNumber = max(outcome.highestEntityNumber, record.key.entity)
-                        if try apply(record) {
-                            log.noteLive(record.key, seq: seq, bytes: record.approximateBytes)
-                        } else {
-                            log.forget(record.key, upTo: seq)
-                        }
+                        try apply(record, seq)
                     }
                     outcome.records += count
                 } catch let damage as SegmentDamage {
