@@ -174,7 +174,7 @@ extension BenchReport {
         guard let nMin = ns.min(), let nMax = ns.max() else { return svg + "</svg>\n" }
         let xLow = floor(log10(nMin)), xHigh = max(ceil(log10(nMax)), xLow + 1)
         let panels: [(String, (StrategyResult) -> Double, (Double) -> String)] = [
-            ("bytes written / simulated s", { $0.bytesWrittenPerSec }, { human($0) }),
+            ("bytes written / simulated s", { $0.bytesWrittenPerSec }, decimalBytes),
             ("tick p99 (ms)", { $0.tickP99Ms }, { String(format: $0 < 1 ? "%.3f" : "%.1f", $0) }),
         ]
         for (p, panel) in panels.enumerated() {
@@ -217,19 +217,17 @@ extension BenchReport {
         return svg + "</svg>\n"
     }
 
+    /// A power of ten of bytes in decimal units, for the chart's axis (1 kB, 10 kB, …).
+    static func decimalBytes(_ value: Double) -> String {
+        let units = ["B", "kB", "MB", "GB"]
+        var v = value, unit = 0
+        while v >= 1000 && unit < units.count - 1 { v /= 1000; unit += 1 }
+        return String(format: "%.0f %@", v, units[unit] as NSString)
+    }
+
     /// Writes `NAME.json`, `NAME.svg` and `NAME.md` into `folder`; returns their paths.
     @discardableResult
     public static func write(_ sweep: SweepResults, to folder: URL, name: String) throws -> [String] {
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let json = folder.appendingPathComponent("\(name).json")
-        let svg = folder.appendingPathComponent("\(name).svg")
-        let md = folder.appendingPathComponent("\(name).md")
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        try String(decoding: try encoder.encode(sweep), as: UTF8.self).write(to: json, atomically: true, encoding: .utf8)
-        try sweepSVG(sweep).write(to: svg, atomically: true, encoding: .utf8)
-        try sweepMarkdown(sweep, chartFile: svg.lastPathComponent).write(to: md, atomically: true, encoding: .utf8)
-        return [json.path, svg.path, md.path]
+        try writeFiles(json: json(sweep), svg: sweepSVG(sweep), markdown: { sweepMarkdown(sweep, chartFile: $0) }, to: folder, name: name)
     }
 }

@@ -26,7 +26,7 @@ public enum BenchReport {
 
     // MARK: JSON
 
-    public static func json(_ results: BenchResults) throws -> String {
+    public static func json(_ results: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -211,13 +211,21 @@ public enum BenchReport {
     /// Writes `NAME.json`, `NAME.svg` and `NAME.md` into `folder`; returns their paths.
     @discardableResult
     public static func write(_ results: BenchResults, to folder: URL, name: String) throws -> [String] {
+        try writeFiles(json: json(results), svg: svg(results), markdown: { markdown(results, chartFile: $0) }, to: folder, name: name)
+    }
+
+    /// The three files of a report; `markdown` is given the chart's file name.
+    static func writeFiles(json: String, svg: String, markdown: (String) -> String, to folder: URL, name: String) throws -> [String] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let json = folder.appendingPathComponent("\(name).json")
-        let svg = folder.appendingPathComponent("\(name).svg")
-        let md = folder.appendingPathComponent("\(name).md")
-        try self.json(results).write(to: json, atomically: true, encoding: .utf8)
-        try self.svg(results).write(to: svg, atomically: true, encoding: .utf8)
-        try markdown(results, chartFile: svg.lastPathComponent).write(to: md, atomically: true, encoding: .utf8)
-        return [json.path, svg.path, md.path]
+        let files = ["json", "svg", "md"].map { folder.appendingPathComponent("\(name).\($0)") }
+        try json.write(to: files[0], atomically: true, encoding: .utf8)
+        try svg.write(to: files[1], atomically: true, encoding: .utf8)
+        try markdown(files[1].lastPathComponent).write(to: files[2], atomically: true, encoding: .utf8)
+        return files.map(\.path)
+    }
+
+    /// The checks, one line each, as `strata bench` prints them.
+    public static func checkLines(_ checks: [Check]) -> [String] {
+        checks.map { "\($0.met == true ? "met    " : "NOT MET") \($0.claim): \($0.measured)" }
     }
 }

@@ -89,51 +89,32 @@ struct BenchCommand: ParsableCommand {
             try runSweep(options, sizes: sweep, work: work, command: command)
             return
         }
-        let results: BenchResults
+        let results = try running { try BenchRunner.run(options, directory: work, command: command, progress: $0) }
+        let files = try BenchReport.write(results, to: URL(fileURLWithPath: out), name: name ?? "report")
+        report(json: try BenchReport.json(results), table: BenchReport.table(results), checks: BenchReport.checks(results), files: files)
+    }
+
+    /// Runs `body` with progress on standard error (unless --json); a BenchError is a clear failure.
+    private func running<R>(_ body: (_ progress: (String) -> Void) throws -> R) throws -> R {
         do {
-            results = try BenchRunner.run(options, directory: work, command: command) { line in
-                if !json { printError(line) }
-            }
+            return try body { line in if !json { printError(line) } }
         } catch let error as BenchRunner.BenchError {
             printError("strata bench: \(error)")
             throw ExitCode.failure
-        }
-        let files = try BenchReport.write(results, to: URL(fileURLWithPath: out), name: name ?? "report")
-        if json {
-            say(try BenchReport.json(results))
-        } else {
-            say(BenchReport.table(results))
-            say("")
-            for check in BenchReport.checks(results) {
-                say("\(check.met == true ? "met    " : "NOT MET") \(check.claim): \(check.measured)")
-            }
-            say("\nwrote \(files.joined(separator: ", "))")
         }
     }
 
+    private func report(json text: String, table: String, checks: [BenchReport.Check], files: [String]) {
+        guard !json else { return say(text) }
+        say(table)
+        say("")
+        for line in BenchReport.checkLines(checks) { say(line) }
+        say("\nwrote \(files.joined(separator: ", "))")
+    }
+
     private func runSweep(_ options: BenchOptions, sizes: [Int], work: URL, command: String) throws {
-        let results: SweepResults
-        do {
-            results = try BenchRunner.sweep(options, sizes: sizes, directory: work, command: command) { line in
-                if !json { printError(line) }
-            }
-        } catch let error as BenchRunner.BenchError {
-            printError("strata bench: \(error)")
-            throw ExitCode.failure
-        }
+        let results = try running { try BenchRunner.sweep(options, sizes: sizes, directory: work, command: command, progress: $0) }
         let files = try BenchReport.write(results, to: URL(fileURLWithPath: out), name: name ?? "sweep")
-        if json {
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            say(String(decoding: try encoder.encode(results), as: UTF8.self))
-        } else {
-            say(BenchReport.sweepTable(results))
-            say("")
-            for check in BenchReport.sweepChecks(results) {
-                say("\(check.met == true ? "met    " : "NOT MET") \(check.claim): \(check.measured)")
-            }
-            say("\nwrote \(files.joined(separator: ", "))")
-        }
+        report(json: try BenchReport.json(results), table: BenchReport.sweepTable(results), checks: BenchReport.sweepChecks(results), files: files)
     }
 }

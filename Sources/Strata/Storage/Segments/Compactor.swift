@@ -219,25 +219,10 @@ struct Compactor {
             SegmentEncoder.Pending(key: key, version: newest[key]!.version, payload: newest[key]!.payload)
         }
         let chunks = encoder.encode(&records, arena: arena)
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
-            """).sqliteStatement
-        for (part, chunk) in chunks.enumerated() {
-            let id = Segment.id(seq: seq, part: part)
-            try chunk.records.withUnsafeBytes { records in
-                sqlite3_bind_int64(insert, 1, id)
-                sqlite3_bind_int64(insert, 2, Int64(Segment.format))
-                sqlite3_bind_int64(insert, 3, Int64(chunk.recordCount))
-                sqlite3_bind_int64(insert, 4, Int64(chunk.checksum))
-                sqlite3_bind_int64(insert, 5, createdAt)
-                bindBlob(insert, 6, records)
-                try stepDone(insert, db)
-            }
-            result.outputRows += 1
-            result.outputBytes += chunk.records.count
-            result.outputRecords += chunk.recordCount
-            result.outputLastID = id
-        }
+        result.outputLastID = try Segment.insert(chunks, seq: seq, createdAt: createdAt, db)
+        result.outputRows = chunks.count
+        result.outputBytes = chunks.reduce(0) { $0 + $1.records.count }
+        result.outputRecords = chunks.reduce(0) { $0 + $1.recordCount }
     }
 
     /// Whether a `SELECT 1 …` statement returns a row, after `bind`.

@@ -1,3 +1,6 @@
+import GRDB
+import GRDBSQLite
+
 /// The segment log: where component writes go (docs/storage.md has the whole layout).
 ///
 /// Every batch's component writes, critical and derived, are appended to the `segments`
@@ -41,6 +44,32 @@ enum Segment {
 
     static func id(seq: Int64, part: Int) -> Int64 { seq << partBits | Int64(part) }
     static func seq(ofID id: Int64) -> Int64 { id >> partBits }
+}
+
+extension Segment {
+    /// Inserts `chunks` as the rows `seq << 20 | 0, 1, …` (the appender's batch, or a
+    /// merge's output). Returns the id of the last row. Writer thread, inside a transaction.
+    @discardableResult
+    static func insert(_ chunks: [SegmentEncoder.Chunk], seq: Int64, createdAt: Int64, _ db: Database) throws -> Int64? {
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
+            """).sqliteStatement
+        var lastID: Int64?
+        for (part, chunk) in chunks.enumerated() {
+            let id = Segment.id(seq: seq, part: part)
+            try chunk.records.withUnsafeBytes { records in
+                sqlite3_bind_int64(insert, 1, id)
+                sqlite3_bind_int64(insert, 2, Int64(Segment.format))
+                sqlite3_bind_int64(insert, 3, Int64(chunk.recordCount))
+                sqlite3_bind_int64(insert, 4, Int64(chunk.checksum))
+                sqlite3_bind_int64(insert, 5, createdAt)
+                bindBlob(insert, 6, records)
+                try stepDone(insert, db)
+            }
+            lastID = id
+        }
+        return lastID
+    }
 }
 
 /// A component key in the log: an entity number and a `component_types.id`.

@@ -49,23 +49,8 @@ final class SegmentAppender: BatchPart {
             }
         }
         let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO segments (id, format, record_count, checksum, created_at, records) VALUES (?, ?, ?, ?, ?, ?)
-            """).sqliteStatement
-        let now = unixMilliseconds()
-        var bytes = 0
-        for (part, chunk) in chunks.enumerated() {
-            try chunk.records.withUnsafeBytes { records in
-                sqlite3_bind_int64(insert, 1, Segment.id(seq: seq, part: part))
-                sqlite3_bind_int64(insert, 2, Int64(Segment.format))
-                sqlite3_bind_int64(insert, 3, Int64(chunk.recordCount))
-                sqlite3_bind_int64(insert, 4, Int64(chunk.checksum))
-                sqlite3_bind_int64(insert, 5, now)
-                bindBlob(insert, 6, records)
-                try stepDone(insert, db)
-            }
-            bytes += chunk.records.count
-        }
+        try Segment.insert(chunks, seq: seq, createdAt: unixMilliseconds(), db)
+        let bytes = chunks.reduce(0) { $0 + $1.records.count }
         pendingRows = (seq, chunks.count, bytes, batch.writes.count)
         counts.segmentRows += chunks.count
         counts.segmentBytes += bytes
