@@ -15,7 +15,10 @@ import Logging
 /// `secure_delete=FAST`: Debian builds SQLite with `SQLITE_SECURE_DELETE`, which zeroes
 /// every page freed and writes it out again (compaction frees pages all the time: it
 /// doubled its writes); FAST still clears deleted content on the pages a transaction
-/// writes anyway, and never adds a page write.
+/// writes anyway, and never adds a page write; `cache_size` 32 MiB (allocated as used):
+/// a transaction larger than SQLite's default 2 MB cache spills its pages into the WAL
+/// and writes them again and again (a million spawns in 30 s wrote 1.8 GB with it, 0.58 GB
+/// without).
 public final class Store: Sendable {
     public let location: StoreLocation
     let queue: DatabaseQueue
@@ -54,6 +57,7 @@ public final class Store: Sendable {
                 PRAGMA wal_autocheckpoint = 0;
                 PRAGMA journal_size_limit = \(journalLimit);
                 PRAGMA secure_delete = FAST;
+                PRAGMA cache_size = -32768;
                 """)
             try prepare?(db)
         }
