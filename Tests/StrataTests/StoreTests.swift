@@ -107,6 +107,41 @@ import Testing
         try engine.shutdown()
     }
 
+    /// Base rows are decoded a run at a time: a row that does not decode costs its own
+    /// value only, whichever run it falls in, and its bytes stay in the file.
+    @Test func aBaseRowThatDoesNotDecodeCostsOnlyItsOwnValue() throws {
+        let fixture = EngineFixture()
+        let count = ComponentLoader.run * 2 + 10
+        do {
+            let engine = try fixture.open()
+            for i in 0..<count { engine.world.spawn(Position(x: Float(i), y: 1)) }
+            #expect(engine.compactNow())
+            try engine.shutdown()
+        }
+        let damagedNumbers: [Int64] = [5, Int64(ComponentLoader.run) + 7]
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            for number in damagedNumbers {   // too short for two floats
+                try db.execute(sql: "UPDATE components SET payload = x'01' WHERE entity_num = ?", arguments: [number])
+                #expect(db.changesCount == 1)
+            }
+        }
+        try queue.close()
+
+        let engine = try fixture.open()
+        #expect(engine.recovery.loaded.undecodableRows == 2)
+        #expect(engine.world.entityCount == count)
+        let loaded = engine.world.entities(with: Position.self)
+        #expect(loaded.count == count - 2)
+        #expect(Set(loaded.map { Int($0.value.x) }) == Set(0..<count).subtracting(damagedNumbers.map { Int($0) - 1 }),
+                "entity numbers start at 1; every other value loads")
+        try engine.shutdown()
+        let kept = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM components WHERE payload = x'01'")
+        }
+        #expect(kept == 2, "the undecodable rows are kept")
+    }
+
     @Test func aCorruptDatabaseIsSetAsideReportedAndReplaced() throws {
         let fixture = EngineFixture()
         let garbage = Data((0 ..< 64 * 1024).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })

@@ -1,3 +1,4 @@
+import Glibc
 import GRDB
 import GRDBSQLite
 import Logging
@@ -44,13 +45,16 @@ extension Store {
                 }
             }
             try queue.read { db in
-                var loader = ComponentLoader(world: world, typeIDs: typeIDs, names: try ComponentTypeNames.all(db), logger: logger)
+                var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger)
 
                 // Entities in number order: the world gives them indices 0, 1, 2… in that order.
                 let entitiesStatement = try db.makeStatement(sql: "SELECT num, id FROM entities ORDER BY num")
                 defer { withExtendedLifetime(entitiesStatement) {} }
                 let entities = entitiesStatement.sqliteStatement
+                let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
+                world.reserveEntities(expected)
                 var numbers: [EntityNumber] = []
+                numbers.reserveCapacity(expected)
                 while sqlite3_step(entities) == SQLITE_ROW {
                     guard let id = EntityID(bytes: columnBlob(entities, 1)) else { continue }
                     let number = sqlite3_column_int64(entities, 0)
@@ -74,9 +78,10 @@ extension Store {
                     let payload = columnBlob(base, 3)
                     baseBytes += payload.count
                     guard position < numbers.count && numbers[position] == number else { continue }
-                    loader.put(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
-                               payload: payload, at: UInt32(position))
+                    loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
+                                 payload: payload, at: UInt32(position))
                 }
+                loader.flush()
                 if log.baseRows > 0 { log.baseRowBytes = baseBytes / log.baseRows + 16 }
                 let baseLoaded = clock.now()
 
@@ -84,7 +89,7 @@ extension Store {
                 // (live) is kept in flat arrays, by column and entity, and handed to the log
                 // at the end: one dictionary insert per key, not one update per record.
                 let index = EntityNumberIndex(numbers)
-                var newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
+                let newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
                 let replay = try SegmentReplay.run(db, log: log, logger: logger) { record, seq in
                     guard let entity = index.index(of: record.key.entity) else { return }   // gone: not live
                     if let column = loader.column(of: record.key.typeID) {
@@ -160,108 +165,47 @@ private struct EntityNumberIndex {
     }
 }
 
-/// The newest record of each (column, entity) key met in the log, in flat arrays.
-private struct NewestRecords {
+/// The newest record of each (column, entity) key met in the log, in flat tables.
+/// The tables come zeroed from `calloc`, which maps fresh pages for large sizes: only
+/// the pages of keys the log touches are ever written (a few hot keys over a million
+/// entities cost a few pages, not 12 MB of zeroes per column).
+private final class NewestRecords {
     /// `seq[column][entity]`: the seq of the newest record, 0 if none.
-    var seq: [[Int64]]
-    var bytes: [[Int32]]
-    var used: [Bool]
+    private var seq: [UnsafeMutablePointer<Int64>?]
+    private var bytes: [UnsafeMutablePointer<Int32>?]
+    private let entityCount: Int
 
     init(columns: Int, entities: Int) {
-        seq = Array(repeating: [], count: columns)
-        bytes = Array(repeating: [], count: columns)
-        used = Array(repeating: false, count: columns)
+        seq = Array(repeating: nil, count: columns)
+        bytes = Array(repeating: nil, count: columns)
         entityCount = entities
     }
 
-    private let entityCount: Int
+    deinit {
+        for table in seq { free(table) }
+        for table in bytes { free(table) }
+    }
 
     @inline(__always)
-    mutating func note(column: Int, entity: UInt32, seq s: Int64, bytes b: Int32) {
-        if !used[column] {
-            used[column] = true
-            seq[column] = [Int64](repeating: 0, count: entityCount)
-            bytes[column] = [Int32](repeating: 0, count: entityCount)
+    func note(column: Int, entity: UInt32, seq s: Int64, bytes b: Int32) {
+        if seq[column] == nil {
+            guard let seqTable = calloc(max(entityCount, 1), MemoryLayout<Int64>.stride),
+                  let bytesTable = calloc(max(entityCount, 1), MemoryLayout<Int32>.stride) else {
+                fatalError("reload: out of memory for \(entityCount) entities")
+            }
+            seq[column] = seqTable.assumingMemoryBound(to: Int64.self)
+            bytes[column] = bytesTable.assumingMemoryBound(to: Int32.self)
         }
-        seq[column][Int(entity)] = s
-        bytes[column][Int(entity)] = b
+        seq[column]![Int(entity)] = s
+        bytes[column]![Int(entity)] = b
     }
 
     /// Notes every newest record in `log`.
     func hand(to log: SegmentLog, key: (Int, Int) -> SegmentKey) {
-        for column in seq.indices where used[column] {
-            for entity in seq[column].indices where seq[column][entity] != 0 {
-                log.noteLive(key(column, entity), seq: seq[column][entity], bytes: bytes[column][entity])
-            }
-        }
-    }
-}
-
-/// Puts decoded values into the world's columns during a reload, counting what it
-/// cannot load. Opening thread.
-private struct ComponentLoader {
-    let world: World
-    /// The world's columns, held here: reached through the world for every record, they
-    /// cost a retain and a release each (a third of a replay's time).
-    let columns: [any AnyComponentColumn]
-    let names: [Int64: String]
-    let logger: Logger
-    /// Column index by `component_types.id` (ids are small: interned one by one).
-    private var columnByTypeID: [Int?] = []
-    private var overflowColumnByTypeID: [Int64: Int] = [:]
-    /// Each column's payload version, read once.
-    private let versions: [Int]
-    var unknownTypeRows = 0
-    var undecodableRows = 0
-    private var warned: Set<Int> = []
-
-    init(world: World, typeIDs: [Int64?], names: [Int64: String], logger: Logger) {
-        self.world = world
-        self.columns = world.columns
-        self.names = names
-        self.logger = logger
-        versions = world.columns.map { $0.componentType.payloadVersion }
-        for (column, id) in typeIDs.enumerated() {
-            guard let id else { continue }
-            if id >= 0 && id < 65_536 {
-                if columnByTypeID.count <= Int(id) { columnByTypeID += repeatElement(nil, count: Int(id) + 1 - columnByTypeID.count) }
-                columnByTypeID[Int(id)] = column
-            } else {
-                overflowColumnByTypeID[id] = column
-            }
-        }
-    }
-
-    /// The column of a registered type, nil for a type this build does not register.
-    @inline(__always)
-    func column(of typeID: Int64) -> Int? {
-        typeID >= 0 && typeID < columnByTypeID.count ? columnByTypeID[Int(typeID)] : overflowColumnByTypeID[typeID]
-    }
-
-    mutating func put(typeID: Int64, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
-        guard let column = column(of: typeID) else {
-            unknownTypeRows += 1
-            return
-        }
-        put(column: column, version: version, payload: payload, at: entityIndex)
-    }
-
-    /// A value for the key: decoded into its column. One that does not decode leaves the
-    /// key without a value (the newest value is the one that counts, and it is not
-    /// readable by this build); its bytes stay in the file.
-    mutating func put(column: Int, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
-        let target = columns[column]
-        do {
-            guard version <= versions[column] else {
-                throw PayloadError.invalid("version \(version) is newer than this build's \(versions[column])")
-            }
-            var reader = PayloadReader(payload)
-            try target.load(from: &reader, version: version, at: entityIndex)
-        } catch {
-            undecodableRows += 1
-            target.forget(entityIndex)
-            if warned.insert(column).inserted {
-                logger.warning("reload: rows of \(target.componentType.typeName) kept but not loaded: \(error)")
+        for column in seq.indices {
+            guard let seqs = seq[column], let sizes = bytes[column] else { continue }
+            for entity in 0..<entityCount where seqs[entity] != 0 {
+                log.noteLive(key(column, entity), seq: seqs[entity], bytes: sizes[entity])
             }
         }
     }

@@ -52,7 +52,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     }
 
     /// Stores `value`; returns true if the entity had no value before.
-    @inlinable
+    @inlinable @inline(__always)
     @discardableResult
     func set(_ value: C, at entityIndex: UInt32) -> Bool {
         if let d = denseIndex(entityIndex) {
@@ -126,11 +126,6 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         }
         queued[t].removeAll(keepingCapacity: true)
     }
-
-    @usableFromInline
-    func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws {
-        set(try C(from: &payload, version: version), at: entityIndex)
-    }
 }
 
 /// One entity slot of a column. Not nested in the generic class: the drain runs
@@ -156,4 +151,5 @@ protocol AnyComponentColumn: AnyObject {
     func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func queuedCount(_ tier: Tier) -> Int
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
+    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure])
 }

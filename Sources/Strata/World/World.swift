@@ -120,6 +120,13 @@ public final class World {
         return entity
     }
 
+    /// Makes room for `count` more entities at once (a reload knows how many are coming):
+    /// the id index is not rehashed, nor the records regrown, on the way.
+    func reserveEntities(_ count: Int) {
+        records.reserveCapacity(records.count + count)
+        indexByID.reserveCapacity(indexByID.count + count)
+    }
+
     func makeEntity(id: EntityID, number: EntityNumber, spawnPending: Bool) -> Entity {
         let index: UInt32
         if let reused = freeSlots.popLast() {

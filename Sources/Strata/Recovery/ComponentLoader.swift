@@ -1,0 +1,114 @@
+import Logging
+
+/// Puts decoded values into the world's columns during a reload, counting what it
+/// cannot load. Opening thread.
+///
+/// Values come one at a time (`put`, the segment replay) or queued per column and
+/// decoded a run at a time (`queue`, then `flush`, the base rows): a column's code is
+/// generic and runs unspecialized here, so each call looks up its type's metadata
+/// again; a run of a thousand rows pays that once (a tenth of a million-entity reload).
+struct ComponentLoader {
+    /// The world's columns, held here: reached through the world for every record, they
+    /// cost a retain and a release each (a third of a replay's time).
+    let columns: [any AnyComponentColumn]
+    let logger: Logger
+    /// Column index by `component_types.id` (ids are small: interned one by one).
+    private var columnByTypeID: [Int?] = []
+    private var overflowColumnByTypeID: [Int64: Int] = [:]
+    /// Each column's payload version, read once.
+    private let versions: [Int]
+    var unknownTypeRows = 0
+    var undecodableRows = 0
+    private var warned: Set<Int> = []
+    /// Rows queued per column, and their payload bytes.
+    private var queued: [[LoadedRow]]
+    private var queuedBytes: [[UInt8]]
+    private var failures: [LoadFailure] = []
+    /// Rows a column queues before they are decoded.
+    static let run = 1024
+
+    init(world: World, typeIDs: [Int64?], logger: Logger) {
+        self.columns = world.columns
+        self.logger = logger
+        versions = world.columns.map { $0.componentType.payloadVersion }
+        queued = Array(repeating: [], count: world.columns.count)
+        queuedBytes = Array(repeating: [], count: world.columns.count)
+        for (column, id) in typeIDs.enumerated() {
+            guard let id else { continue }
+            if id >= 0 && id < 65_536 {
+                if columnByTypeID.count <= Int(id) { columnByTypeID += repeatElement(nil, count: Int(id) + 1 - columnByTypeID.count) }
+                columnByTypeID[Int(id)] = column
+            } else {
+                overflowColumnByTypeID[id] = column
+            }
+        }
+    }
+
+    /// The column of a registered type, nil for a type this build does not register.
+    @inline(__always)
+    func column(of typeID: Int64) -> Int? {
+        typeID >= 0 && typeID < columnByTypeID.count ? columnByTypeID[Int(typeID)] : overflowColumnByTypeID[typeID]
+    }
+
+    /// Queues a base row for its column (an unknown type is counted and left in the
+    /// file). At most one row per key may be queued: `flush` before anything else
+    /// touches the column.
+    mutating func queue(typeID: Int64, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
+        guard let column = column(of: typeID) else {
+            unknownTypeRows += 1
+            return
+        }
+        guard version <= versions[column], payload.count <= Int(Int32.max) else {
+            put(column: column, version: version, payload: payload, at: entityIndex)   // counted and reported there
+            return
+        }
+        queued[column].append(LoadedRow(entity: entityIndex, version: Int32(truncatingIfNeeded: version),
+                                        start: queuedBytes[column].count, count: payload.count))
+        queuedBytes[column].append(contentsOf: payload)
+        if queued[column].count >= Self.run { flush(column) }
+    }
+
+    /// Decodes every queued row into its column.
+    mutating func flush() {
+        for column in columns.indices where !queued[column].isEmpty { flush(column) }
+    }
+
+    private mutating func flush(_ column: Int) {
+        let target = columns[column]
+        queued[column].withUnsafeBufferPointer { rows in
+            queuedBytes[column].withUnsafeBytes { bytes in
+                target.load(rows, bytes: bytes, failures: &failures)
+            }
+        }
+        for failure in failures {
+            undecodable(column: column, entity: queued[column][failure.row].entity, error: failure.error)
+        }
+        failures.removeAll(keepingCapacity: true)
+        queued[column].removeAll(keepingCapacity: true)
+        queuedBytes[column].removeAll(keepingCapacity: true)
+    }
+
+    /// A value for the key: decoded into its column. One that does not decode leaves the
+    /// key without a value (the newest value is the one that counts, and it is not
+    /// readable by this build); its bytes stay in the file.
+    mutating func put(column: Int, version: Int, payload: UnsafeRawBufferPointer, at entityIndex: UInt32) {
+        let target = columns[column]
+        do {
+            guard version <= versions[column] else {
+                throw PayloadError.invalid("version \(version) is newer than this build's \(versions[column])")
+            }
+            var reader = PayloadReader(payload)
+            try target.load(from: &reader, version: version, at: entityIndex)
+        } catch {
+            undecodable(column: column, entity: entityIndex, error: error)
+        }
+    }
+
+    private mutating func undecodable(column: Int, entity: UInt32, error: any Error) {
+        undecodableRows += 1
+        columns[column].forget(entity)
+        if warned.insert(column).inserted {
+            logger.warning("reload: rows of \(columns[column].componentType.typeName) kept but not loaded: \(error)")
+        }
+    }
+}
