@@ -65,6 +65,11 @@ public struct StrategyResult: Codable, Sendable {
     public var bytesPerPayloadByte: Double
     public var tickP50Ms: Double
     public var tickP99Ms: Double
+    /// The median, over the run's 10-second windows, of each window's p99 (the run's
+    /// p99 when it is shorter than three windows). A burst of interference (this VM's
+    /// host taking the CPU for a moment) lifts one window, not this figure; a cost that
+    /// comes back every few seconds lifts every window.
+    public var tickP99WindowMedianMs: Double
     public var tickMaxMs: Double
     /// CPU time on the tick thread (updates and persistence calls).
     public var tickCpuMs: Double
@@ -266,6 +271,7 @@ public enum BenchRunner {
             sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].milliseconds
         }
         let rate = Double(ticks) / max(wall, 0.001)
+        let windowP99 = Self.windowMedianP99(run.tickTimes, window: options.hz * 10) ?? percentile(0.99)
         return StrategyResult(
             name: strategy.name, summary: strategy.summary, entities: entities, moving: moving,
             ticks: ticks, simulatedSeconds: simulated, wallSeconds: wall, tickRateHz: rate,
@@ -278,11 +284,23 @@ public enum BenchRunner {
             rowsWritten: rows, persistedPayloadBytes: payload,
             bytesPerPersistedRow: rows == 0 ? 0 : Double(bytes) / Double(rows),
             bytesPerPayloadByte: payload == 0 ? 0 : Double(bytes) / Double(payload),
-            tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickMaxMs: sorted.last?.milliseconds ?? 0,
+            tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickP99WindowMedianMs: windowP99, tickMaxMs: sorted.last?.milliseconds ?? 0,
             tickCpuMs: run.tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds,
             backgroundCpuMsPerSec: backgroundCPU.milliseconds / max(simulated, 0.001), risk: risk,
             reloadMs: reload?.milliseconds, setupSeconds: run.setupSeconds, setupBytes: run.setupBytes,
             compactionRounds: compactions?.rounds, compactionSteps: compactions?.steps)
+    }
+
+    /// The median of the p99s of consecutive windows of `window` ticks (a partial last
+    /// window is left out); nil with fewer than three windows.
+    static func windowMedianP99(_ times: [Duration], window: Int) -> Double? {
+        guard window > 0, times.count / window >= 3 else { return nil }
+        let p99s = stride(from: 0, through: times.count - window, by: window).map { start -> Double in
+            let sorted = times[start ..< start + window].sorted()
+            return sorted[min(window - 1, Int(Double(window) * 0.99))].milliseconds
+        }.sorted()
+        let mid = p99s.count / 2
+        return p99s.count % 2 == 1 ? p99s[mid] : (p99s[mid - 1] + p99s[mid]) / 2
     }
 
     static func machineDescription() -> String {

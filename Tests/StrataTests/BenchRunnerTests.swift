@@ -52,6 +52,16 @@ import Testing
 
     /// The short version of `make bench-sweep`: two world sizes, every strategy of a
     /// sweep, the baseline and Strata ticked together, the report and chart written.
+    @Test func theWindowedP99IgnoresABurstInOneWindow() {
+        let ms = { (n: Int, value: Int) in Array(repeating: Duration.milliseconds(value), count: n) }
+        let burst = ms(90, 2) + ms(10, 50)   // a tenth of one window stalls
+        let times = ms(100, 1) + burst + ms(100, 3)
+        #expect(BenchRunner.windowMedianP99(times, window: 100) == 3)
+        #expect(BenchRunner.windowMedianP99(ms(100, 1) + burst + burst + ms(100, 3), window: 100) == 26.5,
+                "a cost in every other window moves the median")
+        #expect(BenchRunner.windowMedianP99(ms(250, 1), window: 100) == nil, "fewer than three windows")
+    }
+
     @Test func aSmokeSweepReportsEverySizeAndStrategy() throws {
         let directory = TestDirectory()
         var options = BenchOptions()
