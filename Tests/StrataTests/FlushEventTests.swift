@@ -178,6 +178,35 @@ import Testing
         try engine.shutdown()
     }
 
+    /// The engine copies the monitor's reading only when it changed (a counter, read at
+    /// every end of tick); a state the host sets by hand lasts until the next end of tick.
+    @Test func theEngineFollowsEveryChangeOfAnAttachedMonitor() throws {
+        var fixture = EngineFixture()
+        fixture.config.persistence.power.source = .fallback
+        fixture.config.persistence.power.fallback = .ac
+        let engine = try fixture.open()
+        let monitor = PowerMonitor(config: fixture.config.persistence.power, logger: quietLogger)
+        engine.attach(monitor)
+        engine.endTick()
+        #expect(engine.powerTier == .desktop)
+
+        monitor.publish(PowerReading(source: .fallback, state: .discharging(15)))
+        engine.endTick()
+        #expect(engine.powerTier == .low)
+        #expect(engine.derivedInterval == .seconds(60))
+
+        engine.powerState = .charging(50)
+        #expect(engine.powerTier == .charging)
+        engine.endTick()
+        #expect(engine.powerState == .discharging(15), "the attached monitor has the last word")
+
+        monitor.publish(PowerReading(source: .fallback, state: .discharging(80)))
+        monitor.publish(PowerReading(source: .fallback, state: .charging(81)))
+        engine.endTick()
+        #expect(engine.powerState == .charging(81), "the latest of several changes")
+        try engine.shutdown()
+    }
+
     @Test func memoryPressureFlushesEveryTierWithTheLowMemoryReason() throws {
         let fixture = EngineFixture()
         // The kernel cannot be made to feel real pressure in a test: the monitor reads a

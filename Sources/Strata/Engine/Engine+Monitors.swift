@@ -6,6 +6,7 @@ extension Engine {
     public func attach(_ monitor: PowerMonitor) {
         owner.check("Engine")
         powerMonitor = monitor
+        powerChangesSeen = -1
         monitor.startIfNeeded()
     }
 
@@ -25,12 +26,18 @@ extension Engine {
 
     /// Takes the latest power state and memory warnings (tick thread, every end of tick).
     func pollMonitors() {
-        if let state = powerMonitor?.latest.state, state != powerState {
-            let before = (powerTier, derivedInterval)
-            powerState = state
-            if (powerTier, derivedInterval) != before {
-                logger.info("power: \(state) [\(powerTier.rawValue)]: derived interval now \(derivedInterval.seconds) s")
+        // The reading is copied (under the monitor's lock) only when it changed: most
+        // ticks compare one number.
+        if let powerMonitor, case let changes = powerMonitor.changeCount, changes != powerChangesSeen {
+            let state = powerMonitor.latest.state
+            if state != powerState {
+                let before = (powerTier, derivedInterval)
+                powerState = state
+                if (powerTier, derivedInterval) != before {
+                    logger.info("power: \(state) [\(powerTier.rawValue)]: derived interval now \(derivedInterval.seconds) s")
+                }
             }
+            powerChangesSeen = changes
         }
         if let memoryMonitor {
             let warnings = memoryMonitor.warningCount

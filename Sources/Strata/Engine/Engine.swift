@@ -41,6 +41,9 @@ public final class Engine {
     var powerMonitor: PowerMonitor?
     var memoryMonitor: MemoryPressureMonitor?
     var memoryWarningsSeen = 0
+    /// The power monitor's `changeCount` when the engine last read it (-1: read it at
+    /// the next end of tick).
+    var powerChangesSeen = -1
     /// What the writer was last told of the power and the user (for compaction).
     var compactionContext: Writer.CompactionContext?
     private var isShutDown = false
@@ -52,6 +55,7 @@ public final class Engine {
             writer.setMaxWalBytes(scheduler.policy.maxWalBytes(power: powerState))
             onMains = !powerState.onBattery && !powerState.powerSaver
             scheduler.reconsider()
+            powerChangesSeen = -1   // a monitor, if attached, still has the last word
         }
     }
     /// On mains power or charging, without the power-saver profile (for compaction).
@@ -117,7 +121,7 @@ public final class Engine {
 
     /// The derived interval the policy applies now.
     public var derivedInterval: Duration {
-        scheduler.policy.derivedInterval(power: powerState, activity: scheduler.activity(now: clock.now()))
+        scheduler.policy.derivedInterval(power: powerState, activity: activity)
     }
 
     /// How far ahead of a deadline a tier is flushed: one tick plus the commit budget,

@@ -68,7 +68,8 @@ public final class PowerMonitor: @unchecked Sendable {
         }
     }
 
-    private func publish(_ new: PowerReading) {
+    /// Makes `new` the latest reading (the monitor's thread; tests).
+    func publish(_ new: PowerReading) {
         let previous = lock.withLock { () -> PowerReading in
             let old = reading
             if old != new {

@@ -93,7 +93,7 @@ struct FlushScheduler {
 
     /// Decides and drains the due tiers into `batch`, which must be empty. Returns false
     /// if nothing is due (the batch is untouched).
-    mutating func endTick(world: World, now: Instant, power: PowerState, into batch: WriteBatch) -> Bool {
+    mutating func endTick(world: World, now: Instant, power currentPower: @autoclosure () -> PowerState, into batch: WriteBatch) -> Bool {
         let criticalFirst = world.firstPendingChange(.critical)
         let derivedFirst = world.firstPendingChange(.derived)
         if let quietUntil, now < quietUntil, criticalFirst == quietFirstDirty.critical, derivedFirst == quietFirstDirty.derived {
@@ -108,6 +108,7 @@ struct FlushScheduler {
             return true
         }
         let activity = activity(now: now)
+        let power = currentPower()   // read only past the quiet period: a copy that costs on the tick
         if let derivedFirst, derivedDeadline == nil {
             derivedDeadline = policy.derivedDeadline(firstChange: derivedFirst, power: power, activity: activity)
         }
@@ -120,9 +121,15 @@ struct FlushScheduler {
         let decision = policy.decide(input)
         guard !decision.isEmpty else {
             // Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
-            let candidates = [policy.nextDecision(input), eventDeadline.map { $0 - lookahead }, vectorClock.dueAt,
-                              activity == .active ? idleAt : nil]
-            quietUntil = candidates.compactMap { $0 }.min() ?? Instant(nanoseconds: .max)
+            // (No array of candidates: this runs on the tick after every flush, and an
+            // allocation there shows in the tick's p99.)
+            var until = Instant(nanoseconds: .max)
+            func consider(_ candidate: Instant?) { if let candidate, candidate < until { until = candidate } }
+            consider(policy.nextDecision(input))
+            consider(eventDeadline.map { $0 - lookahead })
+            consider(vectorClock.dueAt)
+            consider(activity == .active ? idleAt : nil)
+            quietUntil = until
             quietFirstDirty = (criticalFirst, derivedFirst)
             quietWhileIdle = activity == .idle
             return false
