@@ -119,7 +119,8 @@ final class WriterEvents: PersistenceObserver, @unchecked Sendable {
         }
         fixture.clock.advance(by: fixture.config.persistence.idleAfter + .seconds(1))
         engine.endTick()
-        #expect(eventually { engine.metrics.compactionsByMethod["fold", default: 0] >= 1 && engine.metrics.segmentBacklogRows == 0 })
+        #expect(eventually { engine.metrics.compactionsByMethod["fold", default: 0] >= 1 && engine.metrics.segmentBacklogRows == 0 },
+                "rounds \(engine.metrics.compactionsByMethod), \(engine.metrics.segmentBacklogRows) rows left, \(engine.metrics.failedCompactionSteps) failed steps")
         try engine.shutdown()
     }
 
