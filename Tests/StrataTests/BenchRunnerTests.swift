@@ -50,8 +50,6 @@ import Testing
         #expect(strata.risk.crash["derived"] != nil)
     }
 
-    /// The short version of `make bench-sweep`: two world sizes, every strategy of a
-    /// sweep, the baseline and Strata ticked together, the report and chart written.
     @Test func theWindowedP99IgnoresABurstInOneWindow() {
         let ms = { (n: Int, value: Int) in Array(repeating: Duration.milliseconds(value), count: n) }
         let burst = ms(90, 2) + ms(10, 50)   // a tenth of one window stalls
@@ -62,6 +60,8 @@ import Testing
         #expect(BenchRunner.windowMedianP99(ms(250, 1), window: 100) == nil, "fewer than three windows")
     }
 
+    /// The short version of `make bench-sweep`: two world sizes, every strategy of a
+    /// sweep, the baseline and Strata ticked together, the report and chart written.
     @Test func aSmokeSweepReportsEverySizeAndStrategy() throws {
         let directory = TestDirectory()
         var options = BenchOptions()

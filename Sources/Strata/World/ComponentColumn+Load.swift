@@ -16,7 +16,7 @@ extension ComponentColumn {
         for (position, row) in rows.enumerated() {
             do {
                 var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count]))
-                set(try C(from: &reader, version: Int(row.version)), at: row.entity)
+                set(try C(from: &reader, version: row.version), at: row.entity)
             } catch {
                 failures.append(LoadFailure(row: position, error: error))
             }
@@ -29,7 +29,7 @@ extension ComponentColumn {
 @usableFromInline
 struct LoadedRow {
     var entity: UInt32
-    var version: Int32
+    var version: Int
     var start: Int
     var count: Int
 }
