@@ -110,19 +110,19 @@ extension Writer {
         adaptStepBudget(current.method, elapsed: elapsed, consumedBytes: result.consumedBytes)
         result.apply(to: segmentLog)
 
+        // A waiting `compactNow()` is told only once the metrics show the step: its
+        // caller reads them next.
         if let (id, damage) = result.blockedBy {
             logger.error("writer: segment \(id) cannot be read (\(damage)): kept; compaction stops before it")
             segmentLog.blockedBy = id
             round = nil
-            if current.forced { serveForcedCompactions(upTo: current.ticket, failed: true) }
             metrics.update { $0.recordBacklog(segmentLog) }
+            if current.forced { serveForcedCompactions(upTo: current.ticket, failed: true) }
             return
         }
         round?.steps += 1
-        if result.roundDone {
-            round = nil
-            if current.forced { serveForcedCompactions(upTo: current.ticket, failed: false) }
-        }
+        if result.roundDone { round = nil }
+        defer { if result.roundDone && current.forced { serveForcedCompactions(upTo: current.ticket, failed: false) } }
         let log = segmentLog
         metrics.update {
             $0.compactionSteps += 1
