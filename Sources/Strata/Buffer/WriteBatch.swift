@@ -7,6 +7,14 @@ struct ComponentWrite: Sendable {
     var typeIndex: UInt32
     var typeName: String
     var value: (any Component)?
+
+    @usableFromInline
+    init(entity: EntityNumber, typeIndex: UInt32, typeName: String, value: (any Component)?) {
+        self.entity = entity
+        self.typeIndex = typeIndex
+        self.typeName = typeName
+        self.value = value
+    }
 }
 
 /// A spawned entity's row: its number in the file and its stable id.

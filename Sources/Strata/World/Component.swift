@@ -49,6 +49,11 @@ public protocol Component: Equatable, Sendable {
     func encode(to payload: inout PayloadWriter)
     /// Decodes a payload written with encoding `version` (≤ ``payloadVersion``).
     init(from payload: inout PayloadReader, version: Int) throws
+
+    /// Strata's drain of this type's dirty keys, compiled with the conformance so that it
+    /// is specialized for the type (`ComponentColumn+Drain.swift`). Provided by Strata;
+    /// do not implement it.
+    static func _strataDrain(_ column: AnyObject, _ context: UnsafeMutableRawPointer)
 }
 
 extension Component {

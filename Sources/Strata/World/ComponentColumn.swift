@@ -16,7 +16,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
 
     @usableFromInline let typeIndex: UInt32
     /// `C.typeName`, read once.
-    let typeName: String
+    @usableFromInline let typeName: String
     @usableFromInline var values: [C] = []
     @usableFromInline var owners: [UInt32] = []
     // Never borrowed across user code (see `World.records`): exclusivity checks skipped.
@@ -105,26 +105,6 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     func forget(_ entityIndex: UInt32) {
         remove(at: entityIndex)
         if Int(entityIndex) < slots.count { slots[Int(entityIndex)].dirty = false }
-    }
-
-    /// Moves the tier's dirty slots into `writes`, with their current values.
-    /// See ``World/drain(_:into:at:)`` for the rules.
-    @usableFromInline
-    func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
-        let t = tier.rawValue
-        writes.reserveCapacity(writes.count + queued[t].count)
-        for entityIndex in queued[t] {
-            let i = Int(entityIndex)
-            guard slots[i].dirty else { continue }
-            let record = records[i]
-            // Keys of an entity whose spawn is not drained yet travel with the spawn.
-            if tier != .critical && record.spawnPending { continue }
-            slots[i].dirty = false
-            let d = slots[i].dense
-            writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: typeName,
-                                         value: d >= 0 ? values[Int(d)] : nil))
-        }
-        queued[t].removeAll(keepingCapacity: true)
     }
 }
 

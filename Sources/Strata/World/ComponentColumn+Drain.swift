@@ -1,0 +1,71 @@
+/// The drain of one column: its dirty keys of a tier, with their current values, into a
+/// batch's writes. Tick thread.
+///
+/// The world reaches a column through ``AnyComponentColumn``, so the column's own
+/// methods run unspecialized: every value copy and array append would go through
+/// `C`'s runtime metadata (about 30 ns a key, most of a derived flush's cost on the tick
+/// thread). So the loop is a requirement of ``Component`` with a default implementation,
+/// ``Component/_strataDrain(_:_:)``: the conformance's witness is compiled where the
+/// conformance is, with `C` known, and the loop is specialized there (the standard
+/// library's default implementations work the same way).
+extension ComponentColumn {
+    /// Moves the tier's dirty slots into `writes`, with their current values.
+    /// See ``World/drain(_:into:at:)`` for the rules.
+    @usableFromInline
+    func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
+        guard !queued[tier.rawValue].isEmpty else { return }
+        var context = ColumnDrainContext(tier: tier, records: records, writes: [])
+        swap(&context.writes, &writes)
+        withUnsafeMutablePointer(to: &context) { C._strataDrain(self, UnsafeMutableRawPointer($0)) }
+        swap(&context.writes, &writes)
+    }
+
+    @inlinable @inline(__always)
+    func drainKeys(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
+        let t = tier.rawValue
+        writes.reserveCapacity(writes.count + queued[t].count)
+        // One access to `values` for the whole loop (it is exclusivity-checked: `mutate`
+        // lends it), not one per key.
+        values.withUnsafeBufferPointer { values in
+            for entityIndex in queued[t] {
+                let i = Int(entityIndex)
+                guard slots[i].dirty else { continue }
+                let record = records[i]
+                // Keys of an entity whose spawn is not drained yet travel with the spawn.
+                if tier != .critical && record.spawnPending { continue }
+                slots[i].dirty = false
+                let d = slots[i].dense
+                writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: typeName,
+                                             value: d >= 0 ? values[Int(d)] : nil))
+            }
+        }
+        queued[t].removeAll(keepingCapacity: true)
+    }
+}
+
+/// What ``Component/_strataDrain(_:_:)`` works on, behind a raw pointer: the
+/// requirement is public, these types are not.
+@usableFromInline
+struct ColumnDrainContext {
+    @usableFromInline var tier: Tier
+    @usableFromInline var records: UnsafeBufferPointer<World.EntityRecord>
+    @usableFromInline var writes: [ComponentWrite]
+
+    @usableFromInline
+    init(tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, writes: [ComponentWrite]) {
+        self.tier = tier
+        self.records = records
+        self.writes = writes
+    }
+}
+
+extension Component {
+    /// Strata's drain of a column of this type (see `ComponentColumn+Drain.swift`).
+    /// Provided by Strata; do not implement it.
+    @inlinable
+    public static func _strataDrain(_ column: AnyObject, _ context: UnsafeMutableRawPointer) {
+        let context = context.assumingMemoryBound(to: ColumnDrainContext.self)
+        unsafeDowncast(column, to: ComponentColumn<Self>.self)
+            .drainKeys(context.pointee.tier, records: context.pointee.records, into: &context.pointee.writes)
+    }
+}
