@@ -6,10 +6,11 @@ import Testing
 /// The whole path in virtual time: world → scheduler → writer → SQLite, asserting on
 /// the database file. Time only moves when the test advances the clock.
 @Suite struct FlushSchedulerTests {
-    /// The quiet period only skips decisions that would flush nothing: driven through the
-    /// same random changes, events, operations, input, idling and power changes, a
-    /// scheduler that keeps it and one that forgets it before every tick flush the same
-    /// tiers at the same ticks.
+    /// The quiet period only skips decisions that would flush nothing, and the due
+    /// instants it keeps decide a flush when it runs out by time as the policy would:
+    /// driven through the same random changes, events, operations, input, idling and
+    /// power changes, a scheduler that keeps it and one that forgets it before every tick
+    /// (so it always asks the policy) flush the same tiers at the same ticks.
     @Test(arguments: 0 ..< 8)
     func theQuietPeriodNeverChangesADecision(seed: Int) {
         var rng = SplitMix64(seed: UInt64(seed) + 100)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Polls Linux memory pressure on its own thread and counts warnings.
 ///
@@ -29,10 +30,12 @@ public final class MemoryPressureMonitor: @unchecked Sendable {
         }
     }
 
-    // @unchecked Sendable: `warnings`, `lastReason`, `stopping` and `running` are only
-    // touched under `lock`; the rest is immutable, or owned by the monitor thread.
+    // @unchecked Sendable: `lastReason`, `stopping` and `running` are only touched under
+    // `lock`; `warnings` is atomic (and only written under `lock`); the rest is
+    // immutable, or owned by the monitor thread.
     private let lock = Lock()
-    private var warnings = 0
+    /// Read lock-free by every end of tick (``Engine/endTick()``).
+    @usableFromInline let warnings = Atomic<Int>(0)
     private var lastReason: String?
     private var stopping = false
     private var running = false
@@ -49,7 +52,8 @@ public final class MemoryPressureMonitor: @unchecked Sendable {
     }
 
     /// Warnings so far (any thread).
-    public var warningCount: Int { lock.withLock { warnings } }
+    @inlinable
+    public var warningCount: Int { warnings.load(ordering: .acquiring) }
 
     /// Why the last warning fired.
     public var lastWarning: String? { lock.withLock { lastReason } }
@@ -62,7 +66,7 @@ public final class MemoryPressureMonitor: @unchecked Sendable {
     /// Counts a warning from the host (its own low-memory signal).
     public func warn(reason: String) {
         lock.withLock {
-            warnings += 1
+            warnings.wrappingAdd(1, ordering: .releasing)
             lastReason = reason
         }
         logger.warning("\(reason): flushing every tier")

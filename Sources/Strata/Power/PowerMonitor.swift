@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Keeps the latest ``PowerReading`` up to date, off the tick thread.
 ///
@@ -10,11 +11,14 @@ import Logging
 ///
 /// States: created ──start──▶ running ──stop──▶ stopped.
 public final class PowerMonitor: @unchecked Sendable {
-    // @unchecked Sendable: `reading`, `changes` and `stopping` are only touched under
-    // `lock`; `config` and `logger` are immutable.
+    // @unchecked Sendable: `reading` and `stopping` are only touched under `lock`;
+    // `changes` is atomic (and only written under `lock`); `config` and `logger` are
+    // immutable.
     private let lock = Lock()
     private var reading: PowerReading
-    private var changes = 0
+    /// Read lock-free by every end of tick (``Engine/endTick()``), which copies
+    /// ``latest`` only when it moved.
+    @usableFromInline let changes = Atomic<Int>(0)
     private var stopping = false
     private var running = false
     private let config: PowerSourceConfig
@@ -31,7 +35,8 @@ public final class PowerMonitor: @unchecked Sendable {
     public var latest: PowerReading { lock.withLock { reading } }
 
     /// How many times the reading has changed since start.
-    public var changeCount: Int { lock.withLock { changes } }
+    @inlinable
+    public var changeCount: Int { changes.load(ordering: .acquiring) }
 
     /// Starts the monitor thread; the first reading follows within a D-Bus timeout or two.
     public func start() {
@@ -74,7 +79,7 @@ public final class PowerMonitor: @unchecked Sendable {
             let old = reading
             if old != new {
                 reading = new
-                changes += 1
+                changes.wrappingAdd(1, ordering: .releasing)
             }
             return old
         }

@@ -109,33 +109,58 @@ public struct FlushPolicy: Sendable, Equatable {
         first + derivedInterval(power: power, activity: activity)
     }
 
+    /// When each dirty tier falls due: its deadline less the lookahead. ``decide(_:)``
+    /// flushes a tier once `now` reaches its instant; nil for a clean tier.
+    public func dueInstants(_ input: Input) -> DueInstants {
+        var due = DueInstants()
+        if let first = input.criticalFirstChange {
+            due.critical = first + config.criticalFlushDelay - input.lookahead
+        }
+        if let first = input.derivedFirstChange {
+            let current = first + derivedInterval(power: input.power, activity: input.activity)
+            let deadline = input.derivedDeadline.map { min($0, current) } ?? current
+            due.derived = deadline - input.lookahead
+        }
+        return due
+    }
+
+    /// When each tier falls due (``dueInstants(_:)``).
+    public struct DueInstants: Sendable, Equatable {
+        public var critical: Instant?
+        public var derived: Instant?
+
+        public init(critical: Instant? = nil, derived: Instant? = nil) {
+            self.critical = critical
+            self.derived = derived
+        }
+
+        /// The earlier of the two; nil if no tier is dirty.
+        public var first: Instant? {
+            switch (critical, derived) {
+            case let (c?, d?): min(c, d)
+            case let (c, d): c ?? d
+            }
+        }
+
+        /// The tiers due at `now`, with the user's `activity` (which names the derived reason).
+        public func decision(now: Instant, activity: Activity) -> Decision {
+            var decision = Decision()
+            if let critical { decision.flushCritical = now >= critical }
+            if let derived {
+                decision.flushDerived = now >= derived
+                decision.derivedReason = activity == .idle ? .idleInterval : .derivedInterval
+            }
+            return decision
+        }
+    }
+
     /// The earliest `now` at which ``decide(_:)`` flushes a tier, the other inputs staying
     /// as they are; nil if no tier is dirty. The scheduler need not ask again before it.
     public func nextDecision(_ input: Input) -> Instant? {
-        var next: Instant?
-        if let first = input.criticalFirstChange {
-            next = first + config.criticalFlushDelay - input.lookahead
-        }
-        if let first = input.derivedFirstChange {
-            let current = first + derivedInterval(power: input.power, activity: input.activity)
-            let deadline = input.derivedDeadline.map { min($0, current) } ?? current
-            next = min(next ?? deadline - input.lookahead, deadline - input.lookahead)
-        }
-        return next
+        dueInstants(input).first
     }
 
     public func decide(_ input: Input) -> Decision {
-        var decision = Decision()
-        let horizon = input.now + input.lookahead
-        if let first = input.criticalFirstChange {
-            decision.flushCritical = horizon >= first + config.criticalFlushDelay
-        }
-        if let first = input.derivedFirstChange {
-            let current = first + derivedInterval(power: input.power, activity: input.activity)
-            let deadline = input.derivedDeadline.map { min($0, current) } ?? current
-            decision.flushDerived = horizon >= deadline
-            decision.derivedReason = input.activity == .idle ? .idleInterval : .derivedInterval
-        }
-        return decision
+        dueInstants(input).decision(now: input.now, activity: input.activity)
     }
 }

@@ -13,10 +13,33 @@
 /// turning idle). Until then, while no tier goes from clean to dirty, the decision
 /// would come out the same, and `endTick` returns after a few comparisons instead of
 /// running the policy (whose code and data a sleeping tick thread finds cold: it cost
-/// 4–7 µs a tick on the development VM). Every input that could change the decision
-/// ends the quiet period: an event, operations, a power change, input after idling,
-/// a drain of every tier.
+/// 4–7 µs a tick on the development VM). That test is inlined into the host
+/// (``Engine/endTick()``). Every input that could change the decision ends the quiet
+/// period: an event, operations, a power change, input after idling, a drain of every
+/// tier. A quiet period that runs out by time alone keeps its due instants, so the
+/// flush tick itself does not run the policy either.
+@usableFromInline
 struct FlushScheduler {
+    // What every tick reads (``noteInput(at:)``, ``isQuiet(now:critical:derived:)``)
+    // comes first: two cache lines, after the engine's own hot fields.
+    /// Nothing can fall due before this instant while `quietFirstDirty` holds (see above).
+    @usableFromInline var quietUntil: Instant?
+    /// Each tier's first dirty instant at the last decision.
+    @usableFromInline var quietFirstDirty: (critical: Instant?, derived: Instant?)
+    /// The user was idle at the last decision: input now would shorten the derived interval.
+    @usableFromInline var quietWhileIdle = false
+    @usableFromInline var lastInput: Instant
+    /// When the user turns idle without further input: `lastInput + idle_after_secs`.
+    @usableFromInline var idleAt: Instant
+    /// `idle_after_secs` in nanoseconds: input is noted every tick while the user plays,
+    /// and `Instant + Duration` goes through the standard library's 128-bit arithmetic.
+    @usableFromInline let idleAfterNanoseconds: Int64
+
+    /// The last decision's due instants: when its quiet period runs out by time alone,
+    /// they say what is due without asking the policy again (see `endTick`). Valid
+    /// while `quietUntil` is set.
+    var quietDue = FlushPolicy.DueInstants()
+
     var policy: FlushPolicy
     /// Captured when the derived tier first became dirty; cleared when it is drained.
     private(set) var derivedDeadline: Instant?
@@ -24,19 +47,7 @@ struct FlushScheduler {
     private(set) var eventDeadline: Instant?
     private(set) var eventReasons = FlushReasonSet()
     private(set) var vectorClock: VectorClockTrigger
-    private(set) var lastInput: Instant
-    /// When the user turns idle without further input: `lastInput + idle_after_secs`.
-    private var idleAt: Instant
-    /// `idle_after_secs` in nanoseconds: input is noted every tick while the user plays,
-    /// and `Instant + Duration` goes through the standard library's 128-bit arithmetic.
-    private let idleAfterNanoseconds: Int64
     var lookahead: Duration
-    /// Nothing can fall due before this instant while `quietFirstDirty` holds (see above).
-    private var quietUntil: Instant?
-    /// Each tier's first dirty instant at the last decision.
-    private var quietFirstDirty: (critical: Instant?, derived: Instant?)
-    /// The user was idle at the last decision: input now would shorten the derived interval.
-    private var quietWhileIdle = false
 
     init(policy: FlushPolicy, now: Instant, lookahead: Duration) {
         self.policy = policy
@@ -53,6 +64,7 @@ struct FlushScheduler {
     }
 
     /// Records user input (for idle detection).
+    @inlinable
     mutating func noteInput(at now: Instant) {
         lastInput = now
         idleAt = Instant(nanoseconds: now.nanoseconds &+ idleAfterNanoseconds)
@@ -91,14 +103,22 @@ struct FlushScheduler {
         quietUntil = nil
     }
 
+    /// Whether the last decision still holds: `now` is inside its quiet period and no
+    /// tier has gone from clean to dirty since (`critical`, `derived`: the tiers' first
+    /// dirty instants now).
+    @inlinable @inline(__always)
+    func isQuiet(now: Instant, critical: Instant?, derived: Instant?) -> Bool {
+        guard let quietUntil, now < quietUntil else { return false }
+        return critical == quietFirstDirty.critical && derived == quietFirstDirty.derived
+    }
+
     /// Decides and drains the due tiers into `batch`, which must be empty. Returns false
     /// if nothing is due (the batch is untouched).
     mutating func endTick(world: World, now: Instant, power currentPower: @autoclosure () -> PowerState, into batch: WriteBatch) -> Bool {
         let criticalFirst = world.firstPendingChange(.critical)
         let derivedFirst = world.firstPendingChange(.derived)
-        if let quietUntil, now < quietUntil, criticalFirst == quietFirstDirty.critical, derivedFirst == quietFirstDirty.derived {
-            return false
-        }
+        if isQuiet(now: now, critical: criticalFirst, derived: derivedFirst) { return false }
+        let expiredByTime = criticalFirst == quietFirstDirty.critical && derivedFirst == quietFirstDirty.derived
         if vectorClock.isDue(now: now) {
             vectorClock.reset()
             request(.vectorClock, by: now)
@@ -108,31 +128,43 @@ struct FlushScheduler {
             return true
         }
         let activity = activity(now: now)
-        let power = currentPower()   // read only past the quiet period: a copy that costs on the tick
-        if let derivedFirst, derivedDeadline == nil {
-            derivedDeadline = policy.derivedDeadline(firstChange: derivedFirst, power: power, activity: activity)
+        var decision = FlushPolicy.Decision()
+        // The quiet period ran out by time alone (no tier went dirty, no event, no power
+        // or activity change): the due instants of the last decision still hold, and the
+        // policy, whose code and data are cold on a tick thread that slept, need not
+        // run on the flush tick (the next tick asks it afresh).
+        if expiredByTime, quietUntil != nil, activity == (quietWhileIdle ? .idle : .active) {
+            decision = quietDue.decision(now: now, activity: activity)
         }
-        let input = FlushPolicy.Input(
-            now: now,
-            criticalFirstChange: criticalFirst,
-            derivedFirstChange: derivedFirst,
-            derivedDeadline: derivedDeadline,
-            power: power, activity: activity, lookahead: lookahead)
-        let decision = policy.decide(input)
-        guard !decision.isEmpty else {
-            // Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
-            // (No array of candidates: this runs on the tick after every flush, and an
-            // allocation there shows in the tick's p99.)
-            var until = Instant(nanoseconds: .max)
-            func consider(_ candidate: Instant?) { if let candidate, candidate < until { until = candidate } }
-            consider(policy.nextDecision(input))
-            consider(eventDeadline.map { $0 - lookahead })
-            consider(vectorClock.dueAt)
-            consider(activity == .active ? idleAt : nil)
-            quietUntil = until
-            quietFirstDirty = (criticalFirst, derivedFirst)
-            quietWhileIdle = activity == .idle
-            return false
+        if decision.isEmpty {
+            let power = currentPower()   // read only past the quiet period: a copy that costs on the tick
+            if let derivedFirst, derivedDeadline == nil {
+                derivedDeadline = policy.derivedDeadline(firstChange: derivedFirst, power: power, activity: activity)
+            }
+            let input = FlushPolicy.Input(
+                now: now,
+                criticalFirstChange: criticalFirst,
+                derivedFirstChange: derivedFirst,
+                derivedDeadline: derivedDeadline,
+                power: power, activity: activity, lookahead: lookahead)
+            let due = policy.dueInstants(input)
+            decision = due.decision(now: now, activity: activity)
+            guard !decision.isEmpty else {
+                // Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
+                // (No array of candidates: this runs on the tick after every flush, and an
+                // allocation there shows in the tick's p99.)
+                var until = Instant(nanoseconds: .max)
+                func consider(_ candidate: Instant?) { if let candidate, candidate < until { until = candidate } }
+                consider(due.first)
+                consider(eventDeadline.map { $0 - lookahead })
+                consider(vectorClock.dueAt)
+                consider(activity == .active ? idleAt : nil)
+                quietUntil = until
+                quietFirstDirty = (criticalFirst, derivedFirst)
+                quietWhileIdle = activity == .idle
+                quietDue = due
+                return false
+            }
         }
         quietUntil = nil
         var reasons = FlushReasonSet()

@@ -57,8 +57,10 @@ public protocol StrataClock: Sendable {
 
 /// `CLOCK_MONOTONIC`: system-wide, so two processes on one machine can compare instants.
 public struct MonotonicClock: StrataClock {
+    @inlinable
     public init() {}
 
+    @inlinable
     public func now() -> Instant {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
