@@ -9,6 +9,10 @@ extension Engine {
     /// a crash) is moved aside as `PATH.corrupt-<unix time>`, reported in ``recovery``,
     /// and replaced by a new one; nothing is deleted.
     ///
+    /// - Throws: ``StoreError`` with code `.locked` if another process or engine has the
+    ///   document open (``DocumentLock``), `.newerSchema` or `.foreign` if the file is not
+    ///   one this build may write (``DocumentKind``); the file is then left unchanged.
+    ///
     /// - Parameters:
     ///   - components: the component types to reload; rows of other types stay untouched.
     public static func open(config: StrataConfig, components: [any Component.Type] = [],

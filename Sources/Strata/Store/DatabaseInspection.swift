@@ -9,6 +9,12 @@ import Logging
 /// and are only ever added, never renamed.
 public struct DatabaseInspection: Codable, Sendable, Equatable {
     public var path: String
+    /// `empty`, `strata`, `newer_schema` (written by a newer Strata: only the header is
+    /// read) or `foreign` (not a Strata document); `document_detail` says why.
+    public var document = "strata"
+    public var documentDetail: String?
+    /// The process that has the document open now, if any (``DocumentLock``).
+    public var owner: DocumentOwner?
     public var journalMode: String
     public var pageSize: Int
     public var schemaVersion: Int
@@ -51,6 +57,23 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             let queue = try DatabaseQueue(path: location.uri, configuration: configuration)
             defer { try? queue.close() }
             return try queue.read { db in
+                let kind = try DocumentKind.classify(db)
+                var header = DatabaseInspection(
+                    path: location.path,
+                    journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "unknown",
+                    pageSize: try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0,
+                    schemaVersion: try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
+                    walBytes: walBytes, entityCount: 0, components: [:],
+                    cleanShutdown: nil, crashCount: 0, cleanShutdownCount: 0)
+                header.document = kind.key
+                header.owner = DocumentLock.owner(of: location)
+                switch kind {
+                case .newerSchema(let why), .foreign(let why):
+                    header.documentDetail = why
+                    return header   // its tables may not mean what this build thinks
+                case .empty, .strata:
+                    break
+                }
                 var componentsByTypeID: [Int64: Int] = [:]
                 var entityCount = 0
                 if try db.tableExists("components") && db.tableExists("component_types") {
@@ -61,13 +84,8 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                 if try db.tableExists("entities") {
                     entityCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
                 }
-                var inspection = DatabaseInspection(
-                    path: location.path,
-                    journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "unknown",
-                    pageSize: try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0,
-                    schemaVersion: try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
-                    walBytes: walBytes, entityCount: entityCount, components: [:],
-                    cleanShutdown: nil, crashCount: 0, cleanShutdownCount: 0)
+                var inspection = header
+                inspection.entityCount = entityCount
                 inspection.baseComponentRows = componentsByTypeID.values.reduce(0, +)
                 if try db.tableExists("segments") {
                     try inspection.replaySegments(db, into: &componentsByTypeID)
@@ -131,12 +149,15 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     public var text: String {
         var lines = [
             "database         \(path)",
+            "document         \(document)" + (documentDetail.map { " (\($0))" } ?? ""),
+            "owner            \(owner?.description ?? "none (not open)")",
             "journal mode     \(journalMode)",
             "page size        \(pageSize)",
             "schema version   \(schemaVersion)",
             "WAL              \(walBytes) bytes",
-            "entities         \(entityCount)",
         ]
+        guard document == "strata" || document == "empty" else { return lines.joined(separator: "\n") }
+        lines.append("entities         \(entityCount)")
         for (name, count) in components.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(name.padding(toLength: 28, withPad: " ", startingAt: 0)) \(count)")
         }

@@ -19,9 +19,16 @@ import Logging
 /// a transaction larger than SQLite's default 2 MB cache spills its pages into the WAL
 /// and writes them again and again (a million spawns in 30 s wrote 1.8 GB with it, 0.58 GB
 /// without).
+///
+/// Before SQLite touches the file, the store takes the document's owner lock
+/// (``DocumentLock``) and checks what the file is (``DocumentKind``): a document owned
+/// by another process, written by a newer Strata, or belonging to another application
+/// is refused, and left as it was.
 public final class Store: Sendable {
     public let location: StoreLocation
     let queue: DatabaseQueue
+    /// Held until ``close()``.
+    let ownership: DocumentLock
     /// True if this open created the schema (a new document).
     public let isNew: Bool
 
@@ -46,7 +53,10 @@ public final class Store: Sendable {
         let pageSize = options.pageSize
         let journalLimit = options.journalSizeLimitBytes
         let prepare = options.prepareConnection
+        let path = location.path
         configuration.prepareDatabase { db in
+            // Before any pragma that writes (journal_mode = WAL rewrites the header).
+            try DocumentKind.classify(db).requireWritable(path: path)
             try db.execute(sql: "PRAGMA page_size = \(pageSize)")
             let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard mode == "wal" else {
@@ -61,6 +71,7 @@ public final class Store: Sendable {
                 """)
             try prepare?(db)
         }
+        ownership = try DocumentLock.acquire(for: location)
         do {
             let directory = URL(fileURLWithPath: location.path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -68,7 +79,13 @@ public final class Store: Sendable {
             try Self.checkOpenedFile(queue, location: location)
             isNew = try queue.read { db in try !db.tableExists("session_state") }
             try Self.migrator.migrate(queue)
+            try queue.write { db in
+                if try Int32.fetchOne(db, sql: "PRAGMA application_id") != DocumentKind.applicationID {
+                    try db.execute(sql: "PRAGMA application_id = \(DocumentKind.applicationID)")
+                }
+            }
         } catch {
+            ownership.release()
             throw StoreError(error is StoreError ? (error as! StoreError).code : .open, wrapping: error, path: location.path)
         }
     }
@@ -95,7 +112,9 @@ public final class Store: Sendable {
 
     /// Closes the connection. Pending WAL content stays in the WAL (no implicit checkpoint
     /// beyond SQLite's own on last close).
+    /// Releases the document's owner lock.
     public func close() throws {
+        defer { ownership.release() }
         try queue.close()
     }
 }

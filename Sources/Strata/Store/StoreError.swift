@@ -17,6 +17,12 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case write
         /// A read failed.
         case read
+        /// Another process (or another engine in this one) owns the document.
+        case locked
+        /// The document was written by a newer Strata (a schema this build does not know).
+        case newerSchema
+        /// The file is an SQLite database, but not a Strata document.
+        case foreign
     }
 
     public var code: Code
