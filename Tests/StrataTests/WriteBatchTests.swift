@@ -19,6 +19,17 @@ import Testing
         #expect(older.sequence == 7)
     }
 
+    @Test func aNewerSettingWriteReplacesTheOlderOneOfItsKey() {
+        let older = WriteBatch()
+        older.settingWrites = [SettingWrite(key: "a", value: .integer(1)), SettingWrite(key: "b", value: .boolean(true))]
+        let newer = WriteBatch()
+        newer.settingWrites = [SettingWrite(key: "b", value: nil), SettingWrite(key: "c", value: .string("x"))]
+        older.merge(newer: newer)
+        #expect(older.settingWrites == [SettingWrite(key: "a", value: .integer(1)), SettingWrite(key: "b", value: nil),
+                                        SettingWrite(key: "c", value: .string("x"))])
+        #expect(older.rowCount == 3)
+    }
+
     @Test func aDeleteDropsOlderWritesAndCancelsAnUnsavedInsert() {
         let saved: EntityNumber = 1, unsaved: EntityNumber = 2
         let older = WriteBatch()

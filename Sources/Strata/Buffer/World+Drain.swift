@@ -26,6 +26,7 @@ extension World {
                 records[i].spawnPending = false
                 batch.entityInserts.append(EntityInsert(number: records[i].number, id: spawn.id))
             }
+            drainSettings(into: batch)
         }
         tracker.reset(tier, swappingColumnsInto: &drainScratch)
         records.withUnsafeBufferPointer { records in

@@ -37,8 +37,8 @@ public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
 /// Layer 2 of RFC 0002: the coalesced writes of one flush, committed in ONE transaction.
 ///
 /// Built on the tick thread by ``World/drain(_:into:at:)``, handed to the writer through
-/// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, component
-/// writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
+/// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, settings,
+/// component writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
 ///
 /// A reusable buffer, so a class: the writer empties a committed batch (``reset()``)
 /// and ``WriteBuffer`` gives it back to the tick thread to fill again, capacity and
@@ -60,6 +60,8 @@ final class WriteBatch: @unchecked Sendable {
     @exclusivity(unchecked) var entityDeletes: [EntityNumber] = []
     @exclusivity(unchecked) var entityInserts: [EntityInsert] = []
     @exclusivity(unchecked) var writes: [ComponentWrite] = []
+    /// Settings set or removed, one per key.
+    var settingWrites: [SettingWrite] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
@@ -81,7 +83,7 @@ final class WriteBatch: @unchecked Sendable {
     /// Position of each write, built on first merge.
     private var writeIndex: [WriteKey: Int]?
 
-    var isEmpty: Bool { entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty }
+    var isEmpty: Bool { entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && settingWrites.isEmpty }
 
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
     /// then fills storage that is already allocated (see ``WriteBuffer``'s spare).
@@ -89,6 +91,7 @@ final class WriteBatch: @unchecked Sendable {
         entityDeletes.removeAll(keepingCapacity: true)
         entityInserts.removeAll(keepingCapacity: true)
         writes.removeAll(keepingCapacity: true)
+        settingWrites.removeAll(keepingCapacity: true)
         durability = .normal
         reasons = FlushReasonSet()
         sequence = 0
@@ -97,13 +100,14 @@ final class WriteBatch: @unchecked Sendable {
         derivedDrainedAt = nil
         writeIndex = nil
     }
-    var rowCount: Int { entityDeletes.count + entityInserts.count + writes.count }
+    var rowCount: Int { entityDeletes.count + entityInserts.count + writes.count + settingWrites.count }
 
     /// Folds a later batch into this one, as if both had been committed in order.
     ///
     /// - An entity deleted by `newer` loses its writes here; if this batch inserted it,
     ///   the insert and the delete cancel out (it never reached the database).
-    /// - A write in `newer` replaces this batch's write of the same key in place.
+    /// - A write in `newer` replaces this batch's write of the same key in place (a
+    ///   component's, or a setting's).
     /// Memory stays bounded by the number of distinct keys, however many batches merge.
     func merge(newer: WriteBatch) {
         if !newer.entityDeletes.isEmpty {
@@ -133,6 +137,13 @@ final class WriteBatch: @unchecked Sendable {
             }
         }
         writeIndex = index
+        for write in newer.settingWrites {
+            if let i = settingWrites.firstIndex(where: { $0.key == write.key }) {
+                settingWrites[i] = write
+            } else {
+                settingWrites.append(write)
+            }
+        }
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter

@@ -10,6 +10,8 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var componentRowsDeleted = 0
     public var entityRowsInserted = 0
     public var entityRowsDeleted = 0
+    /// Settings set or removed (rows written or deleted in `settings`).
+    public var settingRowsWritten = 0
     /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
     /// Segment rows appended by commits, and the bytes of records in them.

@@ -25,6 +25,8 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         var loadedLine = "recovered \(loaded.entities) entities and \(loaded.components) components"
         if loaded.unknownTypeRows > 0 { loadedLine += "; kept \(loaded.unknownTypeRows) rows of unregistered types" }
         if loaded.undecodableRows > 0 { loadedLine += "; kept \(loaded.undecodableRows) rows that did not decode" }
+        if loaded.settings > 0 { loadedLine += "; \(loaded.settings) settings" }
+        if loaded.unreadableSettings > 0 { loadedLine += "; kept \(loaded.unreadableSettings) settings this build cannot read" }
         lines.append(loadedLine)
         return lines.joined(separator: "\n")
     }

@@ -18,13 +18,16 @@ public struct LoadSummary: Sendable, Equatable {
     public var segmentRecords = 0
     /// Segment rows that cannot be read (see ``SegmentDamage``): kept, skipped.
     public var unreadableSegments = 0
+    /// Settings loaded, and those whose stored text this build cannot read (kept, not loaded).
+    public var settings = 0
+    public var unreadableSettings = 0
 }
 
 extension Store {
     /// Rebuilds `world` from the database: every entity, the base rows of every
     /// registered type, then the segment log replayed over them in commit order (newest
-    /// wins, tombstones remove, records of entities that are gone are ignored). Nothing is
-    /// marked dirty and nothing in the database changes.
+    /// wins, tombstones remove, records of entities that are gone are ignored), and the
+    /// settings. Nothing is marked dirty and nothing in the database changes.
     ///
     /// Also returns the interned id of every registered type (creating missing ones),
     /// indexed like the world's columns, and the writer's picture of the segment log.
@@ -111,6 +114,13 @@ extension Store {
                 world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber) + 1
                 summary.unknownTypeRows = loader.unknownTypeRows
                 summary.undecodableRows = loader.undecodableRows
+                let settings = try Store.readSettings(db)
+                world.loadSettings(settings.values)
+                summary.settings = settings.values.count
+                summary.unreadableSettings = settings.unreadable.count
+                if !settings.unreadable.isEmpty {
+                    logger.warning("reload: settings \(settings.unreadable.sorted()) kept but not loaded: a format this build does not know")
+                }
                 let done = clock.now()
                 logger.debug("""
                     reload: \(numbers.count) entities in \(entitiesLoaded.duration(since: started)), \(log.baseRows) base rows in \

@@ -35,6 +35,8 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     /// Compaction rounds finished over the file's life, and the steps they took.
     public var compactions = 0
     public var compactionSteps = 0
+    /// The document's settings, key → value as written (`b:`, `i:`, `d:`, `s:`, `j:` tags: see ``SettingValue``).
+    public var settings: [String: String] = [:]
     /// The clean-shutdown mark: nil if the file has no session row.
     public var cleanShutdown: Bool?
     public var crashCount: Int
@@ -97,6 +99,11 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                 if try db.tableExists("compaction_state"), let row = try Row.fetchOne(db, sql: "SELECT rounds, steps FROM compaction_state") {
                     inspection.compactions = row["rounds"]
                     inspection.compactionSteps = row["steps"]
+                }
+                if try db.tableExists("settings") {
+                    for row in try Row.fetchAll(db, sql: "SELECT key, value FROM settings") {
+                        inspection.settings[row["key"]] = row["value"]
+                    }
                 }
                 if try db.tableExists("session_state"),
                    let row = try Row.fetchOne(db, sql: "SELECT * FROM session_state WHERE id = 1") {
@@ -165,6 +172,11 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         lines.append("segments         \(segments) rows, \(segmentBytes) bytes, \(segmentRecords) records"
             + (unreadableSegments > 0 ? " (\(unreadableSegments) unreadable)" : ""))
         lines.append("compactions      \(compactions) (\(compactionSteps) steps)")
+        lines.append("settings         \(settings.count)")
+        for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
+            let shown = SettingValue(storageText: value).map(\.description) ?? "\(value) (unreadable)"
+            lines.append("  \(key.padding(toLength: 28, withPad: " ", startingAt: 0)) \(shown)")
+        }
         let mark = cleanShutdown.map { $0 ? "set (last session shut down cleanly)" : "not set (running, or crashed)" } ?? "absent"
         lines.append("clean shutdown   \(mark)")
         lines.append("crashes          \(crashCount)")

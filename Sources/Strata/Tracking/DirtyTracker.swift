@@ -12,7 +12,7 @@
 ///    from empty to non-empty since the tier was last drained.
 /// 3. A tier's first-dirty instant is set when it goes from clean to dirty and cleared when
 ///    it is drained: flush deadlines run from the oldest pending change.
-/// 4. Spawns and despawns are critical work and make the critical tier dirty.
+/// 4. Spawns, despawns and settings are critical work and make the critical tier dirty.
 /// 5. Marking never allocates once the lists have reached their steady-state size:
 ///    drains keep capacity.
 @usableFromInline
@@ -55,6 +55,11 @@ struct DirtyTracker {
     mutating func noteSpawn(_ entity: Entity, id: EntityID, clock: any StrataClock) {
         if firstCritical == nil { firstCritical = clock.now() }
         spawns.append(Spawn(entity: entity, id: id))
+    }
+
+    /// Critical work that is not a component key (a setting): the tier goes dirty.
+    mutating func noteCriticalWork(clock: any StrataClock) {
+        if firstCritical == nil { firstCritical = clock.now() }
     }
 
     mutating func noteDespawn(_ number: EntityNumber, clock: any StrataClock) {

@@ -43,6 +43,10 @@ public final class World {
     @exclusivity(unchecked) @usableFromInline var tracker = DirtyTracker()
     /// The column list of the tier being drained, swapped with the tracker's (reused).
     var drainScratch: [UInt32] = []
+    /// The document's settings (`World+Settings.swift`), and those changed since the
+    /// last critical drain (a nil value: removed).
+    var settingValues: [String: SettingValue] = [:]
+    var pendingSettings: [String: SettingValue?] = [:]
     @usableFromInline let clock: any StrataClock
     @usableFromInline var owner = ThreadOwner()
     public private(set) var entityCount = 0
@@ -198,7 +202,7 @@ public final class World {
     public func pendingCount(_ tier: Tier) -> Int {
         guard tier != .ephemeral else { return 0 }
         let keys = tracker.columns[tier.rawValue].reduce(0) { $0 + columns[Int($1)].queuedCount(tier) }
-        return keys + (tier == .critical ? tracker.spawns.count + tracker.despawns.count : 0)
+        return keys + (tier == .critical ? tracker.spawns.count + tracker.despawns.count + pendingSettings.count : 0)
     }
 
     /// When `tier` first became dirty since its last flush.

@@ -27,4 +27,5 @@ struct CommitCounts {
     var entityDeletes = 0
     var segmentRows = 0
     var segmentBytes = 0
+    var settingWrites = 0
 }

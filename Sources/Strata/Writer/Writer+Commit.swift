@@ -20,6 +20,7 @@ extension Writer {
                 $0.componentRowsDeleted += counts.componentRemovals
                 $0.entityRowsInserted += counts.entityInserts
                 $0.entityRowsDeleted += counts.entityDeletes
+                $0.settingRowsWritten += counts.settingWrites
                 $0.payloadBytesWritten += counts.payloadBytes
                 $0.segmentsWritten += counts.segmentRows
                 $0.segmentBytesWritten += counts.segmentBytes
@@ -65,7 +66,7 @@ extension Writer {
     }
 
     /// ONE transaction: every part of the batch, in the order of ``parts`` (entity rows,
-    /// then the segment append), with the strictest durability the batch asks for.
+    /// settings, then the segment append), with the strictest durability the batch asks for.
     private func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()
         do {

@@ -1,0 +1,36 @@
+import GRDB
+
+/// The document's settings, a row per key in `settings` (key, tagged text: see
+/// ``SettingValue``). Written with the batch's critical work; a removal deletes the row.
+/// Writer thread.
+final class SettingRowsPart: BatchPart {
+    func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
+        guard !batch.settingWrites.isEmpty else { return }
+        for write in batch.settingWrites {
+            if let value = write.value {
+                try db.cachedStatement(sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                    .execute(arguments: [write.key, value.storageText])
+            } else {
+                try db.cachedStatement(sql: "DELETE FROM settings WHERE key = ?").execute(arguments: [write.key])
+            }
+        }
+        counts.settingWrites += batch.settingWrites.count
+    }
+
+    func didCommit() {}
+    func didRollBack() {}
+}
+
+extension Store {
+    /// Every setting in the file, with the keys whose text this build cannot read
+    /// (kept in the file untouched, left out of the world).
+    static func readSettings(_ db: Database) throws -> (values: [String: SettingValue], unreadable: [String]) {
+        var values: [String: SettingValue] = [:]
+        var unreadable: [String] = []
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM settings") {
+            let key: String = row["key"]
+            if let value = SettingValue(storageText: row["value"]) { values[key] = value } else { unreadable.append(key) }
+        }
+        return (values, unreadable)
+    }
+}
