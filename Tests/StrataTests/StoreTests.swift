@@ -20,7 +20,7 @@ import Testing
         }
         #expect(pragmas == [
             "journal_mode": "wal", "page_size": "4096", "synchronous": "1", "wal_autocheckpoint": "0",
-            "foreign_keys": "1", "journal_size_limit": "\(5 * 1024 * 1024)", "user_version": "2",
+            "foreign_keys": "1", "journal_size_limit": "\(5 * 1024 * 1024)", "user_version": "3",
         ])
         try engine.shutdown()
     }
@@ -257,7 +257,7 @@ import Testing
         }
         #expect(numbers.map(\.1) == ids.reversed(), "numbered in creation order")
         let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
-        #expect(inspection.schemaVersion == 2)
+        #expect(inspection.schemaVersion == Store.schemaVersion)
         #expect(inspection.components["someone.elses"] == 3, "rows of unknown types migrate too")
     }
 

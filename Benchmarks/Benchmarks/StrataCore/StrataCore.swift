@@ -94,6 +94,21 @@ func reload(_ name: String, expecting count: Int) throws {
 }
 
 
+/// A document whose log holds `perNode` operations from each of `nodes` peers, written
+/// through the engine (received in batches of 10k).
+func makeOperationLog(_ name: String, nodes: Int, perNode: Int) throws {
+    let engine = try Engine.open(config: benchConfig(freshPath(name)), logger: quiet)
+    for _ in 0 ..< nodes {
+        let node = NodeID()
+        for seq in 1 ... perNode {
+            engine.receiveOperation(LoggedOperation(node: node, seq: Int64(seq), timestamp: HybridTimestamp(milliseconds: Int64(seq)),
+                                                    kind: "peer.edit", payload: [UInt8(truncatingIfNeeded: seq)]))
+            if seq % 10_000 == 0 { engine.flushNow(reason: .explicitSave) }
+        }
+    }
+    try engine.shutdown()
+}
+
 // MARK: The raw baseline
 
 /// The same upsert as Strata's writer, on the same schema, with a plain C loop.
@@ -297,4 +312,42 @@ let benchmarks: @Sendable () -> Void = {
                   let (built, _) = try! makeEngine("reload-1m.db", count: 1_000_000, compacted: true)
                   try! built.shutdown()
               })
+
+    // The operation log: appending a local operation on the tick thread (a 16-byte
+    // payload), the writer committing 10k operations in one batch, and an open that
+    // rebuilds the vector clock from a log of 1M operations.
+    var logEngine: Engine!
+    let payload = [UInt8](repeating: 7, count: 16)
+    Benchmark("Append a local operation (tick thread)",
+              configuration: .init(scalingFactor: .kilo, maxIterations: 50),
+              closure: { benchmark in
+                  let engine = logEngine!, count = benchmark.scaledIterations.count
+                  benchmark.startMeasurement()
+                  for _ in 0 ..< count { blackHole(engine.appendOperation(kind: "shape.move", payload: payload)) }
+                  benchmark.stopMeasurement()
+                  engine.flushNow(reason: .explicitSave)
+              },
+              setup: { logEngine = try! Engine.open(config: benchConfig(freshPath("oplog-append.db")), logger: quiet) },
+              teardown: { try! logEngine.shutdown() })
+    Benchmark("Writer: 10k operations, one transaction (flushNow end to end)",
+              configuration: .init(metrics: [.wallClock, .throughput, writerCommitMicros], timeUnits: .microseconds, maxIterations: 50),
+              closure: { benchmark in
+                  for _ in 0 ..< 10_000 { logEngine.appendOperation(kind: "shape.move", payload: payload) }
+                  let before = logEngine.metrics
+                  benchmark.startMeasurement()
+                  logEngine.flushNow(reason: .majorAction)
+                  benchmark.stopMeasurement()
+                  let after = logEngine.metrics
+                  benchmark.measurement(writerCommitMicros, Int((after.totalCommitDuration - before.totalCommitDuration).nanoseconds / 1000))
+              },
+              setup: { logEngine = try! Engine.open(config: benchConfig(freshPath("oplog-writer.db")), logger: quiet) },
+              teardown: { try! logEngine.shutdown() })
+    Benchmark("Open with 1M logged operations from 10 nodes (vector clock rebuilt from the log)",
+              configuration: .init(metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds, maxIterations: 5),
+              closure: { _ in
+                  let reopened = try! Engine.open(config: benchConfig(scratch.appendingPathComponent("oplog-1m.db").path), logger: quiet)
+                  precondition(reopened.recovery.operations.operations == 1_000_000)
+                  try! reopened.shutdown()
+              },
+              setup: { try! makeOperationLog("oplog-1m.db", nodes: 10, perNode: 100_000) })
 }

@@ -27,6 +27,10 @@ extension World {
                 batch.entityInserts.append(EntityInsert(number: records[i].number, id: spawn.id))
             }
             drainSettings(into: batch)
+            // The vector clock goes with the batches that ask for it (its trigger's, and the
+            // app transitions and shutdown, which may be the last chance).
+            let withClock = batch.reasons.contains(.vectorClock) || batch.reasons.contains { $0.urgency == .nowThenCheckpoint }
+            operationLog.drain(into: batch, withClock: withClock)
         }
         tracker.reset(tier, swappingColumnsInto: &drainScratch)
         records.withUnsafeBufferPointer { records in

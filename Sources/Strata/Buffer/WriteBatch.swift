@@ -38,7 +38,7 @@ public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
 ///
 /// Built on the tick thread by ``World/drain(_:into:at:)``, handed to the writer through
 /// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, settings,
-/// component writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
+/// operations and the vector clock, component writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
 ///
 /// A reusable buffer, so a class: the writer empties a committed batch (``reset()``)
 /// and ``WriteBuffer`` gives it back to the tick thread to fill again, capacity and
@@ -62,6 +62,10 @@ final class WriteBatch: @unchecked Sendable {
     @exclusivity(unchecked) var writes: [ComponentWrite] = []
     /// Settings set or removed, one per key.
     var settingWrites: [SettingWrite] = []
+    /// Operations logged, in order (never coalesced), and the vector-clock entries that
+    /// moved, as of the drain (``OperationLog``).
+    var operations: [LoggedOperation] = []
+    var vectorClockRows: [NodeID: Int64] = [:]
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
@@ -83,7 +87,10 @@ final class WriteBatch: @unchecked Sendable {
     /// Position of each write, built on first merge.
     private var writeIndex: [WriteKey: Int]?
 
-    var isEmpty: Bool { entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && settingWrites.isEmpty }
+    var isEmpty: Bool {
+        entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && settingWrites.isEmpty
+            && operations.isEmpty && vectorClockRows.isEmpty
+    }
 
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
     /// then fills storage that is already allocated (see ``WriteBuffer``'s spare).
@@ -92,6 +99,8 @@ final class WriteBatch: @unchecked Sendable {
         entityInserts.removeAll(keepingCapacity: true)
         writes.removeAll(keepingCapacity: true)
         settingWrites.removeAll(keepingCapacity: true)
+        operations.removeAll(keepingCapacity: true)
+        vectorClockRows.removeAll(keepingCapacity: true)
         durability = .normal
         reasons = FlushReasonSet()
         sequence = 0
@@ -100,7 +109,9 @@ final class WriteBatch: @unchecked Sendable {
         derivedDrainedAt = nil
         writeIndex = nil
     }
-    var rowCount: Int { entityDeletes.count + entityInserts.count + writes.count + settingWrites.count }
+    var rowCount: Int {
+        entityDeletes.count + entityInserts.count + writes.count + settingWrites.count + operations.count + vectorClockRows.count
+    }
 
     /// Folds a later batch into this one, as if both had been committed in order.
     ///
@@ -144,6 +155,9 @@ final class WriteBatch: @unchecked Sendable {
                 settingWrites.append(write)
             }
         }
+
+        operations.append(contentsOf: newer.operations)
+        vectorClockRows.merge(newer.vectorClockRows) { _, newest in newest }
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter

@@ -41,7 +41,10 @@ extension Engine {
         let world = World(clock: options.clock)
         for type in components { world.register(any: type) }
         let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
-        let recovery = RecoveryReport(session: session, loaded: summary, setAsideCorruptFile: setAside, corruption: corruption)
+        let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock)
+        world.operationLog = operationLog
+        let recovery = RecoveryReport(session: session, loaded: summary, operations: operations,
+                                      setAsideCorruptFile: setAside, corruption: corruption)
         if recovery.crashed {
             logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         } else {
@@ -71,7 +74,11 @@ extension Engine {
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval
-        let scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
+        var scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
+        if !operations.vectorClockRepairs.isEmpty {
+            logger.warning("vector clock repaired from the operation log: \(operations.vectorClockRepairs.joined(separator: "; "))")
+            scheduler.request(.vectorClock, by: options.clock.now())
+        }
         for method in CompactionPolicy.Method.allCases { writer.compactionStepBytes[method] = options.compactionStepBytes }
         writer.start()
         return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,

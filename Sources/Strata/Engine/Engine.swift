@@ -71,6 +71,8 @@ public final class Engine {
     public struct Options: Sendable {
         /// The source of "now"; tests pass a ``ManualClock``.
         public var clock: any StrataClock = MonotonicClock()
+        /// Wall-clock Unix milliseconds, for the operation log's hybrid timestamps.
+        public var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
         /// A registered SQLite VFS to open the database with (`file:PATH?vfs=NAME`).
         public var vfs: String?
         /// Time the writer is allowed to commit a batch, subtracted from each deadline.

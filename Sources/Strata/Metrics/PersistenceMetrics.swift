@@ -12,6 +12,9 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var entityRowsDeleted = 0
     /// Settings set or removed (rows written or deleted in `settings`).
     public var settingRowsWritten = 0
+    /// Operations logged (rows inserted in `operation_log`) and vector-clock rows written.
+    public var operationsLogged = 0
+    public var vectorClockRowsWritten = 0
     /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
     /// Segment rows appended by commits, and the bytes of records in them.

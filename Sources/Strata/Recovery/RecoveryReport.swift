@@ -3,6 +3,8 @@
 public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     public var session: SessionState
     public var loaded: LoadSummary
+    /// The operation log: this replica's node, what was logged, the clock's repairs.
+    public var operations = OperationLogSummary()
     /// Where a corrupt database was moved before a fresh one replaced it.
     public var setAsideCorruptFile: String?
     /// Why it was set aside.
@@ -28,6 +30,14 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         if loaded.settings > 0 { loadedLine += "; \(loaded.settings) settings" }
         if loaded.unreadableSettings > 0 { loadedLine += "; kept \(loaded.unreadableSettings) settings this build cannot read" }
         lines.append(loadedLine)
+        if operations.operations > 0 || !operations.vectorClockRepairs.isEmpty {
+            var line = "operation log: \(operations.operations) operations from \(operations.nodes) nodes"
+            if operations.gaps > 0 { line += ", \(operations.gaps) gaps" }
+            if !operations.vectorClockRepairs.isEmpty {
+                line += "; vector clock repaired: " + operations.vectorClockRepairs.joined(separator: "; ")
+            }
+            lines.append(line)
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -37,6 +37,11 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     public var compactionSteps = 0
     /// The document's settings, key → value as written (`b:`, `i:`, `d:`, `s:`, `j:` tags: see ``SettingValue``).
     public var settings: [String: String] = [:]
+    /// This replica's node id; operations logged per node; the persisted vector clock
+    /// (node → highest contiguous sequence). Node ids in lowercase UUID form.
+    public var nodeID: String?
+    public var operationLog: [String: Int] = [:]
+    public var vectorClock: [String: Int64] = [:]
     /// The clean-shutdown mark: nil if the file has no session row.
     public var cleanShutdown: Bool?
     public var crashCount: Int
@@ -105,6 +110,9 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                         inspection.settings[row["key"]] = row["value"]
                     }
                 }
+                if try db.tableExists("operation_log") {
+                    try inspection.readOperationLog(db)
+                }
                 if try db.tableExists("session_state"),
                    let row = try Row.fetchOne(db, sql: "SELECT * FROM session_state WHERE id = 1") {
                     inspection.cleanShutdown = (row["clean_shutdown"] as Int) == 1
@@ -144,6 +152,17 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         }
     }
 
+    private mutating func readOperationLog(_ db: Database) throws {
+        func node(_ data: Data) -> String { data.withUnsafeBytes { NodeID(bytes: $0)?.description } ?? data.map { String(format: "%02x", $0) }.joined() }
+        nodeID = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1").map(node)
+        for row in try Row.fetchAll(db, sql: "SELECT node, count(*) AS n FROM operation_log GROUP BY node") {
+            operationLog[node(row["node"])] = row["n"]
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
+            vectorClock[node(row["node"])] = row["seq"]
+        }
+    }
+
     /// The JSON form, keys sorted.
     public func json() throws -> String {
         let encoder = JSONEncoder()
@@ -172,6 +191,11 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         lines.append("segments         \(segments) rows, \(segmentBytes) bytes, \(segmentRecords) records"
             + (unreadableSegments > 0 ? " (\(unreadableSegments) unreadable)" : ""))
         lines.append("compactions      \(compactions) (\(compactionSteps) steps)")
+        if let nodeID { lines.append("node id          \(nodeID)") }
+        lines.append("operation log    \(operationLog.values.reduce(0, +)) operations from \(operationLog.count) nodes")
+        for (node, count) in operationLog.sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(node)  \(count) logged, vector clock \(vectorClock[node].map(String.init) ?? "-")")
+        }
         lines.append("settings         \(settings.count)")
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {
             let shown = SettingValue(storageText: value).map(\.description) ?? "\(value) (unreadable)"

@@ -107,9 +107,43 @@ extension Store {
                 PRAGMA user_version = 2;
                 """)
         }
+        migrator.registerMigration("v3: replica node id, operation log, vector clock") { db in
+            // RFC 0002 tier 1: the operation log is the sync layer's source of truth, and
+            // the vector clock (node → highest contiguous sequence) is rebuilt from it at
+            // open. See OpLog/OperationLog.swift.
+            try db.execute(sql: """
+                -- One row: this replica's node id, created with the document's first v3 open.
+                CREATE TABLE replica (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    node_id BLOB NOT NULL CHECK (length(node_id) = 16),
+                    created_at INTEGER NOT NULL
+                );
+
+                -- Local and received operations. (node, seq) is the key peers exchange; the
+                -- id deduplicates an operation that comes back under any key.
+                CREATE TABLE operation_log (
+                    node BLOB NOT NULL CHECK (length(node) = 16),
+                    seq INTEGER NOT NULL CHECK (seq > 0),
+                    id BLOB NOT NULL UNIQUE CHECK (length(id) = 16),
+                    timestamp INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    logged_at INTEGER NOT NULL,
+                    PRIMARY KEY (node, seq)
+                ) WITHOUT ROWID;
+
+                -- Node → highest contiguous sequence in operation_log, as last persisted.
+                CREATE TABLE vector_clock (
+                    node BLOB PRIMARY KEY NOT NULL CHECK (length(node) = 16),
+                    seq INTEGER NOT NULL
+                ) WITHOUT ROWID;
+
+                PRAGMA user_version = 3;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 2 }
+    public static var schemaVersion: Int { 3 }
 }

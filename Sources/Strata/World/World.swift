@@ -47,6 +47,9 @@ public final class World {
     /// last critical drain (a nil value: removed).
     var settingValues: [String: SettingValue] = [:]
     var pendingSettings: [String: SettingValue?] = [:]
+    /// The operation log's tick-thread side (a fresh, unpersisted node until a reload
+    /// sets the document's). Feed it through ``Engine/appendOperation(kind:payload:)``.
+    public internal(set) var operationLog = OperationLog(node: NodeID())
     @usableFromInline let clock: any StrataClock
     @usableFromInline var owner = ThreadOwner()
     public private(set) var entityCount = 0
@@ -202,7 +205,8 @@ public final class World {
     public func pendingCount(_ tier: Tier) -> Int {
         guard tier != .ephemeral else { return 0 }
         let keys = tracker.columns[tier.rawValue].reduce(0) { $0 + columns[Int($1)].queuedCount(tier) }
-        return keys + (tier == .critical ? tracker.spawns.count + tracker.despawns.count + pendingSettings.count : 0)
+        let other = tracker.spawns.count + tracker.despawns.count + pendingSettings.count + operationLog.pending.count
+        return keys + (tier == .critical ? other : 0)
     }
 
     /// When `tier` first became dirty since its last flush.

@@ -28,4 +28,6 @@ struct CommitCounts {
     var segmentRows = 0
     var segmentBytes = 0
     var settingWrites = 0
+    var operations = 0
+    var vectorClockRows = 0
 }

@@ -21,6 +21,8 @@ extension Writer {
                 $0.entityRowsInserted += counts.entityInserts
                 $0.entityRowsDeleted += counts.entityDeletes
                 $0.settingRowsWritten += counts.settingWrites
+                $0.operationsLogged += counts.operations
+                $0.vectorClockRowsWritten += counts.vectorClockRows
                 $0.payloadBytesWritten += counts.payloadBytes
                 $0.segmentsWritten += counts.segmentRows
                 $0.segmentBytesWritten += counts.segmentBytes

@@ -81,7 +81,7 @@ final class Writer: @unchecked Sendable {
 
     // Writer thread only.
     let segmentLog: SegmentLog
-    /// The batch parts, in the order they write: entity rows, settings, then the segment append.
+    /// The batch parts, in the order they write: entity rows, settings, the operation log, then the segment append.
     let parts: [any BatchPart]
     var round: Compactor.Round?
     /// Bytes of records a step consumes, per method (a fold's byte costs more than a
@@ -105,7 +105,7 @@ final class Writer: @unchecked Sendable {
         self.logger = logger
         self.settings = settings
         self.segmentLog = segmentLog
-        self.parts = [EntityRowsPart(), SettingRowsPart(), SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
+        self.parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(), SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
         self.lastCheckpoint = clock.now()
         metrics.update { $0.recordBacklog(segmentLog) }
     }

@@ -1,0 +1,47 @@
+/// The operation log (RFC 0001/0002): local operations appended, peers' operations
+/// received, both critical work: committed within `critical_flush_delay_ms` with
+/// `synchronous=FULL`, through the same write buffer and writer as components, in order.
+/// The vector clock is written every `vector_clock_every_operations` operations or
+/// `vector_clock_every_secs`, and with every app transition and shutdown.
+///
+/// Tick thread, like the world.
+///
+/// ```swift
+/// let op = engine.appendOperation(kind: "shape.move", payload: bytes)   // seq 1, 2, 3… of this node
+/// switch engine.receiveOperation(fromPeer) { case .duplicate: … }       // dedup by (node, seq)
+/// engine.vectorClock[engine.nodeID]                                     // highest contiguous seq
+/// ```
+extension Engine {
+    /// This replica's node id, stable across restarts.
+    public var nodeID: NodeID { world.operationLog.node }
+
+    /// Node → highest contiguous sequence logged.
+    public var vectorClock: [NodeID: Int64] { world.operationLog.vectorClock }
+
+    /// The missing sequences of each peer that has gaps (kept and reported, never filled in).
+    public var operationGaps: [NodeID: [ClosedRange<Int64>]] { world.operationLog.gaps }
+
+    /// Logs a local operation: the next sequence of this node, a new id and a hybrid
+    /// timestamp. Written with the next critical flush.
+    @discardableResult
+    public func appendOperation(kind: String, payload: [UInt8]) -> LoggedOperation {
+        owner.check("Engine")
+        let operation = world.operationLog.append(kind: kind, payload: payload)
+        world.tracker.noteCriticalWork(clock: world.clock)
+        recordOperations(1, fromPeers: false)
+        return operation
+    }
+
+    /// Logs a peer's operation, unless its (node, sequence) is logged already; one above
+    /// a gap is logged and the gap reported (``operationGaps``). Peers' operations are
+    /// flushed within the critical delay, with every tier (RFC 0002 "Network Events").
+    @discardableResult
+    public func receiveOperation(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
+        owner.check("Engine")
+        let receipt = world.operationLog.receive(operation)
+        guard receipt != .duplicate else { return receipt }
+        world.tracker.noteCriticalWork(clock: world.clock)
+        recordOperations(1, fromPeers: true)
+        return receipt
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+/// The operation log as the tick thread sees it: this replica's node id and next
+/// sequence number, the hybrid logical clock, the vector clock, the gaps, and the
+/// operations waiting for the next critical flush.
+///
+/// Owned by the tick thread (inside ``World``; the engine's `appendOperation` and
+/// `receiveOperation` feed it). The log itself lives in the database (`operation_log`):
+/// nothing here grows with it, beyond the sequence numbers received out of order.
+///
+/// Invariants:
+/// 1. `vectorClock[n]` is the highest `s` such that operations `1…s` of node `n` are all
+///    logged (committed, or waiting in `pending` for the next critical drain).
+/// 2. `beyond[n]` holds the sequences of `n` logged above `vectorClock[n] + 1`: the gaps
+///    are what lies between.
+/// 3. Operations are appended, never coalesced, and drained in the order they came.
+/// 4. The vector clock rows drained with a batch claim nothing but operations in that
+///    batch or an earlier one (the clock is read after the batch's operations are taken).
+public final class OperationLog {
+    /// This replica.
+    public let node: NodeID
+    /// Node → highest contiguous sequence logged.
+    public private(set) var vectorClock: [NodeID: Int64]
+    /// Sequences logged above a gap, per node.
+    private var beyond: [NodeID: Set<Int64>] = [:]
+    /// Operations logged per node (for reports).
+    public private(set) var countByNode: [NodeID: Int]
+    private var clock: HybridLogicalClock
+    private var ids = OperationIDs()
+    /// Operations waiting for the next critical drain, in order.
+    private(set) var pending: [LoggedOperation] = []
+    /// Nodes whose vector-clock entry moved since the clock was last drained.
+    private var clockChanged: Set<NodeID> = []
+    private let wallClock: @Sendable () -> Int64
+
+    init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:],
+         countByNode: [NodeID: Int] = [:], lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
+         clockToWrite: Set<NodeID> = [], wallClock: @escaping @Sendable () -> Int64 = { unixMilliseconds() }) {
+        self.node = node
+        self.vectorClock = vectorClock
+        self.beyond = beyond
+        self.countByNode = countByNode
+        self.clock = HybridLogicalClock(last: lastTimestamp)
+        self.clockChanged = clockToWrite
+        self.wallClock = wallClock
+    }
+
+    /// The sequence number the next local operation gets.
+    public var nextSequence: Int64 { (vectorClock[node] ?? 0) + 1 }
+
+    /// Logs a local operation: the next sequence of this node, a new id, a timestamp.
+    func append(kind: String, payload: [UInt8]) -> LoggedOperation {
+        let operation = LoggedOperation(id: ids.make(), node: node, seq: nextSequence, timestamp: clock.next(wallMilliseconds: wallClock()),
+                                  kind: kind, payload: payload)
+        log(operation)
+        return operation
+    }
+
+    /// Logs a peer's operation unless its (node, sequence) is logged already.
+    func receive(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
+        precondition(operation.seq > 0, "operation sequences start at 1")
+        let contiguous = vectorClock[operation.node] ?? 0
+        if operation.seq <= contiguous || beyond[operation.node]?.contains(operation.seq) == true { return .duplicate }
+        clock.observe(operation.timestamp)
+        log(operation)
+        return operation.seq == contiguous + 1 ? .accepted : .acceptedAfterGap
+    }
+
+    private func log(_ operation: LoggedOperation) {
+        let n = operation.node
+        var contiguous = vectorClock[n] ?? 0
+        if operation.seq == contiguous + 1 {
+            contiguous += 1
+            // Read before modifying: a modify access of a missing key allocates storage.
+            if beyond[n] != nil {
+                while beyond[n]?.remove(contiguous + 1) != nil { contiguous += 1 }
+                if beyond[n]?.isEmpty == true { beyond[n] = nil }
+            }
+            vectorClock[n] = contiguous
+            clockChanged.insert(n)
+        } else {
+            beyond[n, default: []].insert(operation.seq)
+        }
+        countByNode[n, default: 0] += 1
+        pending.append(operation)
+    }
+
+    /// The missing sequences of each node that has any: between its contiguous prefix
+    /// and the highest sequence logged.
+    public var gaps: [NodeID: [ClosedRange<Int64>]] {
+        var result: [NodeID: [ClosedRange<Int64>]] = [:]
+        for (n, above) in beyond where !above.isEmpty {
+            var ranges: [ClosedRange<Int64>] = []
+            var next = (vectorClock[n] ?? 0) + 1
+            for seq in above.sorted() {
+                if seq > next { ranges.append(next ... seq - 1) }
+                next = seq + 1
+            }
+            result[n] = ranges
+        }
+        return result
+    }
+
+    /// Moves the pending operations into `batch`, and the vector clock's changed entries
+    /// when `withClock` (after the operations: see invariant 4).
+    func drain(into batch: WriteBatch, withClock: Bool) {
+        if !pending.isEmpty {
+            batch.operations.append(contentsOf: pending)
+            pending.removeAll(keepingCapacity: true)
+        }
+        if withClock && !clockChanged.isEmpty {
+            for n in clockChanged { batch.vectorClockRows[n] = vectorClock[n] }
+            clockChanged.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Whether anything waits for a critical drain.
+    var hasPendingWork: Bool { !pending.isEmpty }
+}

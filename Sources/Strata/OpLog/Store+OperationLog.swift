@@ -1,0 +1,90 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// What opening found in the operation log.
+public struct OperationLogSummary: Sendable, Equatable {
+    /// This replica's node id (created on the document's first open with an operation log).
+    public var node: NodeID?
+    public var operations = 0
+    /// Nodes with operations logged.
+    public var nodes = 0
+    /// Ranges of missing sequences, over every node.
+    public var gaps = 0
+    /// Where the persisted vector clock differed from the one rebuilt from the log (one
+    /// line per node): repaired at the first critical flush.
+    public var vectorClockRepairs: [String] = []
+}
+
+extension Store {
+    /// Reads this replica's node id (creating it on first open), rebuilds the vector
+    /// clock and the gaps from `operation_log` (RFC 0002's recovery: "load operation log
+    /// → rebuild vector clock"), and compares the clock with the persisted one: the log
+    /// is the truth, a differing entry is reported and written again. Opening thread.
+    ///
+    /// Reads `(node, seq, timestamp)` in key order, never a payload: O(log) at open.
+    func loadOperationLog(wallClock: @escaping @Sendable () -> Int64) throws -> (OperationLog, OperationLogSummary) {
+        do {
+            let node = try queue.writeWithoutTransaction { db -> NodeID in
+                if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
+                   let node = data.withUnsafeBytes({ NodeID(bytes: $0) }) {
+                    return node
+                }
+                let node = NodeID()
+                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
+                               arguments: [node.withBytes { Data($0) }, unixMilliseconds()])
+                return node
+            }
+            return try queue.read { db in
+                var clock: [NodeID: Int64] = [:]
+                var beyond: [NodeID: Set<Int64>] = [:]
+                var counts: [NodeID: Int] = [:]
+                var lastTimestamp: Int64 = 0
+                let statement = try db.makeStatement(sql: "SELECT node, seq, timestamp FROM operation_log ORDER BY node, seq")
+                defer { withExtendedLifetime(statement) {} }
+                let rows = statement.sqliteStatement
+                var current: (bytes: [UInt8], id: NodeID)?
+                var contiguous: Int64 = 0
+                func finish() {
+                    guard let current else { return }
+                    clock[current.id] = contiguous
+                }
+                while sqlite3_step(rows) == SQLITE_ROW {
+                    let bytes = columnBlob(rows, 0)
+                    if current == nil || !current!.bytes.elementsEqual(bytes) {
+                        finish()
+                        guard let id = NodeID(bytes: bytes) else { current = nil; continue }
+                        current = (Array(bytes), id)
+                        contiguous = 0
+                    }
+                    let n = current!.id
+                    let seq = sqlite3_column_int64(rows, 1)
+                    if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
+                    counts[n, default: 0] += 1
+                    lastTimestamp = max(lastTimestamp, sqlite3_column_int64(rows, 2))
+                }
+                finish()
+
+                var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)
+                var persisted: [NodeID: Int64] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
+                    if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { persisted[id] = row["seq"] }
+                }
+                var toWrite: Set<NodeID> = []
+                for n in Set(clock.keys).union(persisted.keys).sorted(by: { $0.description < $1.description }) {
+                    let rebuilt = clock[n] ?? 0, stored = persisted[n] ?? 0
+                    guard rebuilt != stored else { continue }
+                    summary.vectorClockRepairs.append("node \(n): persisted \(stored), rebuilt from the log \(rebuilt)")
+                    clock[n] = rebuilt
+                    toWrite.insert(n)
+                }
+                let log = OperationLog(node: node, vectorClock: clock, beyond: beyond, countByNode: counts,
+                                       lastTimestamp: HybridTimestamp(rawValue: lastTimestamp), clockToWrite: toWrite, wallClock: wallClock)
+                summary.gaps = log.gaps.values.reduce(0) { $0 + $1.count }
+                return (log, summary)
+            }
+        } catch {
+            throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+}

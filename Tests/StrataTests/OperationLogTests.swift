@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// The operation log and the vector clock: critical, appended in order, rebuilt at open.
+@Suite struct OperationLogTests {
+    func peerOperation(_ node: NodeID, _ seq: Int64, at ms: Int64 = 1_000) -> LoggedOperation {
+        LoggedOperation(node: node, seq: seq, timestamp: HybridTimestamp(milliseconds: ms), kind: "peer.edit", payload: [UInt8(seq)])
+    }
+
+    /// (node, seq) of every logged row, in key order, and the persisted clock.
+    func stored(_ fixture: EngineFixture) throws -> (log: [String], clock: [String: Int64]) {
+        try fixture.reader().read { db in
+            let log = try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_log ORDER BY node, seq").map { row in
+                "\((row["node"] as Data).withUnsafeBytes { NodeID(bytes: $0)! }):\(row["seq"] as Int64)"
+            }
+            let clock = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock").map { row in
+                ("\((row["node"] as Data).withUnsafeBytes { NodeID(bytes: $0)! })", row["seq"] as Int64)
+            })
+            return (log, clock)
+        }
+    }
+
+    @Test func localOperationsAreNumberedInOrderUnderAStableNodeIDAcrossRestarts() throws {
+        var fixture = EngineFixture()
+        fixture.options.wallClock = { 5_000 }   // a wall clock that stands still: the hybrid clock still moves
+        let engine = try fixture.open()
+        let node = engine.nodeID
+        let ops = (0 ..< 3).map { engine.appendOperation(kind: "shape.create", payload: [UInt8($0)]) }
+        #expect(ops.map(\.seq) == [1, 2, 3])
+        #expect(ops.map(\.node) == [node, node, node])
+        #expect(ops[0].timestamp < ops[1].timestamp && ops[1].timestamp < ops[2].timestamp)
+        #expect(ops[0].timestamp.milliseconds == 5_000)
+        #expect(Set(ops.map(\.id)).count == 3)
+        #expect(engine.vectorClock == [node: 3])
+        try engine.shutdown()
+
+        let next = try fixture.open()
+        #expect(next.nodeID == node)
+        #expect(next.vectorClock == [node: 3])
+        #expect(next.recovery.operations.operations == 3)
+        #expect(next.recovery.operations.vectorClockRepairs.isEmpty, "a clean stop leaves the persisted clock equal to the log's")
+        let fourth = next.appendOperation(kind: "shape.move", payload: [])
+        #expect(fourth.seq == 4)
+        #expect(fourth.timestamp > ops[2].timestamp, "the hybrid clock resumes after the last logged timestamp")
+        try next.shutdown()
+        #expect(try stored(fixture).clock == ["\(node)": 4])
+    }
+
+    @Test func peersOperationsAreDeduplicatedAndTheirGapsKept() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let peer = NodeID()
+        let receipts = [1, 3, 3, 2, 5].map { engine.receiveOperation(peerOperation(peer, $0)) }
+        #expect(receipts == [.accepted, .acceptedAfterGap, .duplicate, .accepted, .acceptedAfterGap])
+        #expect(engine.vectorClock[peer] == 3)
+        #expect(engine.operationGaps == [peer: [4 ... 4]])
+        #expect(engine.receiveOperation(peerOperation(peer, 1)) == .duplicate, "committed or not, logged is logged")
+        try engine.shutdown()
+        #expect(try stored(fixture).log == [1, 2, 3, 5].map { "\(peer):\($0)" })
+
+        let next = try fixture.open()
+        #expect(next.vectorClock[peer] == 3)
+        #expect(next.operationGaps == [peer: [4 ... 4]])
+        #expect(next.recovery.operations.gaps == 1)
+        #expect(next.receiveOperation(peerOperation(peer, 5)) == .duplicate)
+        #expect(next.receiveOperation(peerOperation(peer, 4)) == .accepted)
+        #expect(next.vectorClock[peer] == 5)
+        #expect(next.operationGaps.isEmpty)
+        try next.shutdown()
+    }
+
+    @Test func operationsAreCommittedFullByTheCriticalDelayInOrderAndSurviveACrash() throws {
+        let fixture = EngineFixture()
+        var engine: Engine? = try fixture.open()
+        let node = engine!.nodeID
+        engine!.appendOperation(kind: "a", payload: [1])
+        engine!.appendOperation(kind: "b", payload: [2])
+        let delay = fixture.config.persistence.criticalFlushDelay
+        fixture.clock.advance(by: delay - engine!.flushLookahead - .milliseconds(1))
+        engine!.endTick()
+        engine!.waitForWriter()
+        #expect(try stored(fixture).log.isEmpty, "not before the deadline")
+
+        fixture.clock.advance(by: .milliseconds(1))
+        engine!.endTick()
+        engine!.waitForWriter()
+        #expect(try stored(fixture).log == ["\(node):1", "\(node):2"])
+        #expect(engine!.metrics.fullCommitCount == 1)
+        #expect(engine!.metrics.operationsLogged == 2)
+
+        engine = nil   // released without shutdown(): the session ends as a crash would
+        let next = try fixture.open()
+        #expect(next.recovery.crashed)
+        #expect(next.vectorClock[node] == 2, "rebuilt from the log")
+        #expect(next.appendOperation(kind: "c", payload: []).seq == 3)
+        try next.shutdown()
+    }
+
+    /// The clock is written every `vector_clock_every_operations` operations, and what it
+    /// claims is always in the log already.
+    @Test func theVectorClockIsWrittenEveryNOperationsAndNeverClaimsAnUnloggedOne() throws {
+        var fixture = EngineFixture()
+        fixture.config.persistence.vectorClockEveryOperations = 5
+        fixture.config.persistence.vectorClockInterval = .seconds(3600)
+        let engine = try fixture.open()
+        let node = engine.nodeID
+        var clockWrites: [Int64] = []
+        for i in 1 ... 12 {
+            engine.appendOperation(kind: "op", payload: [UInt8(i)])
+            fixture.clock.advance(by: .milliseconds(400))
+            engine.endTick()
+            engine.waitForWriter()
+            let (log, clock) = try stored(fixture)
+            if let claimed = clock["\(node)"] {
+                #expect(Int64(log.count) >= claimed, "the clock claims \(claimed) with \(log.count) logged")
+                if clockWrites.last != claimed { clockWrites.append(claimed) }
+            }
+        }
+        #expect(clockWrites == [5, 10])
+        try engine.shutdown()
+        #expect(try stored(fixture).clock == ["\(node)": 12], "and at shutdown")
+    }
+
+    @Test func aClockLeftBehindIsRebuiltFromTheLogRepairedAndReported() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let node = engine.nodeID
+        for _ in 0 ..< 3 { engine.appendOperation(kind: "op", payload: []) }
+        try engine.shutdown()
+        let stray = NodeID()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE vector_clock SET seq = 1")   // as a crash between the log and the clock would leave it
+            try db.execute(sql: "INSERT INTO vector_clock (node, seq) VALUES (?, 7)", arguments: [stray.withBytes { Data($0) }])
+        }
+        try queue.close()
+
+        let next = try fixture.open()
+        #expect(next.vectorClock[node] == 3)
+        #expect(next.recovery.operations.vectorClockRepairs.count == 2)
+        #expect(next.recovery.operations.vectorClockRepairs.contains("node \(node): persisted 1, rebuilt from the log 3"))
+        #expect(next.recovery.description.contains("vector clock repaired"))
+        next.flushNow()
+        #expect(try stored(fixture).clock == ["\(node)": 3, "\(stray)": 0], "written again before anything else happens")
+        try next.shutdown()
+        let again = try fixture.open()
+        #expect(again.recovery.operations.vectorClockRepairs.isEmpty)
+        try again.shutdown()
+    }
+
+    @Test func theHybridClockMovesPastEverythingItHasSeen() {
+        var clock = HybridLogicalClock()
+        let first = clock.next(wallMilliseconds: 1_000)
+        #expect(first == HybridTimestamp(milliseconds: 1_000))
+        #expect(clock.next(wallMilliseconds: 1_000) == HybridTimestamp(milliseconds: 1_000, counter: 1))
+        #expect(clock.next(wallMilliseconds: 900) == HybridTimestamp(milliseconds: 1_000, counter: 2), "a wall clock that steps back")
+        clock.observe(HybridTimestamp(milliseconds: 5_000, counter: 3))
+        #expect(clock.next(wallMilliseconds: 1_001) == HybridTimestamp(milliseconds: 5_000, counter: 4), "after a peer ahead of us")
+        #expect(clock.next(wallMilliseconds: 6_000) == HybridTimestamp(milliseconds: 6_000))
+
+        let a = NodeID(UUID(uuidString: "00000000-0000-0000-0000-000000000001")!)
+        let b = NodeID(UUID(uuidString: "00000000-0000-0000-0000-000000000002")!)
+        let t = HybridTimestamp(milliseconds: 7)
+        let x = LoggedOperation(node: a, seq: 9, timestamp: t, kind: "k", payload: [])
+        let y = LoggedOperation(node: b, seq: 1, timestamp: t, kind: "k", payload: [])
+        #expect(x.causallyPrecedes(y) && !y.causallyPrecedes(x), "equal timestamps: the node id decides")
+    }
+}
