@@ -99,12 +99,16 @@ struct TraceLine {
     }
 
     /// Waits until the sim has made critical changes (spawns, despawns, metadata) for a
-    /// few seconds of its own time, and `also` holds; then kills it with SIGKILL.
+    /// few seconds of its own time, has logged operations of its own and of its peer for
+    /// two seconds, and `also` holds; then kills it with SIGKILL.
     func killWhenBusy(_ sim: Process, tracePath: String, requireDespawn: Bool = true, also: () -> Bool = { true }) throws {
         let running = eventually(timeout: .seconds(60)) {
             let lines = TraceLine.read(tracePath)
             guard let first = lines.first, let last = lines.last else { return false }
+            let operationsByNode = Dictionary(grouping: lines.filter { $0.operation == "operation" }, by: \.entity)
             return last.instant.duration(since: first.instant) > .seconds(4)
+                && operationsByNode.count >= 2
+                && operationsByNode.values.allSatisfy { last.instant.duration(since: $0[0].instant) > .seconds(2) }
                 && (!requireDespawn || lines.contains { $0.operation == "despawn" })
                 && lines.contains { $0.operation == "metadata" } && also()
         }
@@ -164,6 +168,22 @@ struct TraceLine {
             }
         }
         #expect(checked > 10)
+
+        // Every operation logged before the cutoff, the sim's own and its peer's, is in the
+        // log, and the vector clock rebuilt from it covers the sim's own.
+        let logged = Set(try engine.store.withConnection { db in
+            try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_log").map { row in
+                "\((row["node"] as Data).withUnsafeBytes { NodeID(bytes: $0)! }):\(row["seq"] as Int64)"
+            }
+        })
+        let oldOperations = old.filter { $0.operation == "operation" }
+        #expect(oldOperations.contains { $0.entity == engine.nodeID.description }, "the sim's own operations are traced")
+        #expect(oldOperations.contains { $0.entity != engine.nodeID.description }, "and its peer's")
+        for operation in oldOperations {
+            #expect(logged.contains("\(operation.entity):\(operation.revision!)"), "operation \(operation.entity):\(operation.revision!) lost")
+        }
+        let ownOld = oldOperations.filter { $0.entity == engine.nodeID.description }.compactMap(\.revision).max() ?? 0
+        #expect(Int(engine.vectorClock[engine.nodeID] ?? 0) >= ownOld)
         try engine.shutdown()
 
         // Never a shape without the components it was spawned with; one document.
@@ -183,7 +203,7 @@ struct TraceLine {
         let directory = TestDirectory()
         let tracePath = directory.url.appendingPathComponent("critical.trace").path
         let sim = try startSim(directory, ["--entities", "50", "--trace-critical", tracePath])
-        #expect(eventually(timeout: .seconds(60)) { TraceLine.read(tracePath).count > 50 })
+        #expect(eventually(timeout: .seconds(60)) { TraceLine.read(tracePath).filter { $0.operation == "spawn" }.count > 50 })
         kill(sim.processIdentifier, SIGTERM)
         sim.waitUntilExit()
         #expect(sim.terminationReason == .exit)

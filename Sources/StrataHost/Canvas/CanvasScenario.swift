@@ -6,8 +6,11 @@ import StrataBench
 /// dragged (derived transforms), strokes drawn (start critical, points derived, end a
 /// flush event), document metadata edited, peer cursors moving (ephemeral).
 ///
-/// Tick thread. Every critical change is reported to `trace` (the crash test checks
-/// them against the database after a SIGKILL).
+/// Every action is also an operation in the document's operation log, and a simulated
+/// peer's operations arrive now and then (some twice, some out of order).
+///
+/// Tick thread. Every critical change and every logged operation is reported to `trace`
+/// (the crash test checks them against the database after a SIGKILL).
 final class CanvasScenario {
     private let engine: Engine
     private var world: World { engine.world }
@@ -21,6 +24,7 @@ final class CanvasScenario {
     private var viewport: Entity
     private var drag: (shape: Entity, ticksLeft: Int, dx: Float, dy: Float)?
     private var stroke: (entity: Entity, ticksLeft: Int)?
+    private var peer = SimulatedPeer()
     private(set) var tick = 0
 
     init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?) {
@@ -88,6 +92,7 @@ final class CanvasScenario {
             } else {
                 world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
                 trace?.record(.strokeEnd, world.id(of: current.entity)!)
+                log("stroke.end", world.id(of: current.entity)!)
                 engine.flush(reason: .majorAction)
                 stroke = nil
             }
@@ -106,6 +111,7 @@ final class CanvasScenario {
                 return meta.revision
             } ?? 0
             trace?.record(.metadata(revision: revision), world.id(of: document)!)
+            log("document.edit", world.id(of: document)!)
             engine.flush(reason: .majorAction)
         }
 
@@ -113,6 +119,7 @@ final class CanvasScenario {
         if !shapes.isEmpty, rng.chance(0.1 * perSecond) {
             let shape = shapes.randomElement(using: &rng)!
             world.mutate(ShapeStyle.self, of: shape) { $0.color ^= 0xFFFFFF }
+            log("shape.undo", world.id(of: shape)!)
             engine.flush(reason: .majorAction)
         }
 
@@ -122,7 +129,10 @@ final class CanvasScenario {
             for _ in 0 ..< count {
                 world.mutate(ShapeStyle.self, of: shapes.randomElement(using: &rng)!) { $0.kind = ($0.kind + 1) % 4 }
             }
-            engine.recordOperations(count, fromPeers: true)
+            for operation in peer.deliver(count, kind: "shape.restyle", using: &rng)
+                where engine.receiveOperation(operation) != .duplicate {
+                trace?.record(.logged(sequence: operation.seq), operation.node)
+            }
         }
 
         // The viewport pans now and then (UI state, derived).
@@ -137,6 +147,13 @@ final class CanvasScenario {
             ShapeTransform(x: Float.random(in: 0 ... 2000, using: &rng), y: Float.random(in: 0 ... 2000, using: &rng)))
         shapes.append(entity)
         trace?.record(.spawn, world.id(of: entity)!)
+        log("shape.create", world.id(of: entity)!)
+    }
+
+    /// Appends a local operation about `subject` (its id is the payload).
+    private func log(_ kind: String, _ subject: EntityID) {
+        let operation = engine.appendOperation(kind: kind, payload: subject.withBytes { Array($0) })
+        trace?.record(.logged(sequence: operation.seq), operation.node)
     }
 
     private func despawnShape() {
@@ -148,5 +165,6 @@ final class CanvasScenario {
         let id = world.id(of: entity)!
         world.despawn(entity)
         trace?.record(.despawn, id)
+        log("shape.delete", id)
     }
 }
