@@ -52,6 +52,28 @@ import Testing
         #expect(object["compactions"] as? Int == 0)
     }
 
+    @Test func oplogShowsEachNodeAndItsOperations() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let peer = NodeID()
+        engine.appendOperation(kind: "shape.create", payload: [1, 2])
+        engine.receiveOperation(LoggedOperation(node: peer, seq: 2, timestamp: HybridTimestamp(milliseconds: 9), kind: "peer", payload: []))
+        let me = engine.nodeID.description
+        try engine.shutdown()
+        let run = try strata(["oplog", "--json", fixture.directory.databasePath])
+        #expect(run.status == 0, "\(run.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(object["node_id"] as? String == me)
+        let nodes = try #require(object["nodes"] as? [String: [String: Any]])
+        #expect(nodes[me]?["count"] as? Int == 1)
+        #expect(nodes[peer.description]?["gaps"] as? [[Int]] == [[1, 1]])
+        let operations = try #require(object["operations"] as? [[String: Any]])
+        #expect(Set(operations.compactMap { $0["kind"] as? String }) == ["shape.create", "peer"])
+        let text = try strata(["oplog", fixture.directory.databasePath, "--node", me])
+        #expect(text.stdout.contains("(this replica)  1 operations, highest 1, vector clock 1, no gaps"), "\(text.stdout)")
+        #expect(try strata(["oplog", fixture.directory.databasePath, "--after", "3"]).status != 0, "--after needs --node")
+    }
+
     @Test func inspectOfAMissingFileFails() throws {
         let run = try strata(["inspect", "/nonexistent/strata.db"])
         #expect(run.status == 1)

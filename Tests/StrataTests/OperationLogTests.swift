@@ -167,4 +167,43 @@ import Testing
         let y = LoggedOperation(node: b, seq: 1, timestamp: t, kind: "k", payload: [])
         #expect(x.causallyPrecedes(y) && !y.causallyPrecedes(x), "equal timestamps: the node id decides")
     }
+
+    /// Anti-entropy: for any peer clock, the pages together hold exactly the logged
+    /// operations above it, each once, in (node, sequence) order.
+    @Test func aPeerIsSentExactlyWhatItLacksPageByPage() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let me = engine.nodeID, peer = NodeID(), other = NodeID()
+        for _ in 0 ..< 7 { engine.appendOperation(kind: "local", payload: []) }
+        for seq: Int64 in [1, 2, 3, 5, 6] { engine.receiveOperation(peerOperation(peer, seq)) }
+        for seq: Int64 in 1 ... 4 { engine.receiveOperation(peerOperation(other, seq)) }
+        engine.flushNow()
+        let reader = try OperationLogReader(path: fixture.directory.databasePath)
+        let all: [(NodeID, Int64)] = [(me, 7), (peer, 6), (other, 4)].flatMap { node, highest in
+            (1 ... highest).filter { node != peer || $0 != 4 }.map { (node, $0) }
+        }
+        for clock: [NodeID: Int64] in [[:], [me: 3], [me: 7, peer: 2], [me: 7, peer: 6, other: 4], [peer: 5, NodeID(): 9]] {
+            for limit in [1, 3, 100] {
+                var got: [LoggedOperation] = []
+                var page = try reader.missing(for: clock, limit: limit)
+                got += page.operations
+                while let next = page.next {
+                    page = try reader.missing(for: clock, from: next, limit: limit)
+                    #expect(page.operations.count <= limit)
+                    got += page.operations
+                }
+                let expected = all.filter { $0.1 > (clock[$0.0] ?? 0) }
+                    .sorted { a, b in a.0 == b.0 ? a.1 < b.1 : a.0.withBytes { x in b.0.withBytes { y in x.lexicographicallyPrecedes(y) } } }
+                #expect(got.map { "\($0.node):\($0.seq)" } == expected.map { "\($0.0):\($0.1)" }, "clock \(clock), limit \(limit)")
+            }
+        }
+        #expect(try reader.operations(of: peer, after: 3).map(\.seq) == [5, 6])
+        #expect(try reader.operations(of: me, limit: 2).map(\.kind) == ["local", "local"])
+
+        let summary = try reader.summary()
+        #expect(summary[peer] == OperationLogReader.NodeSummary(count: 5, highest: 6, vectorClock: 3, gaps: [4 ... 4]))
+        #expect(summary[me]?.gaps == [])
+        #expect(try reader.nodeID() == me)
+        try engine.shutdown()
+    }
 }

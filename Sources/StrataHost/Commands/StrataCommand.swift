@@ -7,7 +7,8 @@ struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
         abstract: "Strata: tiered, battery-aware persistence for ECS simulations.",
-        subcommands: [SimCommand.self, InspectCommand.self, CheckConfigCommand.self, PowerCommand.self, BenchCommand.self])
+        subcommands: [SimCommand.self, InspectCommand.self, OplogCommand.self, CheckConfigCommand.self, PowerCommand.self,
+                      BenchCommand.self])
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

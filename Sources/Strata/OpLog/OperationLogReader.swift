@@ -1,0 +1,145 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+
+/// Reads the committed operation log for anti-entropy and tools, from any thread,
+/// through its own read-only connection: in WAL mode it never waits for the writer and
+/// the writer never waits for it. Operations still waiting for a critical flush are not
+/// visible until they commit.
+///
+/// ```swift
+/// let reader = try OperationLogReader(path: path)
+/// var page = try reader.missing(for: peerClock, limit: 500)        // what the peer lacks
+/// while let next = page.next { send(page.operations); page = try reader.missing(for: peerClock, from: next) }
+/// ```
+public final class OperationLogReader: Sendable {
+    private let queue: DatabaseQueue
+    public let path: String
+
+    /// Opens `path` read-only. Throws if it is missing or has no operation log.
+    public init(path: String) throws {
+        let location = StoreLocation(path: path)
+        self.path = location.path
+        guard FileManager.default.fileExists(atPath: location.path) else {
+            throw StoreError(.open, message: "no database file", path: location.path)
+        }
+        var configuration = Configuration()
+        configuration.readonly = true
+        do {
+            queue = try DatabaseQueue(path: location.uri, configuration: configuration)
+            guard try queue.read({ try $0.tableExists("operation_log") }) else {
+                throw StoreError(.read, message: "no operation log (schema \(Store.schemaVersion) or later has one)", path: location.path)
+            }
+        } catch {
+            throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+
+    /// Where a paged read goes on: after `sequence` of `node`, then the nodes after it.
+    public struct Cursor: Sendable, Equatable {
+        public var node: NodeID
+        public var sequence: Int64
+    }
+
+    public struct Page: Sendable, Equatable {
+        /// In (node, sequence) order; nodes in the order of their bytes.
+        public var operations: [LoggedOperation]
+        /// Where the next page starts; nil when this one reached the end.
+        public var next: Cursor?
+    }
+
+    /// The operations a peer whose vector clock is `clock` lacks: every operation of each
+    /// node above the peer's entry for it (all of a node the peer does not know), `limit`
+    /// at a time. A peer's entry is its contiguous prefix, so operations it holds above a
+    /// gap of its own come again: receiving deduplicates them.
+    public func missing(for clock: [NodeID: Int64], from cursor: Cursor? = nil, limit: Int = 500) throws -> Page {
+        precondition(limit > 0, "a page holds at least one operation")
+        return try read { db in
+            var operations: [LoggedOperation] = []
+            let start = cursor.map { $0.node.withBytes { Data($0) } } ?? Data()
+            for nodeBytes in try Data.fetchAll(db, sql: "SELECT DISTINCT node FROM operation_log WHERE node >= ? ORDER BY node", arguments: [start]) {
+                guard let node = nodeBytes.withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
+                var floor = clock[node] ?? 0
+                if let cursor, cursor.node == node { floor = max(floor, cursor.sequence) }
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
+                    """, arguments: [nodeBytes, floor, limit - operations.count])
+                operations += rows.compactMap(Self.operation)
+                if operations.count == limit, let last = operations.last {
+                    return Page(operations: operations, next: Cursor(node: last.node, sequence: last.seq))
+                }
+            }
+            return Page(operations: operations, next: nil)
+        }
+    }
+
+    /// Operations of `node` after `sequence`, in order, at most `limit`.
+    public func operations(of node: NodeID, after sequence: Int64 = 0, limit: Int = 500) throws -> [LoggedOperation] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
+                """, arguments: [node.withBytes { Data($0) }, sequence, limit]).compactMap(Self.operation)
+        }
+    }
+
+    /// What the log holds of one node.
+    public struct NodeSummary: Sendable, Equatable {
+        public var count: Int
+        public var highest: Int64
+        /// The vector clock's entry as persisted (nil: none yet).
+        public var vectorClock: Int64?
+        /// Missing sequences below `highest`.
+        public var gaps: [ClosedRange<Int64>]
+    }
+
+    /// Per node: operations logged, the highest sequence, the persisted clock, the gaps.
+    /// One pass over the log's key (no payload is read).
+    public func summary() throws -> [NodeID: NodeSummary] {
+        try read { db in
+            var result: [NodeID: NodeSummary] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT node, count(*) AS n, max(seq) AS highest, min(seq) AS lowest FROM operation_log GROUP BY node") {
+                guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
+                let lowest: Int64 = row["lowest"]
+                result[node] = NodeSummary(count: row["n"], highest: row["highest"], vectorClock: nil,
+                                           gaps: lowest > 1 ? [1 ... lowest - 1] : [])
+            }
+            // A gap follows every sequence whose successor in the log is not the next one.
+            for row in try Row.fetchAll(db, sql: """
+                SELECT node, seq, next FROM (
+                    SELECT node, seq, lead(seq) OVER (PARTITION BY node ORDER BY seq) AS next FROM operation_log
+                ) WHERE next > seq + 1
+                """) {
+                guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
+                let seq: Int64 = row["seq"], next: Int64 = row["next"]
+                result[node]?.gaps.append(seq + 1 ... next - 1)
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
+                guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
+                result[node, default: NodeSummary(count: 0, highest: 0, vectorClock: nil, gaps: [])].vectorClock = row["seq"]
+            }
+            return result
+        }
+    }
+
+    /// This replica's node id (nil in a document never opened by a build with a log).
+    public func nodeID() throws -> NodeID? {
+        try read { db in
+            try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1").flatMap { $0.withUnsafeBytes { NodeID(bytes: $0) } }
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do {
+            return try queue.read(body)
+        } catch {
+            throw StoreError(.read, wrapping: error, path: path)
+        }
+    }
+
+    private static func operation(_ row: Row) -> LoggedOperation? {
+        guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }),
+              let id = (row["id"] as Data).withUnsafeBytes({ EntityID(bytes: $0) }) else { return nil }
+        return LoggedOperation(id: id, node: node, seq: row["seq"], timestamp: HybridTimestamp(rawValue: row["timestamp"]),
+                               kind: row["kind"], payload: Array(row["payload"] as Data))
+    }
+}
