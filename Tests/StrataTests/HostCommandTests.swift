@@ -74,6 +74,27 @@ import Testing
         #expect(try strata(["oplog", fixture.directory.databasePath, "--after", "3"]).status != 0, "--after needs --node")
     }
 
+    @Test func simSwitchesBetweenDocumentsAndLeavesEachClean() throws {
+        let directory = TestDirectory()
+        let paths = ["a.db", "b.db"].map { directory.url.appendingPathComponent($0).path }
+        let run = try strata(["sim", "--documents", paths.joined(separator: ","), "--switch-every", "0.5", "--duration", "2.2",
+                              "--entities", "20", "--log-level", "error"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let switches = run.stdout.components(separatedBy: "strata sim: switched to").count - 1
+        #expect(switches >= 2, "\(run.stdout)")
+        var closes = 0
+        for path in paths {
+            let inspection = try DatabaseInspection.inspect(path: path)
+            #expect(inspection.entityCount > 2)
+            #expect(inspection.cleanShutdown == true)
+            #expect(inspection.crashCount == 0)
+            #expect(inspection.owner == nil)
+            closes += inspection.cleanShutdownCount
+        }
+        #expect(closes == switches + 1, "every switch and the final shutdown closed a document cleanly")
+        #expect(try strata(["sim", "--documents", paths[0]]).status != 0, "one document is not a rotation")
+    }
+
     @Test func inspectOfAMissingFileFails() throws {
         let run = try strata(["inspect", "/nonexistent/strata.db"])
         #expect(run.status == 1)

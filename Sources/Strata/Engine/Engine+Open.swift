@@ -82,7 +82,7 @@ extension Engine {
         for method in CompactionPolicy.Method.allCases { writer.compactionStepBytes[method] = options.compactionStepBytes }
         writer.start()
         return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,
-                      recorder: recorder, clock: options.clock, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
+                      recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
     }
 
     /// Opens the store and begins the session; a failed integrity check after a crash

@@ -52,7 +52,9 @@ public final class Engine {
     let vfsBaseline: VFSCounts
     /// What the writer was last told of the power and the user (for compaction).
     var compactionContext: Writer.CompactionContext?
-    private var isShutDown = false
+    /// What the engine was opened with, for the next document (``switchDocument(to:timeout:)``).
+    let options: Options
+    private(set) var isShutDown = false
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
@@ -99,8 +101,10 @@ public final class Engine {
     }
 
     init(world: World, config: StrataConfig, recovery: RecoveryReport, store: Store, buffer: WriteBuffer,
-         writer: Writer, recorder: MetricsRecorder, clock: any StrataClock, logger: Logger, scheduler: FlushScheduler,
+         writer: Writer, recorder: MetricsRecorder, options: Options, logger: Logger, scheduler: FlushScheduler,
          countingVFS: CountingVFS?) {
+        let clock = options.clock
+        self.options = options
         self.countingVFS = countingVFS
         self.vfsBaseline = countingVFS?.counts ?? VFSCounts()
         self.world = world

@@ -19,6 +19,12 @@ struct SimCommand: ParsableCommand {
     @Option(help: "The database file (overrides [database] path).")
     var db: String?
 
+    @Option(help: "Switch between these documents, comma-separated (the first opens first; replaces --db).")
+    var documents: String?
+
+    @Option(name: .customLong("switch-every"), help: "Seconds between document switches (with --documents).")
+    var switchEvery = 10.0
+
     @Option(help: "Stop after this many seconds (default: run until SIGINT/SIGTERM).")
     var duration: Double?
 
@@ -41,6 +47,18 @@ struct SimCommand: ParsableCommand {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if entities < 0 { throw ValidationError("--entities must not be negative") }
         if let hz, !(1 ... 1000).contains(hz) { throw ValidationError("--hz must be between 1 and 1000") }
+        if let documents {
+            let paths = documentPaths(documents)
+            if paths.count < 2 || Set(paths).count != paths.count {
+                throw ValidationError("--documents needs two or more different paths, comma-separated")
+            }
+            if db != nil { throw ValidationError("--documents replaces --db: give one or the other") }
+        }
+        if !(switchEvery > 0) { throw ValidationError("--switch-every must be positive") }
+    }
+
+    private func documentPaths(_ list: String) -> [String] {
+        list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     func run() throws {
@@ -48,9 +66,11 @@ struct SimCommand: ParsableCommand {
         let logger = Logger(label: "strata")
         var config = try loadConfig(self.config, command: "sim")
         if let db { config.database.path = db }
+        let rotation = documents.map(documentPaths)
+        if let first = rotation?.first { config.database.path = first }
         if let hz { config.simulation.tickHz = hz }
 
-        let engine: Engine
+        var engine: Engine
         do {
             engine = try Engine.open(config: config, components: canvasComponents, logger: logger)
         } catch let error as StoreError {
@@ -68,9 +88,25 @@ struct SimCommand: ParsableCommand {
                                             pollInterval: config.persistence.memoryPollInterval, logger: logger))
 
         let trace = try traceCritical.map { try CriticalTrace(path: $0) }
-        let scenario = CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace)
+        let makeScenario = { (engine: Engine) in
+            CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace)
+        }
+        var scenario = makeScenario(engine)
         let signals = SignalFlags(handleSuspend: true)
-        let outcome = runLoop(engine: engine, scenario: scenario, signals: signals, config: config)
+        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config) { engine, now in
+            // Every --switch-every seconds, the next document of --documents.
+            guard let rotation else { return nil }
+            let current = rotation.firstIndex(of: engine.store.location.path) ?? rotation.firstIndex(of: config.database.path) ?? 0
+            let target = rotation[(current + 1) % rotation.count]
+            do {
+                let next = try engine.switchDocument(to: target)
+                say("strata sim: switched to \(next.store.location.path) (\(next.world.entityCount) entities)")
+                return (next, makeScenario(next))
+            } catch {
+                printError("strata sim: could not switch to \(target), staying on \(engine.store.location.path): \(error)")
+                return nil
+            }
+        }
 
         do {
             try engine.shutdown()
@@ -94,7 +130,10 @@ struct SimCommand: ParsableCommand {
 
     /// The fixed-tick loop: run the ticks the accumulator owes, end each with
     /// `engine.endTick()`, redraw the status line, sleep until the next tick is due.
-    private func runLoop(engine: Engine, scenario: CanvasScenario, signals: SignalFlags, config: StrataConfig) -> Outcome {
+    /// `switchDocument` is asked every `--switch-every` seconds for another engine and
+    /// scenario to go on with (nil: stay).
+    private func runLoop(engine: inout Engine, scenario: inout CanvasScenario, signals: SignalFlags, config: StrataConfig,
+                         switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
         let clock = MonotonicClock()
         var timestep = FixedTimestep(hz: config.simulation.tickHz, maxCatchUp: config.simulation.maxCatchUpTicks)
         let status = StatusLine()
@@ -104,6 +143,8 @@ struct SimCommand: ParsableCommand {
         var lastStatus = start
         var statusTicks = 0
         var outcome = Outcome()
+        let switchInterval = Duration.nanoseconds(Int64(switchEvery * 1e9))
+        var nextSwitch = start + switchInterval
 
         while true {
             if let sig = signals.stopSignal {
@@ -132,6 +173,15 @@ struct SimCommand: ParsableCommand {
                 engine.endTick()
                 outcome.maxTick = max(outcome.maxTick, clock.now().duration(since: tickStart))
                 outcome.ticks += 1
+            }
+            if now >= nextSwitch {
+                status.clear()
+                if let (next, nextScenario) = switchDocument(engine, now) {
+                    engine = next
+                    scenario = nextScenario
+                }
+                nextSwitch = clock.now() + switchInterval
+                previous = clock.now()   // the switch's own time is not owed as ticks
             }
             if now.duration(since: lastStatus) >= .milliseconds(250) {
                 let rate = Double(outcome.ticks - statusTicks) / now.duration(since: lastStatus).seconds
