@@ -122,6 +122,16 @@ import Testing
         #expect(try #require(error("[persistence.battery_tiers]\nlow = 0\n")).keyPath == "persistence.battery_tiers.low")
     }
 
+    @Test func theOperationLogRetentionIsReadAndChecked() throws {
+        let config = try StrataConfig.parse("[operation_log]\nretention = \"keep\"\nretention_min_age_secs = 0\n", source: "test.toml")
+        #expect(config.operationLog.retention == .keep)
+        #expect(config.operationLog.retentionMinAge == .zero)
+        let e = try #require(error("[operation_log]\nretention = \"forever\"\n"))
+        #expect(e.keyPath == "operation_log.retention")
+        #expect(e.message == "must be one of \"acknowledged\", \"keep\", got \"forever\"")
+        #expect(try #require(error("[operation_log]\nkeep_days = 3\n")).keyPath == "operation_log.keep_days")
+    }
+
     @Test func theCriticalDelayMustBeBelowTheDerivedIntervals() throws {
         let e = try #require(error("[persistence]\ncritical_flush_delay_ms = 12000\n"))
         #expect(e.kind == .invalidValue)

@@ -206,4 +206,63 @@ import Testing
         #expect(try reader.nodeID() == me)
         try engine.shutdown()
     }
+
+    /// Retention drops what every known peer acknowledged, never more than this replica
+    /// holds contiguously, and the clock rebuilt at open still counts what it dropped.
+    @Test func retentionDropsOnlyWhatEveryKnownPeerAcknowledged() throws {
+        var fixture = EngineFixture()
+        fixture.config.operationLog.retentionMinAge = .zero
+        let engine = try fixture.open()
+        let me = engine.nodeID, a = NodeID(), b = NodeID()
+        for _ in 0 ..< 10 { engine.appendOperation(kind: "op", payload: []) }
+        engine.flushNow()   // an explicit save writes the vector clock too
+        func remaining() throws -> [Int64] { try stored(fixture).log.map { Int64($0.split(separator: ":").last!)! } }
+
+        engine.recordAcknowledgement(from: a, clock: [me: 6])
+        engine.flushNow()
+        #expect(try remaining() == Array(7 ... 10), "the only known peer has 1…6")
+        engine.recordAcknowledgement(from: b, clock: [me: 4])
+        engine.flushNow()
+        #expect(try remaining() == Array(7 ... 10), "a second peer with less drops nothing more")
+        engine.recordAcknowledgement(from: b, clock: [me: 9])
+        engine.recordAcknowledgement(from: a, clock: [me: 8])
+        engine.recordAcknowledgement(from: a, clock: [me: 5])   // acknowledgements only grow
+        engine.flushNow()
+        #expect(try remaining() == Array(9 ... 10), "1…8: acknowledged by both")
+        engine.recordAcknowledgement(from: a, clock: [me: 50])
+        engine.recordAcknowledgement(from: b, clock: [me: 50])
+        engine.flushNow()
+        #expect(try remaining() == [], "never past what this replica holds (10)")
+        #expect(engine.metrics.operationsDropped == 10)
+        engine.appendOperation(kind: "after", payload: [])
+        try engine.shutdown()
+
+        let next = try fixture.open()
+        #expect(next.vectorClock[me] == 11, "the dropped ones still count")
+        #expect(next.recovery.operations.vectorClockRepairs.isEmpty)
+        #expect(next.appendOperation(kind: "x", payload: []).seq == 12)
+        try next.shutdown()
+        let reader = try OperationLogReader(path: fixture.directory.databasePath)
+        let page = try reader.missing(for: [me: 3])
+        #expect(page.operations.map(\.seq) == [11, 12])
+        #expect(page.unavailable == [me: 4 ... 10], "a peer that far behind is told what is gone")
+        #expect(try reader.summary()[me]?.gaps == [])
+        #expect(try reader.summary()[me]?.dropped == 10)
+    }
+
+    @Test(arguments: [OperationLogConfig.Retention.keep, .acknowledged])
+    func nothingIsDroppedUnderKeepOrBeforeTheMinimumAge(retention: OperationLogConfig.Retention) throws {
+        var fixture = EngineFixture()
+        fixture.config.operationLog.retention = retention
+        fixture.config.operationLog.retentionMinAge = retention == .keep ? .zero : .seconds(3600)
+        let engine = try fixture.open()
+        let me = engine.nodeID
+        for _ in 0 ..< 5 { engine.appendOperation(kind: "op", payload: []) }
+        engine.flushNow()
+        engine.recordAcknowledgement(from: NodeID(), clock: [me: 5])
+        engine.flushNow()
+        #expect(try stored(fixture).log.count == 5)
+        #expect(engine.metrics.operationsDropped == 0)
+        try engine.shutdown()
+    }
 }

@@ -66,6 +66,8 @@ final class WriteBatch: @unchecked Sendable {
     /// moved, as of the drain (``OperationLog``).
     var operations: [LoggedOperation] = []
     var vectorClockRows: [NodeID: Int64] = [:]
+    /// Acknowledgements from peers (retention runs after them).
+    var peerAcks: [PeerAck] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
@@ -89,7 +91,7 @@ final class WriteBatch: @unchecked Sendable {
 
     var isEmpty: Bool {
         entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && settingWrites.isEmpty
-            && operations.isEmpty && vectorClockRows.isEmpty
+            && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty
     }
 
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
@@ -101,6 +103,7 @@ final class WriteBatch: @unchecked Sendable {
         settingWrites.removeAll(keepingCapacity: true)
         operations.removeAll(keepingCapacity: true)
         vectorClockRows.removeAll(keepingCapacity: true)
+        peerAcks.removeAll(keepingCapacity: true)
         durability = .normal
         reasons = FlushReasonSet()
         sequence = 0
@@ -111,6 +114,7 @@ final class WriteBatch: @unchecked Sendable {
     }
     var rowCount: Int {
         entityDeletes.count + entityInserts.count + writes.count + settingWrites.count + operations.count + vectorClockRows.count
+            + peerAcks.count
     }
 
     /// Folds a later batch into this one, as if both had been committed in order.
@@ -158,6 +162,7 @@ final class WriteBatch: @unchecked Sendable {
 
         operations.append(contentsOf: newer.operations)
         vectorClockRows.merge(newer.vectorClockRows) { _, newest in newest }
+        peerAcks.append(contentsOf: newer.peerAcks)   // applied as a maximum: order does not matter
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter

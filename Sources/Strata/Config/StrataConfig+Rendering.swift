@@ -66,6 +66,10 @@ extension StrataConfig {
             max_backlog_mb = \(mb(compaction.maxBacklogBytes))
             step_budget_ms = \(ms(compaction.stepBudget))
 
+            [operation_log]
+            retention = "\(operationLog.retention.rawValue)"
+            retention_min_age_secs = \(secs(operationLog.retentionMinAge))
+
             [metrics]
             count_fsyncs = \(metrics.countFsyncs)
 

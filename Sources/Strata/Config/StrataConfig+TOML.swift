@@ -42,11 +42,17 @@ extension StrataConfig {
         if var compaction = try reader.table("compaction") {
             config.compaction = try readCompaction(&compaction)
         }
+        if var log = try reader.table("operation_log") {
+            config.operationLog.retention = try log.choice("retention", default: config.operationLog.retention)
+            config.operationLog.retentionMinAge = try log.duration("retention_min_age_secs", default: config.operationLog.retentionMinAge,
+                                                                  unit: .seconds, allowZero: true)
+            try log.rejectUnknownKeys(known: ["retention", "retention_min_age_secs"])
+        }
         if var metrics = try reader.table("metrics") {
             config.metrics.countFsyncs = try metrics.bool("count_fsyncs", default: config.metrics.countFsyncs)
             try metrics.rejectUnknownKeys(known: ["count_fsyncs"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "metrics"])
         return config
     }
 

@@ -10,6 +10,7 @@ public struct StrataConfig: Sendable, Equatable {
     public var persistence = PersistenceConfig()
     public var writer = WriterConfig()
     public var compaction = CompactionConfig()
+    public var operationLog = OperationLogConfig()
     public var metrics = MetricsConfig()
 
     public init() {}
@@ -28,6 +29,23 @@ public struct CompactionConfig: Sendable, Equatable {
     public var maxBacklogBytes = 64 * 1024 * 1024
     /// `step_budget_ms`: the time one compaction step (one transaction) should take at most.
     public var stepBudget: Duration = .milliseconds(25)
+
+    public init() {}
+}
+
+/// `[operation_log]`: how long logged operations are kept.
+public struct OperationLogConfig: Sendable, Equatable {
+    public enum Retention: String, Sendable, Equatable, CaseIterable {
+        /// Drop an operation once every known peer has acknowledged it (and it is old enough).
+        case acknowledged
+        /// Keep every operation.
+        case keep
+    }
+
+    /// `retention`: `acknowledged` or `keep`.
+    public var retention = Retention.acknowledged
+    /// `retention_min_age_secs`: an acknowledged operation stays at least this long.
+    public var retentionMinAge: Duration = .seconds(3600)
 
     public init() {}
 }

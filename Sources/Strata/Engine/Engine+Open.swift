@@ -70,7 +70,8 @@ extension Engine {
                 pollLinger: options.writerPollLinger,
                 tickInterval: .nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)),
                 compaction: CompactionPolicy(config: config.compaction, forcedMethod: options.compactionMethod),
-                compactionStepBudget: config.compaction.stepBudget),
+                compactionStepBudget: config.compaction.stepBudget,
+                operationLog: config.operationLog),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval

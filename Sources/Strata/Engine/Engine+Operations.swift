@@ -45,3 +45,17 @@ extension Engine {
         return receipt
     }
 }
+
+extension Engine {
+    /// Records that `peer` has every operation of each node through `clock[node]` (its
+    /// vector clock, as it acknowledged it). Written with the next critical flush; with
+    /// `[operation_log] retention = "acknowledged"`, operations every known peer has
+    /// acknowledged (and older than `retention_min_age_secs`) are dropped then. A peer
+    /// becomes known with its first acknowledgement; an operation one of them has not
+    /// acknowledged is never dropped.
+    public func recordAcknowledgement(from peer: NodeID, clock: [NodeID: Int64]) {
+        owner.check("Engine")
+        world.operationLog.acknowledge(from: peer, clock: clock)
+        world.tracker.noteCriticalWork(clock: world.clock)
+    }
+}

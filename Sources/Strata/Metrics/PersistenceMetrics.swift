@@ -15,6 +15,8 @@ public struct PersistenceMetrics: Sendable, Equatable {
     /// Operations logged (rows inserted in `operation_log`) and vector-clock rows written.
     public var operationsLogged = 0
     public var vectorClockRowsWritten = 0
+    /// Operations dropped by retention (every known peer had acknowledged them).
+    public var operationsDropped = 0
     /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
     /// Segment rows appended by commits, and the bytes of records in them.

@@ -90,3 +90,10 @@ struct HybridLogicalClock {
         if remote > last { last = remote }
     }
 }
+
+/// One acknowledgement of a batch: `peer` has every operation of `node` through `seq`.
+struct PeerAck: Sendable, Equatable {
+    var peer: NodeID
+    var node: NodeID
+    var seq: Int64
+}

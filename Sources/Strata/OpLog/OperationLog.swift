@@ -31,6 +31,8 @@ public final class OperationLog {
     private(set) var pending: [LoggedOperation] = []
     /// Nodes whose vector-clock entry moved since the clock was last drained.
     private var clockChanged: Set<NodeID> = []
+    /// Acknowledgements received since the last critical drain: peer → node → sequence.
+    private var pendingAcks: [NodeID: [NodeID: Int64]] = [:]
     private let wallClock: @Sendable () -> Int64
 
     init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:],
@@ -108,12 +110,28 @@ public final class OperationLog {
             batch.operations.append(contentsOf: pending)
             pending.removeAll(keepingCapacity: true)
         }
+        for (peer, clock) in pendingAcks {
+            for (node, seq) in clock { batch.peerAcks.append(PeerAck(peer: peer, node: node, seq: seq)) }
+        }
+        pendingAcks.removeAll()
         if withClock && !clockChanged.isEmpty {
             for n in clockChanged { batch.vectorClockRows[n] = vectorClock[n] }
             clockChanged.removeAll(keepingCapacity: true)
         }
     }
 
+    /// Records that `peer` has every operation of each node up to `clock[node]`
+    /// (acknowledgements only grow). Written with the next critical drain; retention
+    /// drops what every known peer acknowledged.
+    func acknowledge(from peer: NodeID, clock: [NodeID: Int64]) {
+        for (node, seq) in clock where seq > (pendingAcks[peer]?[node] ?? 0) {
+            pendingAcks[peer, default: [:]][node] = seq
+        }
+    }
+
+    /// Operations and acknowledgements waiting for a critical drain.
+    var pendingCount: Int { pending.count + pendingAcks.values.reduce(0) { $0 + $1.count } }
+
     /// Whether anything waits for a critical drain.
-    var hasPendingWork: Bool { !pending.isEmpty }
+    var hasPendingWork: Bool { !pending.isEmpty || !pendingAcks.isEmpty }
 }

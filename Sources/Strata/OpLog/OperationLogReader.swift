@@ -46,6 +46,9 @@ public final class OperationLogReader: Sendable {
         public var operations: [LoggedOperation]
         /// Where the next page starts; nil when this one reached the end.
         public var next: Cursor?
+        /// Operations the peer lacks that retention has dropped (every peer known then had
+        /// acknowledged them): a peer this far behind needs a copy of the document, not a log.
+        public var unavailable: [NodeID: ClosedRange<Int64>] = [:]
     }
 
     /// The operations a peer whose vector clock is `clock` lacks: every operation of each
@@ -56,20 +59,24 @@ public final class OperationLogReader: Sendable {
         precondition(limit > 0, "a page holds at least one operation")
         return try read { db in
             var operations: [LoggedOperation] = []
+            var unavailable: [NodeID: ClosedRange<Int64>] = [:]
+            for (node, floor) in try Self.floors(db) where floor > (clock[node] ?? 0) {
+                unavailable[node] = (clock[node] ?? 0) + 1 ... floor
+            }
             let start = cursor.map { $0.node.withBytes { Data($0) } } ?? Data()
             for nodeBytes in try Data.fetchAll(db, sql: "SELECT DISTINCT node FROM operation_log WHERE node >= ? ORDER BY node", arguments: [start]) {
                 guard let node = nodeBytes.withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
-                var floor = clock[node] ?? 0
+                var floor = clock[node] ?? 0   // rows at or below a retention floor are gone anyway
                 if let cursor, cursor.node == node { floor = max(floor, cursor.sequence) }
                 let rows = try Row.fetchAll(db, sql: """
                     SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
                     """, arguments: [nodeBytes, floor, limit - operations.count])
                 operations += rows.compactMap(Self.operation)
                 if operations.count == limit, let last = operations.last {
-                    return Page(operations: operations, next: Cursor(node: last.node, sequence: last.seq))
+                    return Page(operations: operations, next: Cursor(node: last.node, sequence: last.seq), unavailable: unavailable)
                 }
             }
-            return Page(operations: operations, next: nil)
+            return Page(operations: operations, next: nil, unavailable: unavailable)
         }
     }
 
@@ -88,8 +95,10 @@ public final class OperationLogReader: Sendable {
         public var highest: Int64
         /// The vector clock's entry as persisted (nil: none yet).
         public var vectorClock: Int64?
-        /// Missing sequences below `highest`.
+        /// Missing sequences below `highest` (not counting those retention dropped).
         public var gaps: [ClosedRange<Int64>]
+        /// Operations through this sequence were dropped by retention (0: none).
+        public var dropped: Int64 = 0
     }
 
     /// Per node: operations logged, the highest sequence, the persisted clock, the gaps.
@@ -97,11 +106,15 @@ public final class OperationLogReader: Sendable {
     public func summary() throws -> [NodeID: NodeSummary] {
         try read { db in
             var result: [NodeID: NodeSummary] = [:]
+            let floors = try Self.floors(db)
+            for (node, floor) in floors {
+                result[node] = NodeSummary(count: 0, highest: floor, vectorClock: nil, gaps: [], dropped: floor)
+            }
             for row in try Row.fetchAll(db, sql: "SELECT node, count(*) AS n, max(seq) AS highest, min(seq) AS lowest FROM operation_log GROUP BY node") {
                 guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
-                let lowest: Int64 = row["lowest"]
+                let lowest: Int64 = row["lowest"], floor = floors[node] ?? 0
                 result[node] = NodeSummary(count: row["n"], highest: row["highest"], vectorClock: nil,
-                                           gaps: lowest > 1 ? [1 ... lowest - 1] : [])
+                                           gaps: lowest > floor + 1 ? [floor + 1 ... lowest - 1] : [], dropped: floor)
             }
             // A gap follows every sequence whose successor in the log is not the next one.
             for row in try Row.fetchAll(db, sql: """
@@ -126,6 +139,15 @@ public final class OperationLogReader: Sendable {
         try read { db in
             try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1").flatMap { $0.withUnsafeBytes { NodeID(bytes: $0) } }
         }
+    }
+
+    private static func floors(_ db: Database) throws -> [NodeID: Int64] {
+        guard try db.tableExists("operation_floor") else { return [:] }
+        var floors: [NodeID: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
+            if let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[node] = row["seq"] }
+        }
+        return floors
     }
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {

@@ -22,7 +22,8 @@ extension Store {
     /// → rebuild vector clock"), and compares the clock with the persisted one: the log
     /// is the truth, a differing entry is reported and written again. Opening thread.
     ///
-    /// Reads `(node, seq, timestamp)` in key order, never a payload: O(log) at open.
+    /// Operations dropped by retention (below a node's `operation_floor`) count as
+    /// logged. Reads `(node, seq, timestamp)` in key order, never a payload: O(log) at open.
     func loadOperationLog(wallClock: @escaping @Sendable () -> Int64) throws -> (OperationLog, OperationLogSummary) {
         do {
             let node = try queue.writeWithoutTransaction { db -> NodeID in
@@ -40,6 +41,11 @@ extension Store {
                 var beyond: [NodeID: Set<Int64>] = [:]
                 var counts: [NodeID: Int] = [:]
                 var lastTimestamp: Int64 = 0
+                // Operations dropped by retention count as logged: a node's prefix starts above its floor.
+                var floors: [NodeID: Int64] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
+                    if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = row["seq"] }
+                }
                 let statement = try db.makeStatement(sql: "SELECT node, seq, timestamp FROM operation_log ORDER BY node, seq")
                 defer { withExtendedLifetime(statement) {} }
                 let rows = statement.sqliteStatement
@@ -55,7 +61,7 @@ extension Store {
                         finish()
                         guard let id = NodeID(bytes: bytes) else { current = nil; continue }
                         current = (Array(bytes), id)
-                        contiguous = 0
+                        contiguous = floors[id] ?? 0
                     }
                     let n = current!.id
                     let seq = sqlite3_column_int64(rows, 1)
@@ -64,6 +70,7 @@ extension Store {
                     lastTimestamp = max(lastTimestamp, sqlite3_column_int64(rows, 2))
                 }
                 finish()
+                for (n, floor) in floors where clock[n] == nil { clock[n] = floor }
 
                 var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)
                 var persisted: [NodeID: Int64] = [:]

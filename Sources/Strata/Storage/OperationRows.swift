@@ -3,10 +3,15 @@ import GRDB
 import GRDBSQLite
 
 /// The operation log and the vector clock: a row per operation in `operation_log`
-/// (appended; one whose id or (node, seq) is there already is ignored), and the vector
-/// clock's changed entries in `vector_clock`, after the operations they may claim.
+/// (appended; one whose id or (node, seq) is there already is ignored), the vector
+/// clock's changed entries in `vector_clock`, after the operations they may claim, and
+/// peers' acknowledgements in `peer_acks`, after which retention runs.
 /// Writer thread.
 final class OperationRowsPart: BatchPart {
+    let retention: OperationLogConfig
+
+    init(retention: OperationLogConfig) { self.retention = retention }
+
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
         if !batch.operations.isEmpty {
             // Bound by hand, like the entity rows: no Data or StatementArguments per row.
@@ -44,6 +49,51 @@ final class OperationRowsPart: BatchPart {
             }
             counts.vectorClockRows += batch.vectorClockRows.count
         }
+        if !batch.peerAcks.isEmpty {
+            let upsert = try db.cachedStatement(sql: """
+                INSERT INTO peer_acks (peer, node, seq) VALUES (?, ?, ?)
+                ON CONFLICT (peer, node) DO UPDATE SET seq = max(seq, excluded.seq)
+                """)
+            for ack in batch.peerAcks {
+                try upsert.execute(arguments: [ack.peer.withBytes { Data($0) }, ack.node.withBytes { Data($0) }, ack.seq])
+            }
+            if retention.retention == .acknowledged {
+                counts.operationsDropped += try dropAcknowledged(db, olderThan: unixMilliseconds() - Int64(retention.retentionMinAge.milliseconds))
+            }
+        }
+    }
+
+    /// Drops, per node, the operations every known peer has acknowledged, logged before
+    /// `cutoff` (Unix ms), and never past the persisted vector clock (what this replica
+    /// itself holds contiguously). Moves the node's floor up to the last one dropped, so
+    /// the clock rebuilt at open still counts them. Returns how many were dropped.
+    ///
+    /// A peer is known once it has acknowledged anything; a node some known peer has not
+    /// acknowledged at all keeps everything.
+    private func dropAcknowledged(_ db: Database, olderThan cutoff: Int64) throws -> Int {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT a.node AS node, min(a.seq) AS acked, count(*) AS peers, coalesce(c.seq, 0) AS held,
+                   coalesce(f.seq, 0) AS floor,
+                   (SELECT min(seq) FROM operation_log o WHERE o.node = a.node AND o.logged_at > ?) AS young
+            FROM peer_acks a
+            LEFT JOIN vector_clock c ON c.node = a.node
+            LEFT JOIN operation_floor f ON f.node = a.node
+            GROUP BY a.node
+            """, arguments: [cutoff])
+        let known = try Int.fetchOne(db, sql: "SELECT count(DISTINCT peer) FROM peer_acks") ?? 0
+        var dropped = 0
+        for row in rows where (row["peers"] as Int) == known {
+            var cut = min(row["acked"] as Int64, row["held"] as Int64)
+            if let young = row["young"] as Int64? { cut = min(cut, young - 1) }
+            guard cut > (row["floor"] as Int64) else { continue }
+            let node: Data = row["node"]
+            try db.execute(sql: "DELETE FROM operation_log WHERE node = ? AND seq <= ?", arguments: [node, cut])
+            dropped += db.changesCount
+            try db.execute(sql: """
+                INSERT INTO operation_floor (node, seq) VALUES (?, ?) ON CONFLICT (node) DO UPDATE SET seq = excluded.seq
+                """, arguments: [node, cut])
+        }
+        return dropped
     }
 
     func didCommit() {}

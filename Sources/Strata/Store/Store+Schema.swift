@@ -138,6 +138,21 @@ extension Store {
                     seq INTEGER NOT NULL
                 ) WITHOUT ROWID;
 
+                -- What each known peer has acknowledged: its vector clock as it told us.
+                CREATE TABLE peer_acks (
+                    peer BLOB NOT NULL CHECK (length(peer) = 16),
+                    node BLOB NOT NULL CHECK (length(node) = 16),
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY (peer, node)
+                ) WITHOUT ROWID;
+
+                -- Node → the sequence through which operations were dropped by retention
+                -- (every known peer had acknowledged them): they count as logged.
+                CREATE TABLE operation_floor (
+                    node BLOB PRIMARY KEY NOT NULL CHECK (length(node) = 16),
+                    seq INTEGER NOT NULL
+                ) WITHOUT ROWID;
+
                 PRAGMA user_version = 3;
                 """)
         }

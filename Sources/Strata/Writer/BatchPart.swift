@@ -30,4 +30,5 @@ struct CommitCounts {
     var settingWrites = 0
     var operations = 0
     var vectorClockRows = 0
+    var operationsDropped = 0
 }

@@ -23,6 +23,7 @@ extension Writer {
                 $0.settingRowsWritten += counts.settingWrites
                 $0.operationsLogged += counts.operations
                 $0.vectorClockRowsWritten += counts.vectorClockRows
+                $0.operationsDropped += counts.operationsDropped
                 $0.payloadBytesWritten += counts.payloadBytes
                 $0.segmentsWritten += counts.segmentRows
                 $0.segmentBytesWritten += counts.segmentBytes

@@ -58,6 +58,8 @@ final class Writer: @unchecked Sendable {
         var compaction = CompactionPolicy(config: CompactionConfig())
         /// The time one compaction step should take at most (its byte budget adapts to it).
         var compactionStepBudget: Duration = .milliseconds(25)
+        /// When logged operations may be dropped (``OperationRowsPart``).
+        var operationLog = OperationLogConfig()
     }
 
     enum State: Equatable {
@@ -105,7 +107,7 @@ final class Writer: @unchecked Sendable {
         self.logger = logger
         self.settings = settings
         self.segmentLog = segmentLog
-        self.parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(), SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
+        self.parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: settings.operationLog), SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
         self.lastCheckpoint = clock.now()
         metrics.update { $0.recordBacklog(segmentLog) }
     }

@@ -46,7 +46,8 @@ struct OplogCommand: ParsableCommand {
             } else {
                 say("node id   \(me?.description ?? "none")")
                 for (node, s) in summary.sorted(by: { $0.key.description < $1.key.description }) {
-                    let gaps = s.gaps.isEmpty ? "no gaps" : "gaps " + s.gaps.map { "\($0.lowerBound)–\($0.upperBound)" }.joined(separator: ", ")
+                    var gaps = s.gaps.isEmpty ? "no gaps" : "gaps " + s.gaps.map { "\($0.lowerBound)–\($0.upperBound)" }.joined(separator: ", ")
+                    if s.dropped > 0 { gaps += ", 1–\(s.dropped) dropped (acknowledged by every peer)" }
                     say("\(node)\(node == me ? " (this replica)" : "")  \(s.count) operations, highest \(s.highest), "
                         + "vector clock \(s.vectorClock.map(String.init) ?? "-"), \(gaps)")
                 }
@@ -64,7 +65,7 @@ struct OplogCommand: ParsableCommand {
         let nodes: [String: Any] = Dictionary(uniqueKeysWithValues: summary.map { node, s in
             (node.description, [
                 "count": s.count, "highest": s.highest, "vector_clock": s.vectorClock as Any? ?? NSNull(),
-                "gaps": s.gaps.map { [$0.lowerBound, $0.upperBound] },
+                "gaps": s.gaps.map { [$0.lowerBound, $0.upperBound] }, "dropped": s.dropped,
             ] as [String: Any])
         })
         let list: [[String: Any]] = operations.map { op in
