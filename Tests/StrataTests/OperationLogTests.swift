@@ -265,4 +265,21 @@ import Testing
         #expect(engine.metrics.operationsDropped == 0)
         try engine.shutdown()
     }
+
+    @Test func aLargeBacklogIsDroppedABoundedStepPerBatch() throws {
+        var fixture = EngineFixture()
+        fixture.config.operationLog.retentionMinAge = .zero
+        let engine = try fixture.open()
+        let me = engine.nodeID, peer = NodeID()
+        let total = Int(OperationRowsPart.dropsPerNodeAndBatch) + 5
+        for _ in 0 ..< total { engine.appendOperation(kind: "op", payload: []) }
+        engine.flushNow()
+        engine.recordAcknowledgement(from: peer, clock: [me: Int64(total)])
+        engine.flushNow()
+        #expect(try stored(fixture).log.count == 5, "one step: \(OperationRowsPart.dropsPerNodeAndBatch)")
+        engine.recordAcknowledgement(from: peer, clock: [me: Int64(total)])
+        engine.flushNow()
+        #expect(try stored(fixture).log.isEmpty, "the next acknowledgement takes the rest")
+        try engine.shutdown()
+    }
 }

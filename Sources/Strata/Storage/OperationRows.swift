@@ -10,6 +10,9 @@ import GRDBSQLite
 final class OperationRowsPart: BatchPart {
     let retention: OperationLogConfig
 
+    /// See ``dropAcknowledged(_:olderThan:)``.
+    static let dropsPerNodeAndBatch: Int64 = 10_000
+
     init(retention: OperationLogConfig) { self.retention = retention }
 
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
@@ -69,7 +72,9 @@ final class OperationRowsPart: BatchPart {
     /// the clock rebuilt at open still counts them. Returns how many were dropped.
     ///
     /// A peer is known once it has acknowledged anything; a node some known peer has not
-    /// acknowledged at all keeps everything.
+    /// acknowledged at all keeps everything. At most ``dropsPerNodeAndBatch`` operations of
+    /// a node go per batch, so that a large backlog never makes one commit long: the
+    /// floor moves on with the next acknowledgements.
     private func dropAcknowledged(_ db: Database, olderThan cutoff: Int64) throws -> Int {
         let rows = try Row.fetchAll(db, sql: """
             SELECT a.node AS node, min(a.seq) AS acked, count(*) AS peers, coalesce(c.seq, 0) AS held,
@@ -83,7 +88,7 @@ final class OperationRowsPart: BatchPart {
         let known = try Int.fetchOne(db, sql: "SELECT count(DISTINCT peer) FROM peer_acks") ?? 0
         var dropped = 0
         for row in rows where (row["peers"] as Int) == known {
-            var cut = min(row["acked"] as Int64, row["held"] as Int64)
+            var cut = min(row["acked"] as Int64, row["held"] as Int64, (row["floor"] as Int64) + Self.dropsPerNodeAndBatch)
             if let young = row["young"] as Int64? { cut = min(cut, young - 1) }
             guard cut > (row["floor"] as Int64) else { continue }
             let node: Data = row["node"]
