@@ -23,8 +23,6 @@ public final class OperationLog {
     public private(set) var vectorClock: [NodeID: Int64]
     /// Sequences logged above a gap, per node.
     private var beyond: [NodeID: Set<Int64>] = [:]
-    /// Operations logged per node (for reports).
-    public private(set) var countByNode: [NodeID: Int]
     private var clock: HybridLogicalClock
     private var ids = OperationIDs()
     /// Operations waiting for the next critical drain, in order.
@@ -36,12 +34,11 @@ public final class OperationLog {
     private let wallClock: @Sendable () -> Int64
 
     init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:],
-         countByNode: [NodeID: Int] = [:], lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
+         lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
          clockToWrite: Set<NodeID> = [], wallClock: @escaping @Sendable () -> Int64 = { unixMilliseconds() }) {
         self.node = node
         self.vectorClock = vectorClock
         self.beyond = beyond
-        self.countByNode = countByNode
         self.clock = HybridLogicalClock(last: lastTimestamp)
         self.clockChanged = clockToWrite
         self.wallClock = wallClock
@@ -83,7 +80,6 @@ public final class OperationLog {
         } else {
             beyond[n, default: []].insert(operation.seq)
         }
-        countByNode[n, default: 0] += 1
         pending.append(operation)
     }
 
@@ -132,6 +128,4 @@ public final class OperationLog {
     /// Operations and acknowledgements waiting for a critical drain.
     var pendingCount: Int { pending.count + pendingAcks.values.reduce(0) { $0 + $1.count } }
 
-    /// Whether anything waits for a critical drain.
-    var hasPendingWork: Bool { !pending.isEmpty || !pendingAcks.isEmpty }
 }

@@ -85,7 +85,7 @@ extension Store {
                     clock[n] = rebuilt
                     toWrite.insert(n)
                 }
-                let log = OperationLog(node: node, vectorClock: clock, beyond: beyond, countByNode: counts,
+                let log = OperationLog(node: node, vectorClock: clock, beyond: beyond,
                                        lastTimestamp: HybridTimestamp(rawValue: lastTimestamp), clockToWrite: toWrite, wallClock: wallClock)
                 summary.gaps = log.gaps.values.reduce(0) { $0 + $1.count }
                 return (log, summary)
