@@ -10,7 +10,8 @@ import Foundation
 ///
 /// Invariants:
 /// 1. `vectorClock[n]` is the highest `s` such that operations `1…s` of node `n` are all
-///    logged (committed, or waiting in `pending` for the next critical drain).
+///    logged (committed, waiting in `pending` for the next critical drain, or dropped by
+///    retention once every known peer had them).
 /// 2. `beyond[n]` holds the sequences of `n` logged above `vectorClock[n] + 1`: the gaps
 ///    are what lies between.
 /// 3. Operations are appended, never coalesced, and drained in the order they came.
