@@ -309,6 +309,20 @@ public final class Engine {
         logger.info("clean shutdown of \(store.location.path)")
     }
 
+    /// Stops as a crash would: nothing more is drained, the session is not marked clean,
+    /// and the next open reports a crash. Batches already handed to the writer are still
+    /// committed (as they would be in the moments before a kill). For fault-injection
+    /// harnesses (`strata torture`) and tests; a host calls ``shutdown()``.
+    public func abandon() {
+        owner.check("Engine")
+        guard !isShutDown else { return }
+        isShutDown = true
+        powerMonitor?.stop()
+        memoryMonitor?.stop()
+        writer.abandon()
+        try? store.close()
+    }
+
     deinit {
         if !isShutDown {
             logger.warning("engine released without shutdown(): undrained changes are lost; the next open will report a crash")

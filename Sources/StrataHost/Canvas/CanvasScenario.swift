@@ -18,6 +18,9 @@ final class CanvasScenario {
     private let targetShapes: Int
     private let hz: Double
     private let trace: CriticalTrace?
+    /// Multiplies the rate of every action after the canvas is full (`strata torture`
+    /// runs busy canvases: more changes of every tier per second).
+    private let activity: Double
 
     private var shapes: [Entity] = []
     private var document: Entity
@@ -27,8 +30,9 @@ final class CanvasScenario {
     private var peer = SimulatedPeer()
     private(set) var tick = 0
 
-    init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?) {
+    init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?, activity: Double = 1) {
         self.engine = engine
+        self.activity = activity
         self.rng = SplitMix64(seed: seed)
         self.targetShapes = targetShapes
         self.hz = Double(hz)
@@ -56,7 +60,7 @@ final class CanvasScenario {
     /// Advances the canvas by one tick.
     func step() {
         tick += 1
-        let perSecond = 1 / hz
+        let perSecond = activity / hz
 
         world.mutate(PeerCursor.self, of: viewport) { $0.x += Float.random(in: -2 ... 2, using: &rng); $0.y += 1 }
 
@@ -135,9 +139,15 @@ final class CanvasScenario {
             }
         }
 
-        // The viewport pans now and then (UI state, derived).
+        // The viewport pans now and then (UI state, derived); it only ever pans right, so
+        // the saved panX says which pans reached the disk.
         if rng.chance(0.5 * perSecond) {
-            world.mutate(Viewport.self, of: viewport) { $0.panX += 10; $0.zoom = Float.random(in: 0.5 ... 2, using: &rng) }
+            let panX = world.mutate(Viewport.self, of: viewport) { view -> Float in
+                view.panX += 10
+                view.zoom = Float.random(in: 0.5 ... 2, using: &rng)
+                return view.panX
+            }
+            if let panX { trace?.record(.pan(x: Int(panX)), world.id(of: viewport)!) }
         }
     }
 

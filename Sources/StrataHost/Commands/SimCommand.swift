@@ -43,6 +43,9 @@ struct SimCommand: ParsableCommand {
     @Option(name: .customLong("trace-critical"), help: ArgumentHelp("Append every critical change to this file (for crash tests).", visibility: .hidden))
     var traceCritical: String?
 
+    @Option(help: ArgumentHelp("Multiplies the rate of every action (strata torture runs busy canvases).", visibility: .hidden))
+    var activity = 1.0
+
     func validate() throws {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
         if entities < 0 { throw ValidationError("--entities must not be negative") }
@@ -89,7 +92,8 @@ struct SimCommand: ParsableCommand {
 
         let trace = try traceCritical.map { try CriticalTrace(path: $0) }
         let makeScenario = { (engine: Engine) in
-            CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace)
+            CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace,
+                           activity: activity)
         }
         var scenario = makeScenario(engine)
         let signals = SignalFlags(handleSuspend: true)

@@ -2,12 +2,13 @@ import Foundation
 import Strata
 
 /// An append-only log of the critical changes `strata sim` makes, one line each:
-/// `<CLOCK_MONOTONIC ns> <op> <entity id> [<revision>]`, and of the operations it logs
-/// (its own and the peer's): `<ns> operation <node id> <sequence>`.
+/// `<CLOCK_MONOTONIC ns> <op> <entity id> [<revision>]`, of the operations it logs
+/// (its own and the peer's): `<ns> operation <node id> <sequence>`, and of one derived
+/// change, the viewport's pans: `<ns> pan <viewport id> <panX>`.
 ///
 /// Written with one `write(2)` per line, so the lines survive a SIGKILL (they are in
-/// the kernel's page cache). The crash test reads it to know which critical changes
-/// were older than the critical delay when the process was killed.
+/// the kernel's page cache). The crash tests and `strata torture` read it to know which
+/// changes were older than their tier's bound when the process was killed.
 final class CriticalTrace {
     enum Operation {
         case spawn
@@ -16,6 +17,29 @@ final class CriticalTrace {
         case metadata(revision: Int)
         /// An operation logged (appended or received).
         case logged(sequence: Int64)
+        /// The viewport panned to `x` (derived).
+        case pan(x: Int)
+    }
+
+    /// One line of a trace.
+    struct Line: Sendable {
+        var instant: Instant
+        var operation: String
+        var subject: String
+        var number: Int64?
+
+        var isDerived: Bool { operation == "pan" }
+    }
+
+    /// The lines of the trace at `path` (none if it does not exist).
+    static func read(_ path: String) -> [Line] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 3, let ns = Int64(fields[0]) else { return nil }
+            return Line(instant: Instant(nanoseconds: ns), operation: String(fields[1]), subject: String(fields[2]),
+                        number: fields.count > 3 ? Int64(fields[3]) : nil)
+        }
     }
 
     private let fd: Int32
@@ -34,6 +58,7 @@ final class CriticalTrace {
         case .strokeEnd: "\(now) stroke_end \(id)\n"
         case .metadata(let revision): "\(now) metadata \(id) \(revision)\n"
         case .logged(let sequence): "\(now) operation \(id) \(sequence)\n"
+        case .pan(let x): "\(now) pan \(id) \(x)\n"
         }
         var bytes = Array(line.utf8)
         _ = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress, $0.count) }

@@ -1,0 +1,3 @@
+// The module's umbrella header: the counting VFS and the fault-injecting VFS.
+#include "strata_vfs.h"
+#include "strata_fault_vfs.h"

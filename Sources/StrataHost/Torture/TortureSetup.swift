@@ -1,0 +1,91 @@
+import Foundation
+import Logging
+import Strata
+import StrataBench
+
+/// What every torture mode shares: the directory, the document, the configuration, the
+/// seed, and the canvas driven in real time.
+struct TortureSetup {
+    let directory: URL
+    let config: StrataConfig
+    let seed: UInt64
+    let logger: Logger
+
+    var databasePath: String { config.database.path }
+
+    /// The configuration torture runs with: delays short enough that a cycle of under a
+    /// second commits every tier, checkpoints and compacts, so faults land in all of it.
+    /// The contract is checked against these delays.
+    static func config(databasePath: String) -> StrataConfig {
+        var config = StrataConfig()
+        config.database.path = databasePath
+        config.simulation.tickHz = 120
+        config.persistence.criticalFlushDelay = .milliseconds(250)
+        config.persistence.batteryAdaptive = false
+        config.persistence.flushInterval = .milliseconds(500)
+        config.persistence.checkpointInterval = .seconds(1)
+        config.persistence.maxWalSizeBytes = 256 * 1024
+        config.persistence.power.source = .fallback
+        config.writer.retryInitialBackoff = .milliseconds(5)
+        config.writer.retryMaxBackoff = .milliseconds(100)
+        config.compaction.idleBacklogBytes = 32 * 1024
+        config.compaction.backlogBytes = 64 * 1024
+        config.compaction.maxBacklogBytes = 1024 * 1024
+        config.metrics.countFsyncs = false
+        return config
+    }
+
+    /// A change of the derived tier is committed at most this long after it is made
+    /// (its interval, plus the writer's poll and the commit).
+    var derivedCommitBound: Duration { config.persistence.flushInterval + .milliseconds(250) }
+
+    /// The shapes the canvas grows to, and how much busier than `strata sim` it is.
+    static let shapes = 30
+    static let activity = 5.0
+
+    func scenario(_ engine: Engine, seed: UInt64, trace: CriticalTrace?) -> CanvasScenario {
+        CanvasScenario(engine: engine, targetShapes: Self.shapes, hz: config.simulation.tickHz, seed: seed,
+                       trace: trace, activity: Self.activity)
+    }
+
+    /// Runs the canvas on a fixed tick in real time for `duration`.
+    func run(_ scenario: CanvasScenario, on engine: Engine, for duration: Duration) {
+        let clock = MonotonicClock()
+        let tick = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz))
+        let end = clock.now() + duration
+        var next = clock.now()
+        while clock.now() < end {
+            scenario.step()
+            engine.endTick()
+            next = next + tick
+            let wait = next.duration(since: clock.now())
+            if wait > .zero { usleep(UInt32(max(1, wait.nanoseconds / 1000))) }
+        }
+    }
+
+    /// Copies the document's files into `folder` (for a failure to be replayed and read).
+    func keepFiles(in folder: String) -> String {
+        let fm = FileManager.default
+        try? fm.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for suffix in ["", "-wal", "-journal"] where fm.fileExists(atPath: databasePath + suffix) {
+            let target = folder + "/" + URL(fileURLWithPath: databasePath).lastPathComponent + suffix
+            try? fm.removeItem(atPath: target)
+            try? fm.copyItem(atPath: databasePath + suffix, toPath: target)
+        }
+        return folder
+    }
+
+    /// Removes the document and its companions.
+    func removeDocument() {
+        for suffix in ["", "-wal", "-shm", "-journal", ".lock"] {
+            try? FileManager.default.removeItem(atPath: databasePath + suffix)
+        }
+    }
+}
+
+extension SplitMix64 {
+    /// A uniform duration in `range` (seconds).
+    mutating func duration(in range: ClosedRange<Double>) -> Duration {
+        .nanoseconds(Int64(Double.random(in: range, using: &self) * 1e9))
+    }
+}
