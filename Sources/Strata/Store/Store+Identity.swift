@@ -28,6 +28,12 @@ public enum DocumentKind: Equatable, Sendable, CustomStringConvertible {
         let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
         let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"))
         if tables.isEmpty && applicationID == 0 && version == 0 { return .empty }
+        // A creation that failed after GRDB made its bookkeeping table and before the first
+        // migration committed (an I/O error, a full disk): nothing else is in it.
+        if tables == ["grdb_migrations"] && applicationID == 0 && version == 0,
+           try Int.fetchOne(db, sql: "SELECT count(*) FROM grdb_migrations") == 0 {
+            return .empty
+        }
         if applicationID != 0 && applicationID != Self.applicationID {
             return .foreign("its application id is \(hex(applicationID)), not Strata's \(hex(Self.applicationID))")
         }

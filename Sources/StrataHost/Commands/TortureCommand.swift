@@ -37,6 +37,10 @@ struct TortureCommand: ParsableCommand {
     @Flag(help: "Print the results as JSON.")
     var json = false
 
+    @Flag(name: .customLong("weaken-durability"),
+          help: ArgumentHelp("Commit critical batches without a sync (critical_durability = \"crash\"): power cuts must then fail the check.", visibility: .hidden))
+    var weakenDurability = false
+
     func validate() throws {
         guard !modes.isEmpty, modes.count == mode.split(separator: ",").count else {
             throw ValidationError("--mode takes drop, torn, sigkill, eio or enospc (comma-separated), got '\(mode)'")
@@ -59,9 +63,9 @@ struct TortureCommand: ParsableCommand {
             let folder = root.appendingPathComponent(mode.rawValue)
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let setup = TortureSetup(directory: folder,
-                                     config: TortureSetup.config(databasePath: folder.appendingPathComponent("torture.db").path),
-                                     seed: seed, logger: Logger(label: "strata.torture"))
+            var config = TortureSetup.config(databasePath: folder.appendingPathComponent("torture.db").path)
+            if weakenDurability { config.persistence.criticalDurability = .crash }
+            let setup = TortureSetup(directory: folder, config: config, seed: seed, logger: Logger(label: "strata.torture"))
             let progress = { (cycle: Int, result: TortureResult) in
                 if interactive {
                     FileHandle.standardError.write(Data("\r\(mode.rawValue): \(cycle) cycles, \(result.failureCount) failures   ".utf8))

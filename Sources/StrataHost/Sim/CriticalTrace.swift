@@ -34,7 +34,8 @@ final class CriticalTrace {
     /// The lines of the trace at `path` (none if it does not exist).
     static func read(_ path: String) -> [Line] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
-        return text.split(separator: "\n").compactMap { line in
+        // The last line may be cut short by a kill: keep only complete lines.
+        return text.split(separator: "\n").dropLast(text.hasSuffix("\n") ? 0 : 1).compactMap { line in
             let fields = line.split(separator: " ")
             guard fields.count >= 3, let ns = Int64(fields[0]) else { return nil }
             return Line(instant: Instant(nanoseconds: ns), operation: String(fields[1]), subject: String(fields[2]),

@@ -9,7 +9,7 @@ import Strata
 ///
 /// A run: a new document opened through the VFS with the fault armed (an open that fails
 /// is retried once the fault clears), the canvas for 240 ticks in virtual time with a
-/// compaction and a checkpoint, a wait for the writer while the fault holds, then the
+/// compaction and a checkpoint, 0.1 s for the writer while the fault holds, then the
 /// fault clears and every tier is flushed. The engine must not crash or hang, and nothing
 /// may be lost: the world reopened from the file equals the world in memory.
 struct IOFaultTorture {
@@ -86,9 +86,10 @@ struct IOFaultTorture {
             scenario.step()
             engine.endTick()
             clock.advance(by: tick)
-            if i == Self.ticks / 2 { _ = engine.compactNow(timeout: .milliseconds(200)) }
+            if i == Self.ticks / 2 { _ = engine.compactNow(timeout: .milliseconds(100)) }
         }
-        _ = engine.willEnterBackground()   // a checkpoint, while the fault may still hold
+        engine.flush(reason: .background)   // every tier and a checkpoint, while the fault may still hold
+        _ = engine.waitForWriter(timeout: .milliseconds(100))
         vfs.disarm()
         let fired = vfs.state.faults > 0
         guard engine.flushNow(timeout: .seconds(20)) else {

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+/// `strata torture`, the short version (`make torture` runs the long one): every fault
+/// mode, at least 50 cycles each, and the contract holds; and the check does fail when
+/// the engine breaks the contract.
+@Suite(.serialized) struct TortureTests {
+    struct Result: Decodable {
+        var mode: String
+        var cycles: Int
+        var checks: Int
+        var faults: Int
+        var failuresByKind: [String: Int]
+        var failures: [Failure]
+        var worstCriticalAtRiskMs: Double?
+        var details: [String: Int]
+
+        struct Failure: Decodable { var kind: String; var detail: String }
+    }
+
+    func torture(_ arguments: [String]) throws -> (ChildProcess, [Result]) {
+        let directory = TestDirectory()
+        let child = try ChildProcess.strata(["torture", "--dir", directory.url.path, "--json"] + arguments)
+        let results = (try? JSONDecoder().decode([Result].self, from: Data(child.stdout.utf8))) ?? []
+        return (child, results)
+    }
+
+    @Test func everyFaultModeKeepsTheContract() throws {
+        let (child, results) = try torture(["--mode", "drop,torn,sigkill,eio,enospc", "--cycles", "50", "--seed", "11"])
+        #expect(results.map(\.mode) == ["drop", "torn", "sigkill", "eio", "enospc"], "\(child.stderr)")
+        for result in results {
+            #expect(result.cycles >= 50, "\(result.mode)")
+            #expect(result.faults >= 50, "\(result.mode): every cycle ends in its fault")
+            #expect(result.checks > result.cycles, "\(result.mode)")
+            #expect(result.failuresByKind.isEmpty, "\(result.mode): \(result.failures.prefix(5).map(\.detail))")
+            if let worst = result.worstCriticalAtRiskMs { #expect(worst < 250, "\(result.mode): critical data at risk beyond the delay") }
+        }
+        // The I/O walk reached every method.
+        for result in results where ["eio", "enospc"].contains(result.mode) {
+            for method in ["xWrite", "xSync", "xTruncate", "xRead", "xFileSize", "xLock", "xShmMap"] {
+                #expect((result.details["\(method) once"] ?? 0) > 0, "\(result.mode): \(method) never failed")
+            }
+        }
+        #expect(child.status == 0)
+    }
+
+    @Test func powerCutsCatchCriticalCommitsThatAreNotSynced() throws {
+        // critical_durability = "crash": critical batches commit without a WAL sync, so a
+        // power cut loses them past the critical delay, and the check must say so.
+        let (child, results) = try torture(["--mode", "drop", "--cycles", "10", "--seed", "3", "--weaken-durability"])
+        #expect(child.status == 1)
+        let lost = results.first?.failuresByKind["critical_lost"] ?? 0
+        #expect(lost > 0)
+        #expect(results.first?.failures.first?.detail.contains("before the fault") == true)
+    }
+}
