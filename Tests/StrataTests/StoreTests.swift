@@ -20,7 +20,7 @@ import Testing
         }
         #expect(pragmas == [
             "journal_mode": "wal", "page_size": "4096", "synchronous": "1", "wal_autocheckpoint": "0",
-            "foreign_keys": "1", "journal_size_limit": "\(5 * 1024 * 1024)", "user_version": "3",
+            "foreign_keys": "1", "journal_size_limit": "\(5 * 1024 * 1024)", "user_version": "\(Store.schemaVersion)",
         ])
         try engine.shutdown()
     }

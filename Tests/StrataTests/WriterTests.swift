@@ -200,7 +200,7 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         #expect(engine.waitForWriter())
         #expect(try fixture.entityCount() == 51)
         #expect(try fixture.persisted().componentCount == 101)
-        #expect(engine.metrics.abandonedRows == 0)
+        #expect(engine.metrics.lostRows == 0)
         try engine.shutdown()
     }
 

@@ -68,6 +68,9 @@ final class WriteBatch: @unchecked Sendable {
     var vectorClockRows: [NodeID: Int64] = [:]
     /// Acknowledgements from peers (retention runs after them).
     var peerAcks: [PeerAck] = []
+    /// Rows of `rejected_writes` the host replayed (their values are in this batch or a
+    /// later one): deleted in this batch's transaction.
+    var replayedRejections: [Int64] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
@@ -91,7 +94,7 @@ final class WriteBatch: @unchecked Sendable {
 
     var isEmpty: Bool {
         entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && settingWrites.isEmpty
-            && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty
+            && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty && replayedRejections.isEmpty
     }
 
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
@@ -104,6 +107,7 @@ final class WriteBatch: @unchecked Sendable {
         operations.removeAll(keepingCapacity: true)
         vectorClockRows.removeAll(keepingCapacity: true)
         peerAcks.removeAll(keepingCapacity: true)
+        replayedRejections.removeAll()
         durability = .normal
         reasons = FlushReasonSet()
         sequence = 0
@@ -114,7 +118,7 @@ final class WriteBatch: @unchecked Sendable {
     }
     var rowCount: Int {
         entityDeletes.count + entityInserts.count + writes.count + settingWrites.count + operations.count + vectorClockRows.count
-            + peerAcks.count
+            + peerAcks.count + replayedRejections.count
     }
 
     /// Folds a later batch into this one, as if both had been committed in order.
@@ -163,6 +167,7 @@ final class WriteBatch: @unchecked Sendable {
         operations.append(contentsOf: newer.operations)
         vectorClockRows.merge(newer.vectorClockRows) { _, newest in newest }
         peerAcks.append(contentsOf: newer.peerAcks)   // applied as a maximum: order does not matter
+        replayedRejections.append(contentsOf: newer.replayedRejections)
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter

@@ -68,8 +68,13 @@ public struct PersistenceMetrics: Sendable, Equatable {
     // Failures
     /// Commits that failed and were retried.
     public var failedCommits = 0
-    /// Rows given up after a permanent error (logged); should stay 0.
-    public var abandonedRows = 0
+    /// Rows a commit rejected for a reason retrying cannot fix, isolated from their batch
+    /// and parked (``RejectedWrite``); their batch's other rows committed.
+    public var rejectedRows = 0
+    /// Of which parked in the side file `PATH.rejected` (the database refused them too).
+    public var rejectedRowsInSideFile = 0
+    /// Rows neither committed nor parked (the side file could not be written either).
+    public var lostRows = 0
     public var lastWriteError: String?
 
     // Checkpoints and WAL health

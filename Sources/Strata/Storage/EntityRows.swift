@@ -31,7 +31,7 @@ final class EntityRowsPart: BatchPart {
             for row in sorted {
                 try row.id.withBytes { id in
                     sqlite3_bind_int64(insert, 1, row.number)
-                    sqlite3_bind_blob(insert, 2, id.baseAddress, 16, SQLITE_STATIC)
+                    try checkBind(sqlite3_bind_blob(insert, 2, id.baseAddress, 16, SQLITE_STATIC), 2)
                     sqlite3_bind_int64(insert, 3, now)
                     try stepDone(insert, db)
                 }

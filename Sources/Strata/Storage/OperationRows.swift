@@ -28,12 +28,12 @@ final class OperationRowsPart: BatchPart {
                     try operation.id.withBytes { id in
                         try operation.payload.withUnsafeBytes { payload in
                             try operation.kind.withCString { kind in
-                                bindBlob(insert, 1, node)
+                                try bindBlob(insert, 1, node)
                                 sqlite3_bind_int64(insert, 2, operation.seq)
-                                bindBlob(insert, 3, id)
+                                try bindBlob(insert, 3, id)
                                 sqlite3_bind_int64(insert, 4, operation.timestamp.rawValue)
-                                sqlite3_bind_text(insert, 5, kind, -1, SQLITE_STATIC)
-                                bindBlob(insert, 6, payload)
+                                try checkBind(sqlite3_bind_text(insert, 5, kind, -1, SQLITE_STATIC), 5)
+                                try bindBlob(insert, 6, payload)
                                 sqlite3_bind_int64(insert, 7, now)
                                 try stepDone(insert, db)
                             }

@@ -8,10 +8,10 @@ final class SettingRowsPart: BatchPart {
         guard !batch.settingWrites.isEmpty else { return }
         for write in batch.settingWrites {
             if let value = write.value {
-                try db.cachedStatement(sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
-                    .execute(arguments: [write.key, value.storageText])
+                try executeChecked(db, "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   [.text(write.key), .text(value.storageText)])
             } else {
-                try db.cachedStatement(sql: "DELETE FROM settings WHERE key = ?").execute(arguments: [write.key])
+                try executeChecked(db, "DELETE FROM settings WHERE key = ?", [.text(write.key)])
             }
         }
         counts.settingWrites += batch.settingWrites.count

@@ -42,6 +42,10 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     public var nodeID: String?
     public var operationLog: [String: Int] = [:]
     public var vectorClock: [String: Int64] = [:]
+    /// Rows commits rejected and parked (``RejectedWrite``): in `rejected_writes`, and in
+    /// the side file `PATH.rejected`.
+    public var rejectedWrites = 0
+    public var rejectedWritesInSideFile = 0
     /// The clean-shutdown mark: nil if the file has no session row.
     public var cleanShutdown: Bool?
     public var crashCount: Int
@@ -110,6 +114,10 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                         inspection.settings[row["key"]] = row["value"]
                     }
                 }
+                if try db.tableExists("rejected_writes") {
+                    inspection.rejectedWrites = try Int.fetchOne(db, sql: "SELECT count(*) FROM rejected_writes") ?? 0
+                }
+                inspection.rejectedWritesInSideFile = (try? Engine.sideFileRows(location.rejectedPath).count) ?? 0
                 if try db.tableExists("operation_log") {
                     try inspection.readOperationLog(db)
                 }
@@ -195,6 +203,9 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         lines.append("operation log    \(operationLog.values.reduce(0, +)) operations from \(operationLog.count) nodes")
         for (node, count) in operationLog.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(node)  \(count) logged, vector clock \(vectorClock[node].map(String.init) ?? "-")")
+        }
+        if rejectedWrites + rejectedWritesInSideFile > 0 {
+            lines.append("rejected writes  \(rejectedWrites) parked in the database, \(rejectedWritesInSideFile) in \(path).rejected")
         }
         lines.append("settings         \(settings.count)")
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {

@@ -156,9 +156,29 @@ extension Store {
                 PRAGMA user_version = 3;
                 """)
         }
+        migrator.registerMigration("v4: rejected writes") { db in
+            // Rows a commit rejected for a reason retrying cannot fix (a constraint, a value
+            // too big), isolated from their batch, whose other rows committed. Kept until
+            // the host replays or removes them (Writer+Rejection.swift, RejectedWrite).
+            try db.execute(sql: """
+                CREATE TABLE rejected_writes (
+                    id INTEGER PRIMARY KEY,
+                    rejected_at INTEGER NOT NULL,
+                    error TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    entity BLOB,
+                    entity_num INTEGER,
+                    name TEXT,
+                    number INTEGER,
+                    payload BLOB
+                );
+
+                PRAGMA user_version = 4;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 3 }
+    public static var schemaVersion: Int { 4 }
 }

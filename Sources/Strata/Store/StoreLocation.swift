@@ -18,6 +18,8 @@ public struct StoreLocation: Sendable, Equatable {
 
     public var walPath: String { path + "-wal" }
     public var shmPath: String { path + "-shm" }
+    /// Rows the database refused, parked as JSON lines (``RejectedWrite``).
+    public var rejectedPath: String { path + ".rejected" }
 
     public var uri: String {
         var allowed = CharacterSet.alphanumerics

@@ -7,37 +7,11 @@ extension Writer {
     /// The caller reports the sequence committed (after any checkpoint it triggers).
     func commitWithRetry(_ batch: WriteBatch) -> Bool {
         guard !batch.isEmpty else { return true }   // e.g. a checkpoint request with nothing to write
-        let started = clock.now()
         do {
-            let counts = try commit(batch)
-            let elapsed = clock.now().duration(since: started)
-            let walBytes = store.location.walBytes
-            let log = segmentLog
-            metrics.update {
-                $0.commitCount += 1
-                if batch.durability == .full { $0.fullCommitCount += 1 }
-                $0.componentRowsWritten += counts.componentPuts
-                $0.componentRowsDeleted += counts.componentRemovals
-                $0.entityRowsInserted += counts.entityInserts
-                $0.entityRowsDeleted += counts.entityDeletes
-                $0.settingRowsWritten += counts.settingWrites
-                $0.operationsLogged += counts.operations
-                $0.vectorClockRowsWritten += counts.vectorClockRows
-                $0.operationsDropped += counts.operationsDropped
-                $0.payloadBytesWritten += counts.payloadBytes
-                $0.segmentsWritten += counts.segmentRows
-                $0.segmentBytesWritten += counts.segmentBytes
-                $0.recordBacklog(log)
-                $0.totalCommitDuration += elapsed
-                $0.maxCommitDuration = max($0.maxCommitDuration, elapsed)
-                $0.walSizeBytes = walBytes
-                $0.maxWalSizeBytes = max($0.maxWalSizeBytes, walBytes)
-            }
+            try commitRecorded(batch)
             if consecutiveFailures > 0 {
                 logger.notice("writer: batch committed after \(consecutiveFailures) failed attempts")
             }
-            observer?.didCommit(CommitRecord(drained: batch.drainedAt, committedAt: started + elapsed,
-                                             durability: batch.durability, rows: batch.rowCount, reasons: batch.reasons))
             consecutiveFailures = 0
             return true
         } catch {
@@ -52,25 +26,60 @@ extension Writer {
                 buffer.putBack(batch)
                 return false
             }
-            // Retrying a constraint or schema error cannot succeed: say so loudly and move on.
-            logger.error("writer: dropping a batch of \(batch.rowCount) rows after a permanent error: \(storeError)")
-            metrics.update { $0.abandonedRows += batch.rowCount }
+            // Retrying cannot help: commit what can be, park what cannot (Writer+Rejection.swift).
+            if let remainder = isolateRejectedRows(batch, error: storeError) {
+                buffer.putBack(remainder)
+                return false
+            }
             consecutiveFailures = 0
             return true
         }
     }
 
+    /// Commits `batch` and records it in the metrics and with the observer.
+    func commitRecorded(_ batch: WriteBatch) throws {
+        let started = clock.now()
+        let counts = try commit(batch)
+        let elapsed = clock.now().duration(since: started)
+        let walBytes = store.location.walBytes
+        let log = segmentLog
+        metrics.update {
+            $0.commitCount += 1
+            if batch.durability == .full { $0.fullCommitCount += 1 }
+            $0.componentRowsWritten += counts.componentPuts
+            $0.componentRowsDeleted += counts.componentRemovals
+            $0.entityRowsInserted += counts.entityInserts
+            $0.entityRowsDeleted += counts.entityDeletes
+            $0.settingRowsWritten += counts.settingWrites
+            $0.operationsLogged += counts.operations
+            $0.vectorClockRowsWritten += counts.vectorClockRows
+            $0.operationsDropped += counts.operationsDropped
+            $0.payloadBytesWritten += counts.payloadBytes
+            $0.segmentsWritten += counts.segmentRows
+            $0.segmentBytesWritten += counts.segmentBytes
+            $0.recordBacklog(log)
+            $0.totalCommitDuration += elapsed
+            $0.maxCommitDuration = max($0.maxCommitDuration, elapsed)
+            $0.walSizeBytes = walBytes
+            $0.maxWalSizeBytes = max($0.maxWalSizeBytes, walBytes)
+        }
+        observer?.didCommit(CommitRecord(drained: batch.drainedAt, committedAt: started + elapsed,
+                                         durability: batch.durability, rows: batch.rowCount, reasons: batch.reasons))
+    }
+
     /// SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN,
-    /// SQLITE_NOMEM: conditions of the machine, worth retrying.
+    /// SQLITE_NOMEM: conditions of the machine, worth retrying. SQLITE_CORRUPT and
+    /// SQLITE_NOTADB too: the batch stays in memory (parking its rows in a damaged file
+    /// would not help) until the file is replaced.
     static func isTransient(_ error: StoreError) -> Bool {
         guard let code = error.sqliteCode.map({ $0 & 0xFF }) else { return true }
         return [SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_NOMEM,
-                SQLITE_PROTOCOL, SQLITE_READONLY].contains(code)
+                SQLITE_PROTOCOL, SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_NOTADB].contains(code)
     }
 
     /// ONE transaction: every part of the batch, in the order of ``parts`` (entity rows,
     /// settings, then the segment append), with the strictest durability the batch asks for.
-    private func commit(_ batch: WriteBatch) throws -> CommitCounts {
+    func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()
         do {
             try store.withConnection { db in

@@ -83,7 +83,7 @@ final class Writer: @unchecked Sendable {
 
     // Writer thread only.
     let segmentLog: SegmentLog
-    /// The batch parts, in the order they write: entity rows, settings, the operation log, then the segment append.
+    /// The batch parts, in the order they write: entity rows, settings, the operation log, replayed rejections, then the segment append.
     let parts: [any BatchPart]
     var round: Compactor.Round?
     /// Bytes of records a step consumes, per method (a fold's byte costs more than a
@@ -107,7 +107,8 @@ final class Writer: @unchecked Sendable {
         self.logger = logger
         self.settings = settings
         self.segmentLog = segmentLog
-        self.parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: settings.operationLog), SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
+        self.parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: settings.operationLog), RejectedRowsPart(),
+                      SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
         self.lastCheckpoint = clock.now()
         metrics.update { $0.recordBacklog(segmentLog) }
     }
@@ -230,10 +231,13 @@ final class Writer: @unchecked Sendable {
         Thread.sleep(forTimeInterval: wait.seconds)
     }
 
+    /// Shutdown cannot write what is waiting: park it in the side file, row by row, so
+    /// that nothing is lost (``RejectedWrite``), and say so.
     private func abandonWaiting(reason: String) {
         if case .batch(let batch) = buffer.take(until: Date()) {
-            metrics.update { $0.abandonedRows += batch.rowCount }
-            let error = StoreError(.write, message: "\(batch.rowCount) rows not written (\(reason)): \(metrics.snapshot.lastWriteError ?? "unknown error")", path: store.location.path)
+            let cause = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
+            parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
+            let error = StoreError(.write, message: "\(batch.rowCount) rows not written to the database (\(reason)), parked in \(store.location.rejectedPath): \(cause.message)", path: store.location.path)
             logger.error("writer: \(error)")
             controlLock.withLock { shutdownError = error }
         }

@@ -60,7 +60,7 @@ struct StatusLine {
                    m.compactionSteps, m.maxCompactionStepDuration.milliseconds, megabytes(m.compactionBytesRead) as NSString,
                    megabytes(m.compactionBytesWritten) as NSString, m.compactionKeysFolded),
             "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
-            "  failures     \(m.failedCommits) failed commits (retried), \(m.abandonedRows) rows abandoned",
+            "  failures     \(m.failedCommits) failed commits (retried), \(m.rejectedRows) rows rejected and parked, \(m.lostRows) lost",
             String(format: "  writer       %.1f ms of CPU", m.writerCPUTime.milliseconds),
             "  sessions     \(m.crashRecoveryCount) crashes, \(m.cleanShutdownCount) clean shutdowns",
             "  power        \(engine.powerState) [\(engine.powerTier.rawValue)] \(sourceDescription(engine.powerReading.source))",

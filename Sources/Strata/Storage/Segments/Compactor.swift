@@ -199,7 +199,7 @@ struct Compactor {
             let bytes = UnsafeRawBufferPointer(rebasing: arena[payload])
             for statement in [update, insert] {
                 sqlite3_bind_int64(statement, 1, Int64(record.version))
-                bindBlob(statement, 2, bytes)
+                try bindBlob(statement, 2, bytes)
                 sqlite3_bind_int64(statement, 3, record.createdAt)
                 sqlite3_bind_int64(statement, 4, key.entity)
                 sqlite3_bind_int64(statement, 5, key.typeID)

@@ -63,7 +63,7 @@ extension Segment {
                 sqlite3_bind_int64(insert, 3, Int64(chunk.recordCount))
                 sqlite3_bind_int64(insert, 4, Int64(chunk.checksum))
                 sqlite3_bind_int64(insert, 5, createdAt)
-                bindBlob(insert, 6, records)
+                try bindBlob(insert, 6, records)
                 try stepDone(insert, db)
             }
             lastID = id

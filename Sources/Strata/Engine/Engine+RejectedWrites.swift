@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+
+/// The rows commits rejected (``RejectedWrite``): read them, and put them back.
+extension Engine {
+    /// Every parked row: those in `rejected_writes` (committed so far), then those in the
+    /// side file `PATH.rejected`. Tick thread.
+    public func rejectedWrites() throws -> [RejectedWrite] {
+        owner.check("Engine")
+        var rows: [RejectedWrite] = []
+        do {
+            rows = try store.queue.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM rejected_writes ORDER BY id").map { row in
+                    RejectedWrite(id: row["id"], rejectedAt: row["rejected_at"], error: row["error"],
+                                  kind: RejectedWrite.Kind(rawValue: row["kind"]) ?? .component,
+                                  entity: (row["entity"] as Data?).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } },
+                                  entityNumber: row["entity_num"], name: row["name"], number: row["number"],
+                                  payload: (row["payload"] as Data?).map { [UInt8]($0) })
+                }
+            }
+        } catch {
+            throw StoreError(.read, wrapping: error, path: store.location.path)
+        }
+        return rows + (try Self.sideFileRows(store.location.rejectedPath))
+    }
+
+    /// What ``replayRejectedWrites()`` did.
+    public struct ReplayReport: Sendable, Equatable {
+        /// Rows put back in the world: they are written again with the next flush.
+        public var replayed = 0
+        /// Rows left parked, and why.
+        public var kept: [String] = []
+    }
+
+    /// Puts the parked components and settings back in the world, to be written with the
+    /// next flush (call it once the cause is fixed: a migration, a smaller value). The rows
+    /// replayed leave `rejected_writes` in that flush's transaction, and the side file at
+    /// once. Rows the world cannot express (entity rows, operations, clock rows,
+    /// acknowledgements, components of entities that are gone or of types not registered)
+    /// stay parked. Tick thread.
+    @discardableResult
+    public func replayRejectedWrites() throws -> ReplayReport {
+        var report = ReplayReport()
+        var remainingSide: [RejectedWrite] = []
+        for row in try rejectedWrites() {
+            if let reason = replay(row) {
+                report.kept.append("\(row.kind.rawValue) \(row.name ?? ""): \(reason)")
+                if row.id == nil { remainingSide.append(row) }
+                continue
+            }
+            report.replayed += 1
+            if let id = row.id { nextBatch.replayedRejections.append(id) }
+        }
+        try Self.rewriteSideFile(store.location.rejectedPath, with: remainingSide)
+        if report.replayed > 0 { flush(reason: .explicitSave) }
+        return report
+    }
+
+    /// Applies one parked row to the world; returns why it cannot be, if so.
+    private func replay(_ row: RejectedWrite) -> String? {
+        switch row.kind {
+        case .setting:
+            guard let key = row.name, let text = row.payload.map({ String(decoding: $0, as: UTF8.self) }),
+                  let value = SettingValue(storageText: text) else { return "its stored text does not read" }
+            world.setSetting(value, for: key)
+            return nil
+        case .settingRemoval:
+            guard let key = row.name else { return "no key" }
+            world.setSetting(nil, for: key)
+            return nil
+        case .component, .componentRemoval:
+            guard let id = row.entity, let entity = world.entity(for: id) else { return "its entity is not in the world" }
+            guard let type = world.componentTypes.first(where: { $0.typeName == row.name }) else { return "its type is not registered" }
+            if row.kind == .componentRemoval {
+                _ = remove(type, from: entity)
+                return nil
+            }
+            do {
+                try reinsert(type, row.payload ?? [], version: Int(row.number ?? 1), for: entity)
+                return nil
+            } catch {
+                return "it does not decode: \(error)"
+            }
+        case .entityInsert, .entityDelete, .operation, .vectorClock, .peerAck:
+            return "the world cannot replay a row of this kind"
+        }
+    }
+
+    private func reinsert<C: Component>(_ type: C.Type, _ bytes: [UInt8], version: Int, for entity: Entity) throws {
+        let value = try bytes.withUnsafeBytes { buffer in
+            var reader = PayloadReader(buffer)
+            return try C(from: &reader, version: version)
+        }
+        world.insert(value, for: entity)
+    }
+
+    private func remove<C: Component>(_ type: C.Type, from entity: Entity) -> C? {
+        world.remove(C.self, from: entity)
+    }
+
+    static func sideFileRows(_ path: String) throws -> [RejectedWrite] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        let decoder = JSONDecoder()
+        return data.split(separator: UInt8(ascii: "\n")).compactMap { try? decoder.decode(RejectedWrite.self, from: Data($0)) }
+    }
+
+    static func rewriteSideFile(_ path: String, with rows: [RejectedWrite]) throws {
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        if rows.isEmpty {
+            try FileManager.default.removeItem(atPath: path)
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var data = Data()
+        for row in rows {
+            data.append(try encoder.encode(row))
+            data.append(UInt8(ascii: "\n"))
+        }
+        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// One row a commit rejected for a reason retrying cannot fix (a constraint, a value
+/// larger than SQLite allows): isolated from its batch, whose other rows committed, and
+/// parked instead of dropped. Parked in the document's `rejected_writes` table, or, when
+/// the database itself refuses it, in the side file `PATH.rejected` (JSON lines).
+///
+/// Read them with ``Engine/rejectedWrites()``; put the components and settings back in the
+/// world for the next flush with ``Engine/replayRejectedWrites()`` once the cause is fixed.
+public struct RejectedWrite: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable {
+        case component, componentRemoval = "component_removal", entityInsert = "entity_insert",
+             entityDelete = "entity_delete", setting, settingRemoval = "setting_removal", operation,
+             vectorClock = "vector_clock", peerAck = "peer_ack"
+    }
+
+    /// Its row in `rejected_writes`; nil when it is in the side file.
+    public var id: Int64?
+    /// Unix milliseconds.
+    public var rejectedAt: Int64
+    /// What SQLite said.
+    public var error: String
+    public var kind: Kind
+    /// The entity (component and entity rows), the node (operations, clock rows), the peer (acknowledgements).
+    public var entity: EntityID?
+    /// The entity's number in the file (component and entity rows).
+    public var entityNumber: Int64?
+    /// The component type, the setting's key, the operation's kind.
+    public var name: String?
+    /// The payload version (components), the sequence (operations, clock rows, acknowledgements).
+    public var number: Int64?
+    /// The encoded component, the setting's stored text, the operation's payload.
+    public var payload: [UInt8]?
+
+    public init(id: Int64? = nil, rejectedAt: Int64, error: String, kind: Kind, entity: EntityID? = nil,
+                entityNumber: Int64? = nil, name: String? = nil, number: Int64? = nil, payload: [UInt8]? = nil) {
+        self.id = id
+        self.rejectedAt = rejectedAt
+        self.error = error
+        self.kind = kind
+        self.entity = entity
+        self.entityNumber = entityNumber
+        self.name = name
+        self.number = number
+        self.payload = payload
+    }
+}
+
+extension EntityID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let uuid = UUID(uuidString: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a UUID: \(text)"))
+        }
+        self.init(uuid)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

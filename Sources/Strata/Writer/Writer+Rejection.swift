@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+
+/// Never drop a batch. A commit that fails for a reason retrying cannot fix (a
+/// constraint, a value too big) is split in halves, recursively, until the rows that fail
+/// on their own are isolated; the rest commits, in order, and the rejected rows are parked
+/// (``RejectedWrite``): in `rejected_writes`, or in the side file `PATH.rejected` when the
+/// database refuses them too. Only when both fail is a row lost, and then it is counted
+/// (`lostRows`) and logged as critical.
+///
+/// Writer thread.
+extension Writer {
+    /// Commits `batch`, which failed with the permanent `error`, with its rejected rows
+    /// isolated and parked. Returns the rows not yet committed if a transient error (a full
+    /// disk, an I/O error) interrupts: the caller puts them back and retries them.
+    func isolateRejectedRows(_ batch: WriteBatch, error: StoreError) -> WriteBatch? {
+        let total = batch.rowCount
+        var done = 0   // rows before it are committed or parked
+        var parked = 0
+        // Depth first, in order: a range commits whole, or splits; a row that fails alone is parked.
+        func isolate(_ range: Range<Int>, knownFailure: StoreError?) -> Bool {
+            var failure = knownFailure
+            let part = batch.slice(range)
+            if failure == nil {
+                do {
+                    try commitRecorded(part)
+                    done = range.upperBound
+                    return true
+                } catch {
+                    let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+                    if Self.isTransient(storeError) { return false }
+                    failure = storeError
+                }
+            }
+            if range.count == 1 {
+                park(part, error: failure!, context: batch)
+                parked += 1
+                done = range.upperBound
+                return true
+            }
+            let middle = range.lowerBound + range.count / 2
+            return isolate(range.lowerBound ..< middle, knownFailure: nil) && isolate(middle ..< range.upperBound, knownFailure: nil)
+        }
+        let finished = isolate(0 ..< total, knownFailure: error)
+        logger.error("writer: a batch of \(total) rows failed (\(error)); \(parked) rows rejected and parked, \(done - parked) committed\(finished ? "" : ", \(total - done) left to retry")")
+        return finished ? nil : batch.slice(done ..< total)
+    }
+
+    /// Parks every row of `batch`: in `rejected_writes` if the database takes them, else in
+    /// the side file. `context`: the batch they came from (for entity ids).
+    func park(_ batch: WriteBatch, error: StoreError, context: WriteBatch) {
+        let rows = rejectedWrites(batch, error: error, context: context)
+        guard !rows.isEmpty else { return }
+        do {
+            try store.withConnection { db in
+                try db.inTransaction {
+                    for row in rows {
+                        try executeChecked(db, """
+                            INSERT INTO rejected_writes (rejected_at, error, kind, entity, entity_num, name, number, payload)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            """, [.int(row.rejectedAt), .text(row.error), .text(row.kind.rawValue),
+                                  row.entity.map { id in .blob(id.withBytes { Array($0) }) } ?? .null,
+                                  row.entityNumber.map { .int($0) } ?? .null, row.name.map { .text($0) } ?? .null,
+                                  row.number.map { .int($0) } ?? .null, row.payload.map { .blob($0) } ?? .null])
+                    }
+                    return .commit
+                }
+            }
+            metrics.update { $0.rejectedRows += rows.count }
+        } catch {
+            parkInSideFile(rows, because: StoreError(.write, wrapping: error, path: store.location.path))
+        }
+    }
+
+    /// Appends `rows` to `PATH.rejected`, one JSON object per line, synced.
+    func parkInSideFile(_ rows: [RejectedWrite], because reason: StoreError) {
+        let path = store.location.rejectedPath
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var data = Data()
+        for row in rows {
+            guard let line = try? encoder.encode(row) else { continue }
+            data.append(line)
+            data.append(UInt8(ascii: "\n"))
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        let written = fd >= 0 && data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == data.count && fsync(fd) == 0
+        if fd >= 0 { close(fd) }
+        if written {
+            logger.error("writer: the database refused \(rows.count) rows (\(reason)); parked in \(path)")
+            metrics.update {
+                $0.rejectedRows += rows.count
+                $0.rejectedRowsInSideFile += rows.count
+            }
+        } else {
+            logger.critical("writer: \(rows.count) rows LOST: the database refused them (\(reason)) and \(path) could not be written (errno \(errno))")
+            metrics.update { $0.lostRows += rows.count }
+        }
+    }
+
+    /// The rows of `batch` as ``RejectedWrite``s.
+    func rejectedWrites(_ batch: WriteBatch, error: StoreError, context: WriteBatch) -> [RejectedWrite] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let message = error.description
+        var ids: [EntityNumber: EntityID] = [:]
+        for insert in context.entityInserts { ids[insert.number] = insert.id }
+        func id(_ number: EntityNumber) -> EntityID? {
+            if let known = ids[number] { return known }
+            return try? store.withConnection { db in
+                try Data.fetchOne(db, sql: "SELECT id FROM entities WHERE num = ?", arguments: [number])
+                    .flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } }
+            }
+        }
+        var rows: [RejectedWrite] = []
+        for number in batch.entityDeletes {
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .entityDelete, entity: id(number), entityNumber: number))
+        }
+        for insert in batch.entityInserts {
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .entityInsert, entity: insert.id, entityNumber: insert.number))
+        }
+        for write in batch.settingWrites {
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: write.value == nil ? .settingRemoval : .setting,
+                                      name: write.key, payload: write.value.map { Array($0.storageText.utf8) }))
+        }
+        for operation in batch.operations {
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .operation, entity: operation.node,
+                                      name: operation.kind, number: operation.seq, payload: operation.payload))
+        }
+        for (node, seq) in batch.vectorClockRows {
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .vectorClock, entity: node, number: seq))
+        }
+        for ack in batch.peerAcks {
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .peerAck, entity: ack.peer,
+                                      name: ack.node.description, number: ack.seq))
+        }
+        for write in batch.writes {
+            var payload: [UInt8]?
+            var version: Int64?
+            if let value = write.value {
+                var writer = PayloadWriter()
+                value.encode(to: &writer)
+                payload = writer.bytes
+                version = Int64(type(of: value).payloadVersion)
+            }
+            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: write.value == nil ? .componentRemoval : .component,
+                                      entity: id(write.entity), entityNumber: write.entity, name: write.typeName,
+                                      number: version, payload: payload))
+        }
+        return rows
+    }
+}

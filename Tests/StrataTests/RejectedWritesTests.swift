@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Testing
+@testable import Strata
+
+/// Never drop a batch: rows a commit rejects for good are isolated and parked; the rest of
+/// their batch commits; parked rows can be read and replayed.
+@Suite struct RejectedWritesTests {
+    /// A fixture whose connection refuses any string or blob longer than `limit` bytes
+    /// (SQLITE_TOOBIG: a permanent error, like a constraint).
+    func fixture(limit: Int32?, _ name: String = #function) -> EngineFixture {
+        var fixture = EngineFixture(name)
+        if let limit {
+            fixture.options.prepareConnection = { db in _ = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, limit) }
+        }
+        return fixture
+    }
+
+    @Test func oneRowTooBigIsParkedAndTheRestOfItsBatchCommits() throws {
+        var fixture = fixture(limit: 16 * 1024)
+        let engine = try fixture.open()
+        var ids: [EntityID] = []
+        for i in 0 ..< 200 { ids.append(engine.world.id(of: engine.world.spawn(Title("shape \(i)")))!) }
+        let big = engine.world.spawn(Title(String(repeating: "x", count: 40_000)))
+        engine.world.setSetting(.string("small"), for: "theme")
+        #expect(engine.flushNow())
+
+        let metrics = engine.metrics
+        #expect(metrics.rejectedRows == 1)
+        #expect(metrics.rejectedRowsInSideFile == 1, "the row is too big for rejected_writes as well")
+        #expect(metrics.lostRows == 0)
+        let rejected = try engine.rejectedWrites()
+        #expect(rejected.count == 1)
+        #expect(rejected.first?.kind == .component)
+        #expect(rejected.first?.name == Title.typeName)
+        #expect(rejected.first?.entity == engine.world.id(of: big))
+        #expect(rejected.first?.error.contains("too big") == true)
+        try engine.shutdown()
+
+        // Everything else of the batch is in the file: 201 entities, 200 titles, the setting.
+        #expect(try fixture.entityCount() == 201)
+        #expect(try fixture.componentCount(Title.self) == 200)
+        #expect(try fixture.count("SELECT count(*) FROM settings WHERE key = 'theme'") == 1)
+
+        // Once the cause is gone (here: the limit), the row is replayed and written.
+        fixture.options.prepareConnection = nil
+        let next = try fixture.open()
+        #expect(try next.rejectedWrites().count == 1, "parked rows survive the session")
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).rejectedWritesInSideFile == 1)
+        let report = try next.replayRejectedWrites()
+        #expect(report.replayed == 1)
+        #expect(report.kept.isEmpty)
+        #expect(next.flushNow())
+        #expect(try next.rejectedWrites().isEmpty)
+        try next.shutdown()
+        #expect(try fixture.componentCount(Title.self) == 201)
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".rejected"))
+    }
+
+    @Test func aRowAConstraintRejectsIsParkedInTheDatabase() throws {
+        // A trigger that refuses one key: SQLITE_CONSTRAINT, which no retry can fix.
+        var fixture = EngineFixture()
+        try fixture.open().shutdown()   // the schema first: the trigger needs its table
+        fixture.options.prepareConnection = { db in
+            try db.execute(sql: """
+                CREATE TEMP TRIGGER refuse_key BEFORE INSERT ON settings WHEN NEW.key = 'forbidden'
+                BEGIN SELECT RAISE(ABORT, 'this key is refused'); END
+                """)
+        }
+        let engine = try fixture.open()
+        for i in 0 ..< 20 { engine.world.spawn(Title("t\(i)")) }
+        engine.world.setSetting(.string("no"), for: "forbidden")
+        engine.world.setSetting(.string("yes"), for: "allowed")
+        #expect(engine.flushNow())
+        let rejected = try engine.rejectedWrites()
+        #expect(rejected.map(\.kind) == [.setting])
+        #expect(rejected.first?.name == "forbidden")
+        #expect(rejected.first?.id != nil, "parked in rejected_writes")
+        #expect(rejected.first?.error.contains("this key is refused") == true)
+        #expect(engine.metrics.rejectedRows == 1)
+        #expect(engine.metrics.rejectedRowsInSideFile == 0)
+        try engine.shutdown()
+        #expect(try fixture.count("SELECT count(*) FROM rejected_writes") == 1)
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).rejectedWrites == 1)
+        #expect(try fixture.count("SELECT count(*) FROM settings WHERE key = 'allowed'") == 1)
+        #expect(try fixture.componentCount(Title.self) == 20)
+    }
+}
