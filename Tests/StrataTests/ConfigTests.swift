@@ -118,7 +118,7 @@ import Testing
         let e = try #require(error("[persistence]\ncheckpoint_interval_secs = -5\n"))
         #expect(e.kind == .invalidValue)
         #expect(e.keyPath == "persistence.checkpoint_interval_secs")
-        #expect(e.message == "must be a positive number of seconds, got an integer (-5)")
+        #expect(e.message == "must be between 0.001 and 31536000 seconds, got an integer (-5)")
         #expect(try #require(error("[persistence.battery_tiers]\nlow = 0\n")).keyPath == "persistence.battery_tiers.low")
     }
 

@@ -91,17 +91,28 @@ struct ConfigReader {
         return value
     }
 
-    /// A positive duration written as a number of `unit`s (integer or float).
-    mutating func duration(_ key: String, default fallback: Duration, unit: DurationUnit, allowZero: Bool = false) throws -> Duration {
+    /// A positive duration written as a number of `unit`s (integer or float), at least a
+    /// millisecond (a smaller one would make a polling thread spin) and at most `max`
+    /// (a larger one would overflow, or mean "never" by accident). With `allowZero`, 0 too.
+    mutating func duration(_ key: String, default fallback: Duration, unit: DurationUnit, allowZero: Bool = false,
+                           max: Duration = .seconds(365 * 86_400)) throws -> Duration {
         guard let value = value(key) else { return fallback }
         let number: Double
         if let int = value.int { number = Double(int) }
         else if let double = value.double { number = double }
         else { throw mismatch(key, expected: "a number of \(unit.name)", found: value) }
-        guard number.isFinite, allowZero ? number >= 0 : number > 0 else {
-            throw error(.invalidValue, key, "must be a \(allowZero ? "non-negative" : "positive") number of \(unit.name), got \(Self.describe(value))")
+        let perUnit = unit == .seconds ? 1.0 : 1e-3
+        let seconds = number * perUnit
+        let low = 1e-3, high = max.seconds
+        func shown(_ s: Double) -> String {
+            let v = s / perUnit
+            return v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
         }
-        return unit == .seconds ? .nanoseconds(Int64(number * 1e9)) : .nanoseconds(Int64(number * 1e6))
+        guard number.isFinite, (allowZero && number == 0) || (seconds >= low && seconds <= high) else {
+            let range = "between \(shown(low)) and \(shown(high)) \(unit.name)" + (allowZero ? ", or 0" : "")
+            throw error(.invalidValue, key, "must be \(range), got \(Self.describe(value))")
+        }
+        return .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
 
     /// A size written in megabytes, returned in bytes.

@@ -6,17 +6,45 @@ extension StrataConfig {
     ///
     /// - Throws: ``ConfigError`` naming the file, line and key path.
     public static func load(path: String) throws -> StrataConfig {
-        let text: String
+        let data: Data
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw ConfigError(.unreadable, message: "cannot read the file: \(error.localizedDescription)", source: path)
         }
-        return try parse(text, source: path)
+        return try parse(try text(of: data, source: path), source: path)
+    }
+
+    /// The file's bytes as UTF-8 text, or an error naming the line of the first byte that
+    /// is not (``parse(_:source:)`` then refuses control characters: a NUL would end the
+    /// parse early and leave the rest of the file unread).
+    static func text(of data: Data, source: String) throws -> String {
+        let bytes = [UInt8](data)
+        func line(at offset: Int) -> Int { bytes[..<offset].reduce(1) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) } }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            // Where the byte structure first breaks (a lead byte and its continuations).
+            var end = 0
+            while end < bytes.count {
+                let lead = bytes[end]
+                let length = lead < 0x80 ? 1 : lead >> 5 == 0b110 ? 2 : lead >> 4 == 0b1110 ? 3 : lead >> 3 == 0b11110 ? 4 : 0
+                guard length > 0, end + length <= bytes.count,
+                      bytes[end + 1 ..< end + length].allSatisfy({ $0 >> 6 == 0b10 }) else { break }
+                end += length
+            }
+            throw ConfigError(.syntax, message: "the file is not UTF-8 text (invalid byte at \(end))", source: source, line: line(at: end))
+        }
+        return text
     }
 
     /// Parses and validates TOML text. Absent keys keep their defaults.
     public static func parse(_ text: String, source: String? = nil) throws -> StrataConfig {
+        // TOML allows no raw control character but tab and line ends (escape them in
+        // strings), and the parser stops the process on some (an assertion in toml++).
+        if let bad = text.utf8.firstIndex(where: { ($0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D) || $0 == 0x7F }) {
+            let line = text.utf8[..<bad].reduce(1) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+            let what = text.utf8[bad] == 0 ? "a NUL byte" : String(format: "a control character (U+%04X)", Int(text.utf8[bad]))
+            throw ConfigError(.syntax, message: "\(what) is not allowed in TOML (escape it inside a string)", source: source, line: line)
+        }
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)
@@ -45,7 +73,7 @@ extension StrataConfig {
         if var log = try reader.table("operation_log") {
             config.operationLog.retention = try log.choice("retention", default: config.operationLog.retention)
             config.operationLog.retentionMinAge = try log.duration("retention_min_age_secs", default: config.operationLog.retentionMinAge,
-                                                                  unit: .seconds, allowZero: true)
+                                                                  unit: .seconds, allowZero: true, max: .seconds(100 * 365 * 86_400))
             try log.rejectUnknownKeys(known: ["retention", "retention_min_age_secs"])
         }
         if var metrics = try reader.table("metrics") {
@@ -168,7 +196,8 @@ extension StrataConfig {
 
     private static func readWriter(_ r: inout ConfigReader) throws -> WriterConfig {
         var c = WriterConfig()
-        c.busyTimeout = try r.duration("busy_timeout_ms", default: c.busyTimeout, unit: .milliseconds, allowZero: true)
+        c.busyTimeout = try r.duration("busy_timeout_ms", default: c.busyTimeout, unit: .milliseconds, allowZero: true,
+                                       max: .seconds(600))   // SQLite takes it as an Int32 of ms
         c.retryInitialBackoff = try r.duration("retry_initial_backoff_ms", default: c.retryInitialBackoff, unit: .milliseconds)
         c.retryMaxBackoff = try r.duration("retry_max_backoff_ms", default: c.retryMaxBackoff, unit: .milliseconds)
         if c.retryMaxBackoff < c.retryInitialBackoff {
