@@ -67,7 +67,8 @@ final class CanvasScenario {
         // Create and delete: grow to the target, then churn around it.
         let spawnRate = max(2.0, Double(targetShapes) / 5) * perSecond
         if shapes.count < targetShapes {
-            let burst = min(targetShapes - shapes.count, max(1, Int(spawnRate.rounded(.up))))
+            // At most 10k a tick: a huge target grows over many ticks, each one short.
+            let burst = min(targetShapes - shapes.count, max(1, Int(min(spawnRate, 10_000).rounded(.up))))
             for _ in 0 ..< burst { spawnShape() }
         } else if rng.chance(2 * perSecond) {
             spawnShape()

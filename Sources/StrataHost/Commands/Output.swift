@@ -2,11 +2,32 @@ import Foundation
 
 /// Writes a line to standard output at once: when stdout is a pipe, `print` would hold
 /// it in a buffer until exit, and a watcher (or a test) would see nothing.
+///
+/// A closed stdout (`strata sim | head -1`) loses the line and nothing else: SIGPIPE is
+/// ignored (``ignoreBrokenPipes()``) and the write's error with it.
 func say(_ message: String) {
-    FileHandle.standardOutput.write(Data((message + "\n").utf8))
+    writeAll(STDOUT_FILENO, message + "\n")
 }
 
 /// Writes a line to standard error.
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    writeAll(STDERR_FILENO, message + "\n")
+}
+
+/// Writes all of `text` to `fd`, giving up quietly on an error (a closed pipe).
+func writeAll(_ fd: Int32, _ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return }
+        offset += n
+    }
+}
+
+/// A reader that goes away (`| head -1`) must not kill the process: with SIGPIPE
+/// ignored, a write to the closed pipe fails with EPIPE instead, and is dropped.
+func ignoreBrokenPipes() {
+    signal(SIGPIPE, SIG_IGN)
 }

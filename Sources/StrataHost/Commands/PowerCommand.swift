@@ -47,7 +47,7 @@ struct PowerCommand: ParsableCommand {
     private func emit(_ report: PowerReport) throws {
         // Written straight to the descriptor: a watcher reading the pipe sees each line at once.
         let text = (json ? try report.json(pretty: !watch) : report.text + (watch ? "\n" : "")) + "\n"
-        FileHandle.standardOutput.write(Data(text.utf8))
+        writeAll(STDOUT_FILENO, text)
     }
 }
 

@@ -47,8 +47,13 @@ struct SimCommand: ParsableCommand {
     var activity = 1.0
 
     func validate() throws {
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be positive") }
-        if entities < 0 { throw ValidationError("--entities must not be negative") }
+        if let duration, !(duration > 0 && duration <= Self.maxDuration) {
+            throw ValidationError("--duration must be a positive number of seconds, at most \(Int(Self.maxDuration)) (omit it to run until stopped)")
+        }
+        if !(0 ... Self.maxEntities).contains(entities) {
+            throw ValidationError("--entities must be between 0 and \(Self.maxEntities)")
+        }
+        if !(activity > 0 && activity <= 1000) { throw ValidationError("--activity must be above 0 and at most 1000") }
         if let hz, !(1 ... 1000).contains(hz) { throw ValidationError("--hz must be between 1 and 1000") }
         if let documents {
             let paths = documentPaths(documents)
@@ -57,14 +62,23 @@ struct SimCommand: ParsableCommand {
             }
             if db != nil { throw ValidationError("--documents replaces --db: give one or the other") }
         }
-        if !(switchEvery > 0) { throw ValidationError("--switch-every must be positive") }
+        if !(switchEvery > 0 && switchEvery <= Self.maxDuration) { throw ValidationError("--switch-every must be a positive number of seconds, at most \(Int(Self.maxDuration))") }
     }
+
+    /// About three years; a longer run is "until stopped" (leave --duration out).
+    static let maxDuration = 1e8
+    /// The canvas grows to at most this many shapes.
+    static let maxEntities = 10_000_000
 
     private func documentPaths(_ list: String) -> [String] {
         list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     func run() throws {
+        ignoreBrokenPipes()
+        // Before the document is opened: a stop signal from now on is a clean shutdown,
+        // never a process killed between the session mark and the handlers.
+        let signals = SignalFlags(handleSuspend: true)
         bootstrapLogging(level: logLevel)
         let logger = Logger(label: "strata")
         var config = try loadConfig(self.config, command: "sim")
@@ -96,7 +110,6 @@ struct SimCommand: ParsableCommand {
                            activity: activity)
         }
         var scenario = makeScenario(engine)
-        let signals = SignalFlags(handleSuspend: true)
         let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config) { engine, now in
             // Every --switch-every seconds, the next document of --documents.
             guard let rotation else { return nil }
@@ -152,7 +165,7 @@ struct SimCommand: ParsableCommand {
 
         while true {
             if let sig = signals.stopSignal {
-                outcome.reason = sig == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)"
+                outcome.reason = sig == SIGINT ? "interrupted (SIGINT)" : sig == SIGHUP ? "hung up (SIGHUP)" : "terminated (SIGTERM)"
                 break
             }
             if signals.takeSuspendRequest() {

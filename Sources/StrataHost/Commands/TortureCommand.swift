@@ -68,7 +68,7 @@ struct TortureCommand: ParsableCommand {
             let setup = TortureSetup(directory: folder, config: config, seed: seed, logger: Logger(label: "strata.torture"))
             let progress = { (cycle: Int, result: TortureResult) in
                 if interactive {
-                    FileHandle.standardError.write(Data("\r\(mode.rawValue): \(cycle) cycles, \(result.failureCount) failures   ".utf8))
+                    writeAll(STDERR_FILENO, "\r\(mode.rawValue): \(cycle) cycles, \(result.failureCount) failures   ")
                 }
             }
             let result: TortureResult = switch mode {
@@ -77,7 +77,7 @@ struct TortureCommand: ParsableCommand {
             case .sigkill: try KillTorture(setup: setup, cycles: cycles ?? 100).run(progress: progress)
             case .eio, .enospc: try IOFaultTorture(setup: setup, mode: mode.rawValue, maxSites: cycles).run(progress: progress)
             }
-            if interactive { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            if interactive { writeAll(STDERR_FILENO, "\r\u{1B}[K") }
             results.append(result)
         }
 

@@ -21,12 +21,12 @@ struct StatusLine {
             m.flushCount, m.commitCount, m.fullCommitCount, Self.megabytes(m.walSizeBytes),
             Self.megabytes(m.segmentBacklogBytes), m.compactionRounds,
             engine.powerState.description, tier, engine.derivedInterval.seconds)
-        FileHandle.standardOutput.write(Data("\r\u{1B}[2K\(line)".utf8))
+        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)")
     }
 
     func clear() {
         guard isTerminal else { return }
-        FileHandle.standardOutput.write(Data("\r\u{1B}[2K".utf8))
+        writeAll(STDOUT_FILENO, "\r\u{1B}[2K")
     }
 
     static func sourceDescription(_ source: PowerReading.Source) -> String {

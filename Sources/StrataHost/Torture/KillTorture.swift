@@ -52,7 +52,7 @@ struct KillTorture {
                 result.cycles = cycle
                 break
             }
-            usleep(UInt32(rng.duration(in: 0.1 ... 0.7).nanoseconds / 1000))
+            usleep(UInt32(rng.duration(in: 0.05 ... 0.55).nanoseconds / 1000))
             let killedAt = clock.now()
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()

@@ -33,7 +33,7 @@ struct PowerCutTorture {
             try? FileManager.default.removeItem(atPath: tracePath)
             let trace = try CriticalTrace(path: tracePath)
             let scenario = setup.scenario(engine, seed: rng.next(), trace: trace)
-            setup.run(scenario, on: engine, for: rng.duration(in: 0.1 ... 0.7))
+            setup.run(scenario, on: engine, for: rng.duration(in: 0.1 ... 0.55))
 
             let cut = MonotonicClock().now()
             vfs.cutPower()

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// `strata sim` against what users do to a command: extreme arguments, a reader that goes
+/// away, a terminal that closes. None of it may crash it or leave a false crash on record.
+@Suite struct SimCommandEdgeTests {
+    @Test(arguments: [
+        (["--duration", "inf"], "--duration must be a positive number"),
+        (["--duration", "1e10"], "at most 100000000"),
+        (["--duration", "nan"], "--duration must be a positive number"),
+        (["--switch-every", "1e300"], "--switch-every must be"),
+        (["--entities", "9223372036854775807"], "--entities must be between 0 and 10000000"),
+    ])
+    func extremeArgumentsAreRefusedWithAReason(arguments: [String], message: String) throws {
+        let directory = TestDirectory()
+        let run = try ChildProcess.strata(["sim", "--db", directory.databasePath] + arguments)
+        #expect(run.status == 64, "\(run.stderr)")
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.databasePath), "nothing opened")
+    }
+
+    /// Starts `strata sim` on `directory` with stdout to `output`.
+    func startSim(_ directory: TestDirectory, output: Any, _ extra: [String] = []) throws -> Process {
+        let sim = Process()
+        sim.executableURL = URL(fileURLWithPath: try strataExecutable())
+        sim.arguments = ["sim", "--db", directory.databasePath, "--entities", "20", "--log-level", "critical"] + extra
+        sim.standardOutput = output
+        sim.standardError = FileHandle.nullDevice
+        try sim.run()
+        return sim
+    }
+
+    @Test func aReaderThatGoesAwayCostsTheOutputOnly() throws {
+        // `strata sim | head -1`: the pipe closes after the first line.
+        let directory = TestDirectory()
+        let pipe = Pipe()
+        let sim = try startSim(directory, output: pipe, ["--duration", "2"])
+        _ = pipe.fileHandleForReading.availableData   // the first line
+        try pipe.fileHandleForReading.close()
+        sim.waitUntilExit()
+        #expect(sim.terminationReason == .exit && sim.terminationStatus == 0)
+        let inspection = try DatabaseInspection.inspect(path: directory.databasePath)
+        #expect(inspection.cleanShutdown == true)
+        #expect(inspection.crashCount == 0)
+    }
+
+    @Test func aClosedTerminalShutsDownCleanly() throws {
+        let directory = TestDirectory()
+        let pipe = Pipe()
+        let sim = try startSim(directory, output: pipe)
+        _ = pipe.fileHandleForReading.availableData   // it has opened the document
+        kill(sim.processIdentifier, SIGHUP)
+        sim.waitUntilExit()
+        #expect(sim.terminationReason == .exit && sim.terminationStatus == 0)
+        let inspection = try DatabaseInspection.inspect(path: directory.databasePath)
+        #expect(inspection.cleanShutdown == true)
+        #expect(inspection.crashCount == 0)
+    }
+
+    @Test func aStopSignalDuringStartupIsACleanShutdown() throws {
+        // SIGTERM as early as the process can take it: before, during or just after the open.
+        for delay: useconds_t in [2_000, 20_000, 60_000] {
+            let directory = TestDirectory()
+            let sim = try startSim(directory, output: FileHandle.nullDevice)
+            usleep(delay)
+            kill(sim.processIdentifier, SIGTERM)
+            sim.waitUntilExit()
+            guard FileManager.default.fileExists(atPath: directory.databasePath) else { continue }   // stopped before the open
+            let inspection = try DatabaseInspection.inspect(path: directory.databasePath)
+            #expect(inspection.crashCount == 0, "delay \(delay) µs")
+        }
+    }
+}
