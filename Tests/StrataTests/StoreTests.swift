@@ -184,6 +184,44 @@ import Testing
         try engine.shutdown()
     }
 
+    @Test func aCorruptPageFoundByTheReloadIsSetAsideOnTheFirstStart() throws {
+        // A clean previous session (no integrity check at open) and one damaged leaf of the
+        // entities table: the reload reads it, SQLite says "malformed", and the first start
+        // sets the file aside instead of failing (it used to take a second start).
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 3000 { engine.world.spawn(Title("title \(i)")) }
+            try engine.shutdown()
+        }
+        let page = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            try Int.fetchOne(db, sql: "SELECT pageno FROM dbstat WHERE name = 'entities' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2")
+        }
+        let pageNumber = try #require(page)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        try handle.seek(toOffset: UInt64((pageNumber - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        let engine = try fixture.open()
+        #expect(engine.recovery.setAsideCorruptFile != nil)
+        #expect(engine.recovery.corruption?.contains("malformed") == true, "\(engine.recovery.corruption ?? "")")
+        #expect(engine.world.entityCount == 0, "a new document")
+        try engine.shutdown()
+    }
+
+    @Test func twoSetAsidesInOneSecondDoNotCollide() throws {
+        let fixture = EngineFixture()
+        let location = StoreLocation(path: fixture.directory.databasePath)
+        try Data("one".utf8).write(to: URL(fileURLWithPath: location.path))
+        let first = try Engine.setAsideCorruptFiles(location)
+        try Data("two".utf8).write(to: URL(fileURLWithPath: location.path))
+        let second = try Engine.setAsideCorruptFiles(location)
+        #expect(first != second)
+        #expect(FileManager.default.contents(atPath: first) == Data("one".utf8))
+        #expect(FileManager.default.contents(atPath: second) == Data("two".utf8))
+    }
+
     @Test func inspectionJSONHasTheStableKeys() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

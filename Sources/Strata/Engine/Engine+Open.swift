@@ -25,24 +25,22 @@ extension Engine {
         storeOptions.journalSizeLimitBytes = config.persistence.maxWalSizeBytes
         storeOptions.prepareConnection = options.prepareConnection
 
-        var store: Store
-        var session: SessionState
+        var opened: Opened
         var setAside: String?
         var corruption: String?
         do {
-            (store, session) = try openVerified(location, storeOptions)
+            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger)
         } catch let error as StoreError where error.isCorruption {
+            // At open, in the integrity check after a crash, or in the reload: the same path.
             corruption = error.message
             setAside = try setAsideCorruptFiles(location)
             logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one")
-            (store, session) = try openVerified(location, storeOptions)
+            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger)
         }
-
-        let world = World(clock: options.clock)
-        for type in components { world.register(any: type) }
-        let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
-        let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock)
-        world.operationLog = operationLog
+        let (store, session, world) = (opened.store, opened.session, opened.world)
+        let (summary, typeIDs, segmentLog) = (opened.summary, opened.typeIDs, opened.segmentLog)
+        let operations = opened.operations
+        world.operationLog = opened.operationLog
         let recovery = RecoveryReport(session: session, loaded: summary, operations: operations,
                                       setAsideCorruptFile: setAside, corruption: corruption)
         if recovery.crashed {
@@ -86,6 +84,37 @@ extension Engine {
                       recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
     }
 
+    /// A store opened, its session begun and its world rebuilt.
+    private struct Opened {
+        var store: Store
+        var session: SessionState
+        var world: World
+        var summary: LoadSummary
+        var typeIDs: [Int64?]
+        var segmentLog: SegmentLog
+        var operationLog: OperationLog
+        var operations: OperationLogSummary
+    }
+
+    /// Opens the store, begins the session and rebuilds the world. A file SQLite finds
+    /// damaged while the world is read is a corruption error (the store is closed), like
+    /// one it cannot open.
+    private static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, components: [any Component.Type],
+                                    options: Options, logger: Logger) throws -> Opened {
+        let (store, session) = try openVerified(location, storeOptions)
+        do {
+            let world = World(clock: options.clock)
+            for type in components { world.register(any: type) }
+            let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
+            let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock)
+            return Opened(store: store, session: session, world: world, summary: summary, typeIDs: typeIDs,
+                          segmentLog: segmentLog, operationLog: operationLog, operations: operations)
+        } catch {
+            try? store.close()
+            throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+
     /// Opens the store and begins the session; a failed integrity check after a crash
     /// is a corruption error, like a file SQLite cannot read.
     private static func openVerified(_ location: StoreLocation, _ options: Store.Options) throws -> (Store, SessionState) {
@@ -105,8 +134,14 @@ extension Engine {
     /// Moves the database and its WAL and shared-memory files aside; returns the new path.
     static func setAsideCorruptFiles(_ location: StoreLocation) throws -> String {
         let stamp = Int(Date().timeIntervalSince1970)
-        let target = "\(location.path).corrupt-\(stamp)"
         let fm = FileManager.default
+        // Two set-asides within a second get -2, -3…: never a collision, never an overwrite.
+        var target = "\(location.path).corrupt-\(stamp)"
+        var attempt = 1
+        while fm.fileExists(atPath: target) || fm.fileExists(atPath: target + "-wal") {
+            attempt += 1
+            target = "\(location.path).corrupt-\(stamp)-\(attempt)"
+        }
         for (from, suffix) in [(location.path, ""), (location.walPath, "-wal"), (location.shmPath, "-shm")]
             where fm.fileExists(atPath: from) {
             try fm.moveItem(atPath: from, toPath: target + suffix)
