@@ -59,6 +59,7 @@ extension StrataConfig {
             busy_timeout_ms = \(ms(writer.busyTimeout))
             retry_initial_backoff_ms = \(ms(writer.retryInitialBackoff))
             retry_max_backoff_ms = \(ms(writer.retryMaxBackoff))
+            min_free_disk_mb = \(mb(writer.minFreeDiskBytes))
 
             [compaction]
             idle_backlog_mb = \(mb(compaction.idleBacklogBytes))

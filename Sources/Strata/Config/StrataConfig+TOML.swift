@@ -204,7 +204,9 @@ extension StrataConfig {
             throw r.error(.invalidValue, "retry_max_backoff_ms",
                           "must be at least retry_initial_backoff_ms (\(Int(c.retryInitialBackoff.milliseconds))), got \(Int(c.retryMaxBackoff.milliseconds))")
         }
-        try r.rejectUnknownKeys(known: ["busy_timeout_ms", "retry_initial_backoff_ms", "retry_max_backoff_ms"])
+        let minFree = try r.number("min_free_disk_mb", default: Double(c.minFreeDiskBytes) / 1_048_576, range: 0 ... 1_048_576, unit: " MB")
+        c.minFreeDiskBytes = Int(minFree * 1_048_576)
+        try r.rejectUnknownKeys(known: ["busy_timeout_ms", "retry_initial_backoff_ms", "retry_max_backoff_ms", "min_free_disk_mb"])
         return c
     }
 }

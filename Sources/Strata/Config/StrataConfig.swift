@@ -208,6 +208,9 @@ public struct WriterConfig: Sendable, Equatable {
     public var retryInitialBackoff: Duration = .milliseconds(50)
     /// `retry_max_backoff_ms`: the longest wait between retries.
     public var retryMaxBackoff: Duration = .milliseconds(5000)
+    /// `min_free_disk_mb`: below this much free space on the document's filesystem the
+    /// writer holds derived batches in memory and commits critical ones only (0: off).
+    public var minFreeDiskBytes = 10 * 1024 * 1024
 
     public init() {}
 }

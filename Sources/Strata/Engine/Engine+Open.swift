@@ -69,7 +69,9 @@ extension Engine {
                 tickInterval: .nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)),
                 compaction: CompactionPolicy(config: config.compaction, forcedMethod: options.compactionMethod),
                 compactionStepBudget: config.compaction.stepBudget,
-                operationLog: config.operationLog),
+                operationLog: config.operationLog,
+                minFreeDiskBytes: config.writer.minFreeDiskBytes,
+                freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval

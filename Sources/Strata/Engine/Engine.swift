@@ -96,6 +96,9 @@ public final class Engine {
         /// Bytes of records the first compaction step consumes; later steps adapt to
         /// `compaction.step_budget_ms` (tests use a tiny one for rounds of many steps).
         public var compactionStepBytes = 256 * 1024
+        /// Reads the free bytes on the filesystem of the document at a path; nil: `statvfs`
+        /// (tests simulate a disk filling up and emptying).
+        public var freeDiskSpace: (@Sendable (String) -> Int?)?
 
         public init() {}
     }

@@ -75,6 +75,12 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var rejectedRowsInSideFile = 0
     /// Rows neither committed nor parked (the side file could not be written either).
     public var lostRows = 0
+    /// Free space on the document's filesystem at the last commit (bytes), and whether it
+    /// was below `min_free_disk_mb` (derived batches are then held in memory).
+    public var freeDiskBytes: Int?
+    public var lowDiskSpace = false
+    /// Times the writer held a derived batch back for lack of space.
+    public var batchesHeldForDiskSpace = 0
     public var lastWriteError: String?
 
     // Checkpoints and WAL health

@@ -22,6 +22,10 @@ extension Writer {
                 $0.lastWriteError = storeError.description
             }
             if Self.isTransient(storeError) {
+                if (storeError.sqliteCode ?? 0) & 0xFF == SQLITE_FULL {
+                    // The WAL may hold the space: copy it back and truncate it before the retry.
+                    checkpoint(.truncate)
+                }
                 logger.warning("writer: commit of \(batch.rowCount) rows failed (attempt \(consecutiveFailures)), will retry: \(storeError)")
                 buffer.putBack(batch)
                 return false

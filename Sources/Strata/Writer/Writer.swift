@@ -60,6 +60,10 @@ final class Writer: @unchecked Sendable {
         var compactionStepBudget: Duration = .milliseconds(25)
         /// When logged operations may be dropped (``OperationRowsPart``).
         var operationLog = OperationLogConfig()
+        /// Below this much free space, derived batches wait (`Writer+DiskSpace.swift`); 0: off.
+        var minFreeDiskBytes = 0
+        /// Reads the free space for the document at a path (tests replace `statvfs`).
+        var freeDiskSpace: @Sendable (String) -> Int? = Writer.freeDiskSpace
     }
 
     enum State: Equatable {
@@ -171,6 +175,12 @@ final class Writer: @unchecked Sendable {
             }
             switch buffer.take(until: deadline, parked: !polling && compaction == nil) {
             case .batch(let batch):
+                if holdForDiskSpace(batch) {
+                    // Held in the hand-off: look again after a poll's time (a critical batch
+                    // that merges into it then goes at once).
+                    Thread.sleep(forTimeInterval: 0.1)
+                    continue loop
+                }
                 lastBatch = Date()
                 checkpointCheck = lastBatch.addingTimeInterval(settings.checkpointInterval.seconds)
                 if commitWithRetry(batch) {
@@ -227,7 +237,9 @@ final class Writer: @unchecked Sendable {
 
     private func backoff() {
         let exponent = min(consecutiveFailures - 1, 20)
-        let wait = min(settings.retryInitialBackoff * (1 << exponent), settings.retryMaxBackoff)
+        // While shutting down, at most a second between attempts: a shutdown is bounded.
+        let longest = buffer.isClosed ? min(settings.retryMaxBackoff, .seconds(1)) : settings.retryMaxBackoff
+        let wait = min(settings.retryInitialBackoff * (1 << exponent), longest)
         Thread.sleep(forTimeInterval: wait.seconds)
     }
 

@@ -21,7 +21,8 @@ struct StatusLine {
             m.flushCount, m.commitCount, m.fullCommitCount, Self.megabytes(m.walSizeBytes),
             Self.megabytes(m.segmentBacklogBytes), m.compactionRounds,
             engine.powerState.description, tier, engine.derivedInterval.seconds)
-        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)")
+        let disk = m.lowDiskSpace ? " | DISK LOW (\(Self.megabytes(m.freeDiskBytes ?? 0)) free): derived held" : ""
+        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)\(disk)")
     }
 
     func clear() {
@@ -61,6 +62,7 @@ struct StatusLine {
                    megabytes(m.compactionBytesWritten) as NSString, m.compactionKeysFolded),
             "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
             "  failures     \(m.failedCommits) failed commits (retried), \(m.rejectedRows) rows rejected and parked, \(m.lostRows) lost",
+            "  disk         \(m.freeDiskBytes.map { megabytes($0) + " free" } ?? "free space unknown")\(m.batchesHeldForDiskSpace > 0 ? ", derived batches held \(m.batchesHeldForDiskSpace) times for space" : "")",
             String(format: "  writer       %.1f ms of CPU", m.writerCPUTime.milliseconds),
             "  sessions     \(m.crashRecoveryCount) crashes, \(m.cleanShutdownCount) clean shutdowns",
             "  power        \(engine.powerState) [\(engine.powerTier.rawValue)] \(sourceDescription(engine.powerReading.source))",

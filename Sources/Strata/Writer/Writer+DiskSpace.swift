@@ -1,0 +1,45 @@
+import Foundation
+
+/// The disk-space guard (the persistence-layer seed's "check disk space before writes").
+/// Before each commit the writer reads the free space of the document's filesystem
+/// (`statvfs`, about a microsecond). Below `[writer] min_free_disk_mb` it holds batches
+/// that carry only derived work: they wait in the hand-off, where later batches merge into
+/// them (memory stays bounded by the keys that changed), and go to disk with the next
+/// batch that carries critical work, or once space returns. Batches with critical work,
+/// app transitions and the shutdown's final batch are always attempted: SQLite may still
+/// find room, and if not the batch is retried (and, at shutdown, parked).
+///
+/// Writer thread.
+extension Writer {
+    /// Whether to hold `batch` back for lack of space; if so it is put back.
+    func holdForDiskSpace(_ batch: WriteBatch) -> Bool {
+        guard settings.minFreeDiskBytes > 0 else { return false }
+        let free = settings.freeDiskSpace(store.location.path)
+        let low = free.map { $0 < settings.minFreeDiskBytes } ?? false
+        let wasLow = metrics.snapshot.lowDiskSpace
+        if low != wasLow {
+            let mb = { (bytes: Int) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+            if low {
+                logger.warning("writer: \(mb(free ?? 0)) free on the document's filesystem, below min_free_disk_mb (\(mb(settings.minFreeDiskBytes))): derived batches are held in memory, critical ones still committed")
+            } else {
+                logger.notice("writer: disk space is back (\(mb(free ?? 0)) free): derived batches are committed again")
+            }
+        }
+        let hold = low && batch.criticalDrainedAt == nil && !batch.checkpointAfter && !buffer.isClosed
+        metrics.update {
+            $0.freeDiskBytes = free
+            $0.lowDiskSpace = low
+            if hold { $0.batchesHeldForDiskSpace += 1 }
+        }
+        if hold { buffer.putBack(batch) }
+        return hold
+    }
+
+    /// Free bytes for an unprivileged writer on the filesystem holding `path` (`statvfs`).
+    static func freeDiskSpace(_ path: String) -> Int? {
+        var stats = statvfs()
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        guard statvfs(directory, &stats) == 0 else { return nil }
+        return Int(stats.f_bavail) * Int(stats.f_frsize)
+    }
+}
