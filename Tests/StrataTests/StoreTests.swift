@@ -180,34 +180,50 @@ import Testing
         // Reported by the integrity check, or by SQLite on the first read of a bad page.
         let reason = try #require(engine.recovery.corruption)
         #expect(reason.contains("integrity check failed") || reason.contains("malformed"), "\(reason)")
-        #expect(engine.world.entityCount == 0)
+        // The damage is at the end of the file: what is before it is salvaged.
+        let salvage = try #require(engine.recovery.salvage)
+        #expect((salvage.rows["entities"] ?? 0) + (salvage.rows["components"] ?? 0) > 0, "\(salvage.description)")
+        #expect(engine.world.count(of: Title.self) == salvage.rows["components"])
         try engine.shutdown()
     }
 
-    @Test func aCorruptPageFoundByTheReloadIsSetAsideOnTheFirstStart() throws {
+    @Test func aCorruptPageIsSetAsideOnTheFirstStartAndEveryOtherRowSalvaged() throws {
         // A clean previous session (no integrity check at open) and one damaged leaf of the
         // entities table: the reload reads it, SQLite says "malformed", and the first start
-        // sets the file aside instead of failing (it used to take a second start).
+        // sets the file aside (it used to take a second start) and copies every row that is
+        // not on that page into the new document.
         let fixture = EngineFixture()
+        var ids: [EntityID] = []
         do {
             let engine = try fixture.open()
-            for i in 0 ..< 3000 { engine.world.spawn(Title("title \(i)")) }
+            for i in 0 ..< 3000 { ids.append(engine.world.id(of: engine.world.spawn(Title("title \(i)")))!) }
+            engine.world.setSetting(.string("dark"), for: "theme")
             try engine.shutdown()
         }
-        let page = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            try Int.fetchOne(db, sql: "SELECT pageno FROM dbstat WHERE name = 'entities' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2")
+        let (page, cells) = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = 'entities' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2"))
+            return (row["pageno"] as Int, row["ncell"] as Int)
         }
-        let pageNumber = try #require(page)
+        #expect(cells > 10)
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((pageNumber - 1) * 4096))
+        try handle.seek(toOffset: UInt64((page - 1) * 4096))
         try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
         try handle.close()
 
         let engine = try fixture.open()
         #expect(engine.recovery.setAsideCorruptFile != nil)
         #expect(engine.recovery.corruption?.contains("malformed") == true, "\(engine.recovery.corruption ?? "")")
-        #expect(engine.world.entityCount == 0, "a new document")
+        let salvage = try #require(engine.recovery.salvage)
+        #expect(salvage.rows["entities"] == 3000 - cells, "every entity not on the damaged page: \(salvage.description)")
+        #expect(salvage.skipped["entities"] == 1)
+        #expect(engine.world.entityCount == 3000 - cells)
+        #expect(engine.world.count(of: Title.self) == 3000 - cells, "and their components")
+        #expect(engine.world.setting("theme") == .string("dark"))
+        #expect(engine.recovery.description.contains("salvaged"))
+        let survivors = ids.filter { engine.world.entity(for: $0) != nil }
+        #expect(survivors.count == 3000 - cells)
         try engine.shutdown()
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 3000 - cells)
     }
 
     @Test func twoSetAsidesInOneSecondDoNotCollide() throws {

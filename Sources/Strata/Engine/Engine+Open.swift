@@ -34,15 +34,17 @@ extension Engine {
             // At open, in the integrity check after a crash, or in the reload: the same path.
             corruption = error.message
             setAside = try setAsideCorruptFiles(location)
-            logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one")
-            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger)
+            logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one with what still reads")
+            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger,
+                                     salvageFrom: setAside)
         }
         let (store, session, world) = (opened.store, opened.session, opened.world)
         let (summary, typeIDs, segmentLog) = (opened.summary, opened.typeIDs, opened.segmentLog)
         let operations = opened.operations
         world.operationLog = opened.operationLog
-        let recovery = RecoveryReport(session: session, loaded: summary, operations: operations,
+        var recovery = RecoveryReport(session: session, loaded: summary, operations: operations,
                                       setAsideCorruptFile: setAside, corruption: corruption)
+        recovery.salvage = opened.salvage
         if recovery.crashed {
             logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         } else {
@@ -96,21 +98,23 @@ extension Engine {
         var segmentLog: SegmentLog
         var operationLog: OperationLog
         var operations: OperationLogSummary
+        var salvage: SalvageReport?
     }
 
     /// Opens the store, begins the session and rebuilds the world. A file SQLite finds
     /// damaged while the world is read is a corruption error (the store is closed), like
     /// one it cannot open.
     private static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, components: [any Component.Type],
-                                    options: Options, logger: Logger) throws -> Opened {
+                                    options: Options, logger: Logger, salvageFrom corrupt: String? = nil) throws -> Opened {
         let (store, session) = try openVerified(location, storeOptions)
         do {
+            let salvage = corrupt.map { Salvage.run(from: $0, into: store, logger: logger) }
             let world = World(clock: options.clock)
             for type in components { world.register(any: type) }
             let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
             let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock)
             return Opened(store: store, session: session, world: world, summary: summary, typeIDs: typeIDs,
-                          segmentLog: segmentLog, operationLog: operationLog, operations: operations)
+                          segmentLog: segmentLog, operationLog: operationLog, operations: operations, salvage: salvage)
         } catch {
             try? store.close()
             throw StoreError(.read, wrapping: error, path: location.path)

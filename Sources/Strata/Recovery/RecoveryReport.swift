@@ -9,6 +9,8 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     public var setAsideCorruptFile: String?
     /// Why it was set aside.
     public var corruption: String?
+    /// What was copied from the set-aside file into the new one before the world was rebuilt.
+    public var salvage: SalvageReport?
 
     /// The previous session crashed, or left a file that had to be set aside.
     public var crashed: Bool { session.previous == .crashed || setAsideCorruptFile != nil }
@@ -17,6 +19,7 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         var lines: [String] = []
         if let setAsideCorruptFile {
             lines.append("the database was corrupt (\(corruption ?? "?")): set aside as \(setAsideCorruptFile), started a new one")
+            if let salvage { lines.append(salvage.description) }
         }
         switch session.previous {
         case .none: lines.append("new database")
