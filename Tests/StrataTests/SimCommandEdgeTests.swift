@@ -71,4 +71,19 @@ import Testing
             #expect(inspection.crashCount == 0, "delay \(delay) µs")
         }
     }
+
+    @Test func pathsThatCannotBeADatabaseAreNamedForWhatTheyAre() throws {
+        let directory = TestDirectory()
+        let folder = try ChildProcess.strata(["sim", "--db", directory.url.path, "--duration", "1"])
+        #expect(folder.status == 1)
+        #expect(folder.stderr.contains("this is a folder, not a database file"), "\(folder.stderr)")
+        let file = directory.url.appendingPathComponent("plain")
+        FileManager.default.createFile(atPath: file.path, contents: Data("x".utf8))
+        let under = try ChildProcess.strata(["sim", "--db", file.appendingPathComponent("doc.db").path, "--duration", "1"])
+        #expect(under.status == 1)
+        #expect(under.stderr.contains("\(file.path) is a file, not a folder"), "\(under.stderr)")
+        let inspect = try ChildProcess.strata(["inspect", directory.url.path])
+        #expect(inspect.status == 1)
+        #expect(inspect.stderr.contains("this is a folder"), "\(inspect.stderr)")
+    }
 }

@@ -238,6 +238,17 @@ import Testing
         #expect(FileManager.default.contents(atPath: second) == Data("two".utf8))
     }
 
+    @Test func inspectionJSONWritesAbsentValuesAsNull() throws {
+        let fixture = EngineFixture()
+        FileManager.default.createFile(atPath: fixture.directory.databasePath, contents: Data())
+        let json = try DatabaseInspection.inspect(path: fixture.directory.databasePath).json()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        for key in DatabaseInspection.nullableKeys {
+            #expect(object[key] is NSNull, "\(key) should be null, is \(String(describing: object[key]))")
+        }
+        #expect(object["document"] as? String == "empty")
+    }
+
     @Test func inspectionJSONHasTheStableKeys() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

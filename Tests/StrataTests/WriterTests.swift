@@ -295,4 +295,21 @@ final class LockedFlag: @unchecked Sendable {
     private var flag = false
     func set() { lock.withLock { flag = true } }
     var value: Bool { lock.withLock { flag } }
+
+    @Test func theSessionAfterACrashCheckpointsAtOnce() throws {
+        // Sessions that crash before their first checkpoint must not let the WAL grow.
+        let fixture = EngineFixture()
+        for round in 0 ..< 3 {
+            let engine = try fixture.open()
+            for i in 0 ..< 200 { engine.world.spawn(Title("round \(round) shape \(i)")) }
+            #expect(engine.flushNow())
+            engine.abandon()   // a crash: no checkpoint, no truncation
+        }
+        let wal = StoreLocation(path: fixture.directory.databasePath)
+        let engine = try fixture.open()
+        #expect(engine.recovery.crashed)
+        #expect(eventually { wal.walBytes == 0 }, "the WAL is checkpointed and truncated at start, \(wal.walBytes) bytes left")
+        #expect(engine.world.count(of: Title.self) == 600)
+        try engine.shutdown()
+    }
 }

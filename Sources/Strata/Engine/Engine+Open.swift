@@ -73,7 +73,8 @@ extension Engine {
                 compactionStepBudget: config.compaction.stepBudget,
                 operationLog: config.operationLog,
                 minFreeDiskBytes: config.writer.minFreeDiskBytes,
-                freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace),
+                freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace,
+                checkpointAtStart: recovery.crashed),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval

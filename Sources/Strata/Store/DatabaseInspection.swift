@@ -58,8 +58,12 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     /// Reads `path` through a read-only connection (no checkpoint, no recovery writes).
     public static func inspect(path: String) throws -> DatabaseInspection {
         let location = StoreLocation(path: path)
-        guard FileManager.default.fileExists(atPath: location.path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: location.path, isDirectory: &isDirectory) else {
             throw StoreError(.open, message: "no database file", path: location.path)
+        }
+        guard !isDirectory.boolValue else {
+            throw StoreError(.open, message: "this is a folder, not a database file", path: location.path)
         }
         let walBytes = location.walBytes
         var configuration = Configuration()
@@ -176,8 +180,18 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        // Every documented key is present: an absent value is written as null, not left out.
+        guard var object = try JSONSerialization.jsonObject(with: try encoder.encode(self)) as? [String: Any] else {
+            return String(decoding: try encoder.encode(self), as: UTF8.self)
+        }
+        for key in Self.nullableKeys where object[key] == nil { object[key] = NSNull() }
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
     }
+
+    /// The JSON keys whose value may be absent (written as null).
+    static let nullableKeys = ["document_detail", "owner", "node_id", "clean_shutdown", "session_id",
+                               "session_started_at", "session_ended_at"]
 
     /// The human form.
     public var text: String {

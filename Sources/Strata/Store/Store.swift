@@ -71,6 +71,7 @@ public final class Store: Sendable {
                 """)
             try prepare?(db)
         }
+        try Self.checkPath(location)
         ownership = try DocumentLock.acquire(for: location)
         do {
             let directory = URL(fileURLWithPath: location.path).deletingLastPathComponent()
@@ -87,6 +88,26 @@ public final class Store: Sendable {
         } catch {
             ownership.release()
             throw StoreError(error is StoreError ? (error as! StoreError).code : .open, wrapping: error, path: location.path)
+        }
+    }
+
+    /// Says plainly what is wrong with a path SQLite would only call "unable to open": a
+    /// folder where the file should be, or a file where a folder should be.
+    static func checkPath(_ location: StoreLocation) throws {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        if fm.fileExists(atPath: location.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw StoreError(.open, message: "this is a folder, not a database file: give the path of a file in it", path: location.path)
+        }
+        var folder = URL(fileURLWithPath: location.path).deletingLastPathComponent()
+        while folder.path != "/" {
+            if fm.fileExists(atPath: folder.path, isDirectory: &isDirectory) {
+                guard isDirectory.boolValue else {
+                    throw StoreError(.open, message: "cannot create the database: \(folder.path) is a file, not a folder", path: location.path)
+                }
+                break
+            }
+            folder.deleteLastPathComponent()
         }
     }
 

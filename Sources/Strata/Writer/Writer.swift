@@ -64,6 +64,10 @@ final class Writer: @unchecked Sendable {
         var minFreeDiskBytes = 0
         /// Reads the free space for the document at a path (tests replace `statvfs`).
         var freeDiskSpace: @Sendable (String) -> Int? = Writer.freeDiskSpace
+        /// Checkpoint (TRUNCATE) as soon as the thread starts: after a crash, the WAL the
+        /// dead session left would otherwise only grow if sessions keep crashing before
+        /// their first checkpoint.
+        var checkpointAtStart = false
     }
 
     enum State: Equatable {
@@ -158,6 +162,7 @@ final class Writer: @unchecked Sendable {
         } catch {
             logger.error("writer: cannot install the WAL hook: \(error)")
         }
+        if settings.checkpointAtStart { checkpoint(.truncate) }
         var closingFailures = 0
         var lastBatch = Date.distantPast
         var checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
