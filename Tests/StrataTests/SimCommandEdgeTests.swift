@@ -11,6 +11,8 @@ import Testing
         (["--duration", "nan"], "--duration must be a positive number"),
         (["--switch-every", "1e300"], "--switch-every must be"),
         (["--entities", "9223372036854775807"], "--entities must be between 0 and 10000000"),
+        (["--entities", "-5"], "--entities must be between 0 and 10000000"),   // not "Missing value"
+        (["--duration", "-1"], "--duration must be a positive number"),
     ])
     func extremeArgumentsAreRefusedWithAReason(arguments: [String], message: String) throws {
         let directory = TestDirectory()

@@ -22,19 +22,19 @@ struct SimCommand: ParsableCommand {
     @Option(help: "Switch between these documents, comma-separated (the first opens first; replaces --db).")
     var documents: String?
 
-    @Option(name: .customLong("switch-every"), help: "Seconds between document switches (with --documents).")
+    @Option(name: .customLong("switch-every"), parsing: .unconditional, help: "Seconds between document switches (with --documents).")
     var switchEvery = 10.0
 
-    @Option(help: "Stop after this many seconds (default: run until SIGINT/SIGTERM).")
+    @Option(parsing: .unconditional, help: "Stop after this many seconds (default: run until SIGINT/SIGTERM).")
     var duration: Double?
 
-    @Option(help: "Number of shapes the canvas grows to.")
+    @Option(parsing: .unconditional, help: "Number of shapes the canvas grows to.")
     var entities = 1000
 
-    @Option(help: "Tick rate (overrides [simulation] tick_hz).")
+    @Option(parsing: .unconditional, help: "Tick rate (overrides [simulation] tick_hz).")
     var hz: Int?
 
-    @Option(help: "Seed of the scenario's script.")
+    @Option(parsing: .unconditional, help: "Seed of the scenario's script.")
     var seed: UInt64 = 1
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
@@ -43,7 +43,7 @@ struct SimCommand: ParsableCommand {
     @Option(name: .customLong("trace-critical"), help: ArgumentHelp("Append every critical change to this file (for crash tests).", visibility: .hidden))
     var traceCritical: String?
 
-    @Option(help: ArgumentHelp("Multiplies the rate of every action (strata torture runs busy canvases).", visibility: .hidden))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Multiplies the rate of every action (strata torture runs busy canvases).", visibility: .hidden))
     var activity = 1.0
 
     func validate() throws {

@@ -25,10 +25,10 @@ struct TortureCommand: ParsableCommand {
     @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc.")
     var mode: String
 
-    @Option(help: "Cycles per mode (drop, torn, sigkill); for eio/enospc the most sites walked per method (default: all).")
+    @Option(parsing: .unconditional, help: "Cycles per mode (drop, torn, sigkill); for eio/enospc the most sites walked per method (default: all).")
     var cycles: Int?
 
-    @Option(help: "Seed of the cycles' random choices (default: from the time).")
+    @Option(parsing: .unconditional, help: "Seed of the cycles' random choices (default: from the time).")
     var seed: UInt64?
 
     @Option(help: "Where the documents, traces and failing files go (default: a new temporary folder).")
