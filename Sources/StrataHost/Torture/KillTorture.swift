@@ -87,12 +87,7 @@ struct KillTorture {
                 result.fail(.reopen, "the checking session could not shut down: \(error)", cycle: cycle)
             }
             if failed {
-                // The files as the kill left them, before the check recovered them.
-                let kept = setup.directory.appendingPathComponent("failed-sigkill-\(cycle)").path
-                try? FileManager.default.removeItem(atPath: kept)
-                try? FileManager.default.moveItem(atPath: lastKill, toPath: kept)
-                try? FileManager.default.copyItem(atPath: tracePath, toPath: kept + "/trace.txt")
-                result.keptFiles.append(kept)
+                result.keptFiles.append(setup.keepFailure(lastKill, trace: tracePath, as: "failed-sigkill-\(cycle)"))
             }
             result.cycles = cycle
             progress(cycle, result)

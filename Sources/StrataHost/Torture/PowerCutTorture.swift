@@ -63,12 +63,7 @@ struct PowerCutTorture {
             let outcome = check.run(engine, trace: CriticalTrace.read(tracePath))
             crashes = engine.recovery.session.crashCount
             if result.absorb(outcome, cycle: cycle) {
-                // The files as the cut left them, before this reopen recovered them.
-                let kept = setup.directory.appendingPathComponent("failed-\(mode.rawValue)-\(cycle)").path
-                try? FileManager.default.removeItem(atPath: kept)
-                try? FileManager.default.moveItem(atPath: lastCut, toPath: kept)
-                try? FileManager.default.copyItem(atPath: tracePath, toPath: kept + "/trace.txt")
-                result.keptFiles.append(kept)
+                result.keptFiles.append(setup.keepFailure(lastCut, trace: tracePath, as: "failed-\(mode.rawValue)-\(cycle)"))
             }
             result.cycles = cycle
             progress(cycle, result)

@@ -75,6 +75,16 @@ struct TortureSetup {
         return folder
     }
 
+    /// Keeps a failed cycle: the copy of the files as the fault left them (`copy`, made
+    /// before the reopen recovered them) and the trace, as `name` in the directory.
+    func keepFailure(_ copy: String, trace: String, as name: String) -> String {
+        let kept = directory.appendingPathComponent(name).path
+        try? FileManager.default.removeItem(atPath: kept)
+        try? FileManager.default.moveItem(atPath: copy, toPath: kept)
+        try? FileManager.default.copyItem(atPath: trace, toPath: kept + "/trace.txt")
+        return kept
+    }
+
     /// Removes the document and its companions.
     func removeDocument() {
         for suffix in ["", "-wal", "-shm", "-journal", ".lock"] {
