@@ -238,9 +238,39 @@ import Testing
         #expect(FileManager.default.contents(atPath: second) == Data("two".utf8))
     }
 
+    @Test func inspectionOfAFileWithAHotJournalSaysWhatItIs() throws {
+        // A process killed inside a rollback-journal transaction whose pages already spilled
+        // into the file leaves a hot journal beside it.
+        let fixture = EngineFixture()
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = ["-c", """
+            import os, sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("PRAGMA cache_size = 1")
+            c.execute("BEGIN")
+            c.execute("CREATE TABLE t (x)")
+            for i in range(2000): c.execute("INSERT INTO t VALUES (?)", (os.urandom(200),))
+            os._exit(9)
+            """, fixture.directory.databasePath]
+        try python.run()
+        python.waitUntilExit()
+        try #require(FileManager.default.fileExists(atPath: fixture.directory.databasePath + "-journal"))
+        do {
+            _ = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
+            Issue.record("a read-only inspection cannot read past a hot journal")
+        } catch let error as StoreError {
+            #expect(error.message.contains("hot rollback journal"), "\(error)")
+        }
+        // Opening it as a document rolls the journal back: the file is empty again.
+        let engine = try fixture.open()
+        #expect(engine.recovery.session.previous == .none)
+        try engine.shutdown()
+    }
+
     @Test func inspectionJSONWritesAbsentValuesAsNull() throws {
         let fixture = EngineFixture()
-        FileManager.default.createFile(atPath: fixture.directory.databasePath, contents: Data())
+        _ = FileManager.default.createFile(atPath: fixture.directory.databasePath, contents: Data())
         let json = try DatabaseInspection.inspect(path: fixture.directory.databasePath).json()
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         for key in DatabaseInspection.nullableKeys {

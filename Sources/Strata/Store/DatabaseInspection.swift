@@ -139,7 +139,15 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                 return inspection
             }
         } catch {
-            throw StoreError(.read, wrapping: error, path: location.path)
+            let wrapped = StoreError(.read, wrapping: error, path: location.path)
+            if FileManager.default.fileExists(atPath: location.path + "-journal") {
+                throw StoreError(.read, sqliteCode: wrapped.sqliteCode, message: """
+                    the file has a hot rollback journal (\(location.path)-journal): a transaction, or the file's \
+                    creation, was interrupted by a crash. A read-only inspection cannot roll it back; opening the \
+                    document (strata sim, Engine.open) does. (\(wrapped.message))
+                    """, path: location.path)
+            }
+            throw wrapped
         }
     }
 

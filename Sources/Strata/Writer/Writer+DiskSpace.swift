@@ -16,8 +16,8 @@ extension Writer {
         guard settings.minFreeDiskBytes > 0 else { return false }
         let free = settings.freeDiskSpace(store.location.path)
         let low = free.map { $0 < settings.minFreeDiskBytes } ?? false
-        let wasLow = metrics.snapshot.lowDiskSpace
-        if low != wasLow {
+        if low != diskSpaceLow {
+            diskSpaceLow = low
             let mb = { (bytes: Int) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
             if low {
                 logger.warning("writer: \(mb(free ?? 0)) free on the document's filesystem, below min_free_disk_mb (\(mb(settings.minFreeDiskBytes))): derived batches are held in memory, critical ones still committed")

@@ -102,6 +102,8 @@ final class Writer: @unchecked Sendable {
     var lastCheckpoint: Instant
     var incompleteStreak = 0
     var consecutiveFailures = 0
+    /// Free space was below `min_free_disk_mb` at the last look (`Writer+DiskSpace.swift`).
+    var diskSpaceLow = false
     let walFrames = WalFrameCounter()
 
     init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
