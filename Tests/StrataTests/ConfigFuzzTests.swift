@@ -53,7 +53,7 @@ import Testing
         var accepted = 0, rejected = 0
         for mutation in 0 ..< 600 {
             let bytes = Self.mutate(Self.shipped, &rng)
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            _ = FileManager.default.createFile(atPath: path, contents: Data(bytes))
             do {
                 var config = try StrataConfig.load(path: path)
                 accepted += 1

@@ -86,4 +86,32 @@ import Testing
         #expect(try fixture.count("SELECT count(*) FROM settings WHERE key = 'allowed'") == 1)
         #expect(try fixture.componentCount(Title.self) == 20)
     }
+
+    @Test func aShutdownThatCannotWriteParksWhatIsLeftInTheSideFile() throws {
+        // A disk that stays full through the shutdown: nothing is lost, it is parked, and
+        // the next session can put it back.
+        var fixture = EngineFixture()
+        let vfs = try FaultVFS.register(name: "full-\(UUID().uuidString)")
+        fixture.options.vfs = vfs.name
+        let engine = try fixture.open()
+        let shape = engine.world.spawn(Position(x: 1, y: 1))
+        #expect(engine.flushNow())
+        vfs.arm(.write, nth: 1, code: FaultVFS.diskFull, persistent: true)
+        engine.world.mutate(Position.self, of: shape) { $0.x = 5 }
+        #expect(throws: StoreError.self) { try engine.shutdown() }
+        #expect(engine.metrics.lostRows == 0)
+        #expect(engine.metrics.rejectedRowsInSideFile == 1)
+        vfs.disarm()
+
+        fixture.options.vfs = nil
+        let next = try fixture.open()
+        #expect(next.recovery.crashed, "the session could not be marked clean")
+        let parked = try next.rejectedWrites()
+        #expect(parked.map(\.kind) == [.component])
+        #expect(parked.first?.error.contains("full") == true, "\(parked.first?.error ?? "")")
+        #expect(try next.replayRejectedWrites().replayed == 1)
+        #expect(next.flushNow())
+        try next.shutdown()
+        #expect(try fixture.count(persisted: Position(x: 5, y: 1)) == 1)
+    }
 }

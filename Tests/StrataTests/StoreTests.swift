@@ -220,6 +220,8 @@ import Testing
         #expect(engine.world.count(of: Title.self) == 3000 - cells, "and their components")
         #expect(engine.world.setting("theme") == .string("dark"))
         #expect(engine.recovery.description.contains("salvaged"))
+        #expect(engine.recovery.session.crashCount == 1, "the corruption is counted, and the old file's counters carried over")
+        #expect(engine.recovery.session.cleanShutdownCount == 1)
         let survivors = ids.filter { engine.world.entity(for: $0) != nil }
         #expect(survivors.count == 3000 - cells)
         try engine.shutdown()

@@ -110,6 +110,9 @@ extension Engine {
         let (store, session) = try openVerified(location, storeOptions)
         do {
             let salvage = corrupt.map { Salvage.run(from: $0, into: store, logger: logger) }
+            var session = session
+            session.crashCount += salvage?.carriedCrashes ?? 0
+            session.cleanShutdownCount += salvage?.carriedCleanShutdowns ?? 0
             let world = World(clock: options.clock)
             for type in components { world.register(any: type) }
             let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)

@@ -11,6 +11,10 @@ public struct SalvageReport: Sendable, Equatable {
     public var skipped: [String: Int] = [:]
     /// Tables that could not be read at all, or only up to a damaged page (the rest is lost).
     public var unreadable: [String] = []
+    /// Crashes and clean shutdowns the set-aside file had counted, carried over (its
+    /// corruption counts as one crash more).
+    public var carriedCrashes = 0
+    public var carriedCleanShutdowns = 0
 
     public var description: String {
         let copied = rows.sorted { $0.key < $1.key }.filter { $0.value > 0 }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
@@ -58,6 +62,7 @@ enum Salvage {
         try? store.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
         for (table, key) in keyed { copyKeyed(table, key: key, from: source, into: store, &report) }
         for table in scanned { copyScanned(table, from: source, into: store, &report) }
+        carryCounters(from: source, into: store, &report)
         do {
             try store.queue.writeWithoutTransaction { db in
                 try db.execute(sql: "DELETE FROM components WHERE entity_num NOT IN (SELECT num FROM entities)")
@@ -73,6 +78,19 @@ enum Salvage {
         }
         logger.notice("salvage of \(corruptPath): \(report.description)")
         return report
+    }
+
+    /// The session counters: the new file goes on counting from the old one's.
+    private static func carryCounters(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
+        guard let row = try? source.read({ db in
+            try Row.fetchOne(db, sql: "SELECT crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
+        }) else { return }
+        report.carriedCrashes = (row["crash_count"] as Int? ?? 0) + 1
+        report.carriedCleanShutdowns = row["clean_shutdown_count"] as Int? ?? 0
+        try? store.queue.write { db in
+            try db.execute(sql: "UPDATE session_state SET crash_count = crash_count + ?, clean_shutdown_count = clean_shutdown_count + ? WHERE id = 1",
+                           arguments: [report.carriedCrashes, report.carriedCleanShutdowns])
+        }
     }
 
     /// The columns both files have for `table` (nil if the source lacks it).

@@ -256,7 +256,9 @@ final class Writer: @unchecked Sendable {
         if case .batch(let batch) = buffer.take(until: Date()) {
             let cause = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
             parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
-            let error = StoreError(.write, message: "\(batch.rowCount) rows not written to the database (\(reason)), parked in \(store.location.rejectedPath): \(cause.message)", path: store.location.path)
+            let derived = batch.writes.filter { $0.value.map { type(of: $0).tier == .derived } ?? false }.count
+            let tiers = "\(batch.rowCount - derived) critical (entity rows, settings, operations, critical components, removals), \(derived) derived"
+            let error = StoreError(.write, message: "\(batch.rowCount) rows not written to the database (\(reason)): \(tiers); parked in \(store.location.rejectedPath), nothing lost: \(cause.message)", path: store.location.path)
             logger.error("writer: \(error)")
             controlLock.withLock { shutdownError = error }
         }
