@@ -98,20 +98,24 @@ import Testing
         #expect(engine.flushNow())
         vfs.arm(.write, nth: 1, code: FaultVFS.diskFull, persistent: true)
         engine.world.mutate(Position.self, of: shape) { $0.x = 5 }
+        let spawned = engine.world.id(of: engine.world.spawn(Title("late")))!
         #expect(throws: StoreError.self) { try engine.shutdown() }
         #expect(engine.metrics.lostRows == 0)
-        #expect(engine.metrics.rejectedRowsInSideFile == 1)
+        #expect(engine.metrics.rejectedRowsInSideFile == 3, "the entity row, its title, the moved position")
         vfs.disarm()
 
         fixture.options.vfs = nil
         let next = try fixture.open()
         #expect(next.recovery.crashed, "the session could not be marked clean")
         let parked = try next.rejectedWrites()
-        #expect(parked.map(\.kind) == [.component])
+        #expect(parked.map(\.kind) == [.entityInsert, .component, .component])
         #expect(parked.first?.error.contains("full") == true, "\(parked.first?.error ?? "")")
-        #expect(try next.replayRejectedWrites().replayed == 1)
+        #expect(next.world.entity(for: spawned) == nil, "the spawn never reached the file")
+        #expect(try next.replayRejectedWrites().replayed == 3)
+        #expect(next.world.entity(for: spawned).flatMap { next.world.get(Title.self, for: $0) } == Title("late"))
         #expect(next.flushNow())
         try next.shutdown()
         #expect(try fixture.count(persisted: Position(x: 5, y: 1)) == 1)
+        #expect(try fixture.count(persisted: Title("late")) == 1)
     }
 }

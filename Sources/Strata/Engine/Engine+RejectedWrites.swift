@@ -33,11 +33,11 @@ extension Engine {
     }
 
     /// Puts the parked components and settings back in the world, to be written with the
-    /// next flush (call it once the cause is fixed: a migration, a smaller value). The rows
-    /// replayed leave `rejected_writes` in that flush's transaction, and the side file at
-    /// once. Rows the world cannot express (entity rows, operations, clock rows,
-    /// acknowledgements, components of entities that are gone or of types not registered)
-    /// stay parked. Tick thread.
+    /// next flush (call it once the cause is fixed: a migration, a smaller value), with the
+    /// spawns and despawns among them. The rows replayed leave `rejected_writes` in that
+    /// flush's transaction, and the side file at once. Rows the world cannot express
+    /// (operations, clock rows, acknowledgements, components of entities that are gone or of
+    /// types not registered) stay parked. Tick thread.
     @discardableResult
     public func replayRejectedWrites() throws -> ReplayReport {
         var report = ReplayReport()
@@ -81,8 +81,18 @@ extension Engine {
             } catch {
                 return "it does not decode: \(error)"
             }
-        case .entityInsert, .entityDelete, .operation, .vectorClock, .peerAck:
-            return "the world cannot replay a row of this kind"
+        case .entityInsert:
+            // A spawn whose row never landed: the entity again, by its id (its parked
+            // components, later in the list, then find it).
+            guard let id = row.entity else { return "no entity id" }
+            if world.entity(for: id) == nil { world.spawn(id: id) }
+            return nil
+        case .entityDelete:
+            guard let id = row.entity else { return "no entity id" }
+            if let entity = world.entity(for: id) { world.despawn(entity) }
+            return nil
+        case .operation, .vectorClock, .peerAck:
+            return "the world cannot replay a row of this kind (the operation log's rows come back through sync)"
         }
     }
 
