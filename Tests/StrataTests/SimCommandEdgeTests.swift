@@ -80,7 +80,7 @@ import Testing
         #expect(folder.status == 1)
         #expect(folder.stderr.contains("this is a folder, not a database file"), "\(folder.stderr)")
         let file = directory.url.appendingPathComponent("plain")
-        FileManager.default.createFile(atPath: file.path, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: file.path, contents: Data("x".utf8))
         let under = try ChildProcess.strata(["sim", "--db", file.appendingPathComponent("doc.db").path, "--duration", "1"])
         #expect(under.status == 1)
         #expect(under.stderr.contains("\(file.path) is a file, not a folder"), "\(under.stderr)")

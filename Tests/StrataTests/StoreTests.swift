@@ -228,6 +228,50 @@ import Testing
         #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 3000 - cells)
     }
 
+    @Test func damageAQuietOpenMissesIsFoundWhenIdleAndHandledAtTheNextOpen() throws {
+        // A damaged page of the operation log's id index: a clean open never reads it (the
+        // log is read in (node, seq) order), so it does not notice. The idle check does, and
+        // the next open sets the file aside and salvages it.
+        var fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 3000 { engine.world.spawn(Title("title \(i)")) }
+            for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
+            try engine.shutdown()
+        }
+        let page = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT pageno FROM dbstat WHERE name LIKE 'sqlite_autoindex_operation_log%' AND pagetype = 'leaf'
+                ORDER BY pageno LIMIT 1 OFFSET 2
+                """)
+        }
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        try handle.seek(toOffset: UInt64((try #require(page) - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        fixture.config.persistence.idleAfter = .seconds(60)
+        let engine = try fixture.open()
+        #expect(engine.recovery.setAsideCorruptFile == nil, "a clean open does not read the index: \(engine.recovery.corruption ?? "")")
+        #expect(engine.world.entityCount == 3000)
+        #expect(engine.metrics.integrityCheck == nil, "not while the user is active")
+        fixture.clock.advance(by: .seconds(61))
+        engine.endTick()
+        #expect(eventually(timeout: .seconds(30)) { engine.metrics.integrityCheck != nil })
+        let found = try #require(engine.metrics.integrityCheck)
+        #expect(found != "ok", "the damaged index is found")
+        #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".verify"))
+        try engine.shutdown()
+
+        let next = try fixture.open()
+        #expect(next.recovery.setAsideCorruptFile != nil)
+        #expect(next.recovery.corruption.map { $0.contains("integrity check failed") || $0.contains("malformed") } == true, "\(next.recovery.corruption ?? "")")
+        #expect(next.recovery.salvage?.rows["entities"] == 3000, "the table itself reads whole")
+        #expect(next.world.count(of: Title.self) == 3000)
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".verify"))
+        try next.shutdown()
+    }
+
     @Test func twoSetAsidesInOneSecondDoNotCollide() throws {
         let fixture = EngineFixture()
         let location = StoreLocation(path: fixture.directory.databasePath)

@@ -34,6 +34,7 @@ extension Engine {
             // At open, in the integrity check after a crash, or in the reload: the same path.
             corruption = error.message
             setAside = try setAsideCorruptFiles(location)
+            try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
             logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one with what still reads")
             opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger,
                                      salvageFrom: setAside)
@@ -74,7 +75,8 @@ extension Engine {
                 operationLog: config.operationLog,
                 minFreeDiskBytes: config.writer.minFreeDiskBytes,
                 freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace,
-                checkpointAtStart: recovery.crashed),
+                checkpointAtStart: recovery.crashed,
+                idleIntegrityCheck: options.idleIntegrityCheck),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
             + options.writerPollInterval
@@ -130,10 +132,12 @@ extension Engine {
     private static func openVerified(_ location: StoreLocation, _ options: Store.Options) throws -> (Store, SessionState) {
         let store = try Store(location: location, options: options)
         do {
-            let session = try store.beginSession()
+            let marked = FileManager.default.fileExists(atPath: location.verifyMarkerPath)
+            let session = try store.beginSession(fullCheck: marked)
             guard session.integrityOK else {
                 throw StoreError(.corrupt, message: "integrity check failed: \(session.integrity ?? "")", path: location.path)
             }
+            if marked { try? FileManager.default.removeItem(atPath: location.verifyMarkerPath) }
             return (store, session)
         } catch {
             try? store.close()

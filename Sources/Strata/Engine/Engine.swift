@@ -99,6 +99,9 @@ public final class Engine {
         /// Reads the free bytes on the filesystem of the document at a path; nil: `statvfs`
         /// (tests simulate a disk filling up and emptying).
         public var freeDiskSpace: (@Sendable (String) -> Int?)?
+        /// Once a session, when the user is idle on mains power, check the whole file
+        /// (`PRAGMA integrity_check`) on a connection and thread of its own (`Writer+IntegrityCheck.swift`).
+        public var idleIntegrityCheck = true
 
         public init() {}
     }

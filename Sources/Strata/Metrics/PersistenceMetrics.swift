@@ -93,6 +93,9 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var maxWalSizeBytes = 0
 
     // Recovery
+    /// The idle integrity check of this session: "ok", or the problems it found (the next
+    /// open then sets the file aside and salvages it); nil until it has run.
+    public var integrityCheck: String?
     public var crashRecoveryCount = 0
     public var cleanShutdownCount = 0
 

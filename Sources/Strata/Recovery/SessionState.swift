@@ -35,7 +35,9 @@ public struct SessionState: Sendable, Equatable {
 extension Store {
     /// Reads the previous session's mark, counts a crash, and marks this session running.
     /// Runs before the writer starts, on the opening thread.
-    func beginSession(now: Date = Date()) throws -> SessionState {
+    /// With `fullCheck`, `PRAGMA integrity_check` runs whatever the previous session's end
+    /// (a check while running found damage: ``StoreLocation/verifyMarkerPath``).
+    func beginSession(now: Date = Date(), fullCheck: Bool = false) throws -> SessionState {
         do {
             return try queue.writeWithoutTransaction { db in
                 let row = try Row.fetchOne(db, sql: "SELECT clean_shutdown, crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
@@ -49,7 +51,9 @@ extension Store {
                 }
                 if state.previous == .crashed {
                     state.crashCount += 1
-                    let problems = try String.fetchAll(db, sql: "PRAGMA quick_check(10)")
+                }
+                if state.previous == .crashed || fullCheck {
+                    let problems = try String.fetchAll(db, sql: fullCheck ? "PRAGMA integrity_check(10)" : "PRAGMA quick_check(10)")
                     state.integrity = problems.joined(separator: "; ")
                 }
                 // The running mark must survive power loss, or a crash could go unnoticed.

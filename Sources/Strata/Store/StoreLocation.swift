@@ -20,6 +20,9 @@ public struct StoreLocation: Sendable, Equatable {
     public var shmPath: String { path + "-shm" }
     /// Rows the database refused, parked as JSON lines (``RejectedWrite``).
     public var rejectedPath: String { path + ".rejected" }
+    /// Present when a check while running found the file damaged: the next open runs the
+    /// full integrity check, and sets the file aside and salvages it.
+    public var verifyMarkerPath: String { path + ".verify" }
 
     public var uri: String {
         var allowed = CharacterSet.alphanumerics

@@ -68,6 +68,8 @@ final class Writer: @unchecked Sendable {
         /// dead session left would otherwise only grow if sessions keep crashing before
         /// their first checkpoint.
         var checkpointAtStart = false
+        /// See `Writer+IntegrityCheck.swift`.
+        var idleIntegrityCheck = false
     }
 
     enum State: Equatable {
@@ -104,6 +106,8 @@ final class Writer: @unchecked Sendable {
     var consecutiveFailures = 0
     /// Free space was below `min_free_disk_mb` at the last look (`Writer+DiskSpace.swift`).
     var diskSpaceLow = false
+    /// This session's idle integrity check has started.
+    var integrityCheckStarted = false
     let walFrames = WalFrameCounter()
 
     init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
@@ -170,6 +174,7 @@ final class Writer: @unchecked Sendable {
         var checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
         loop: while true {
             recordCPUTime()
+            startIntegrityCheckIfDue()
             let now = Date()
             let compaction = compactionDue()
             let polling = settings.pollInterval > .zero && now.timeIntervalSince(lastBatch) < settings.pollLinger.seconds
