@@ -257,7 +257,7 @@ import Testing
         #expect(engine.metrics.integrityCheck == nil, "not while the user is active")
         fixture.clock.advance(by: .seconds(61))
         engine.endTick()
-        #expect(eventually(timeout: .seconds(30)) { engine.metrics.integrityCheck != nil })
+        #expect(eventually(timeout: .seconds(120)) { engine.metrics.integrityCheck != nil })
         let found = try #require(engine.metrics.integrityCheck)
         #expect(found != "ok", "the damaged index is found")
         #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".verify"))

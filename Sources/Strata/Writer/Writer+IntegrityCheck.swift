@@ -31,13 +31,14 @@ extension Writer {
             } catch {
                 problems = ["the check could not run: \(StoreError(.read, wrapping: error, path: location.path))"]
             }
-            metrics.update { $0.integrityCheck = problems.isEmpty ? "ok" : problems.joined(separator: "; ") }
+            // The marker first, then the metrics: whoever sees the result sees the marker.
             if problems.isEmpty {
                 logger.info("integrity check of \(location.path): ok")
             } else {
                 _ = FileManager.default.createFile(atPath: location.verifyMarkerPath, contents: Data(problems.joined(separator: "\n").utf8))
                 logger.error("integrity check of \(location.path) found damage (\(problems.prefix(3).joined(separator: "; "))): the next open will set the file aside and salvage it")
             }
+            metrics.update { $0.integrityCheck = problems.isEmpty ? "ok" : problems.joined(separator: "; ") }
         }
         thread.name = "strata.integrity"
         thread.start()
