@@ -67,7 +67,13 @@ import Testing
             let sim = try startSim(directory, output: FileHandle.nullDevice)
             usleep(delay)
             kill(sim.processIdentifier, SIGTERM)
-            sim.waitUntilExit()
+            // A lost signal leaves the sim running: that is the failure, not a hang.
+            guard eventually(timeout: .seconds(30), { !sim.isRunning }) else {
+                kill(sim.processIdentifier, SIGKILL)
+                Issue.record("delay \(delay) µs: SIGTERM did not stop the sim")
+                continue
+            }
+            #expect(sim.terminationReason == .exit || sim.terminationStatus == SIGTERM, "delay \(delay) µs")
             guard FileManager.default.fileExists(atPath: directory.databasePath) else { continue }   // stopped before the open
             let inspection = try DatabaseInspection.inspect(path: directory.databasePath)
             #expect(inspection.crashCount == 0, "delay \(delay) µs")

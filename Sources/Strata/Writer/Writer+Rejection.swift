@@ -33,8 +33,7 @@ extension Writer {
                 }
             }
             if range.count == 1 {
-                park(part, error: failure!, context: batch)
-                parked += 1
+                parked += park(part, error: failure!, context: batch)
                 done = range.upperBound
                 return true
             }
@@ -47,10 +46,12 @@ extension Writer {
     }
 
     /// Parks every row of `batch`: in `rejected_writes` if the database takes them, else in
-    /// the side file. `context`: the batch they came from (for entity ids).
-    func park(_ batch: WriteBatch, error: StoreError, context: WriteBatch) {
+    /// the side file. `context`: the batch they came from (for entity ids). Returns the rows
+    /// parked (a replayed rejection's deletion is not a row to park).
+    @discardableResult
+    func park(_ batch: WriteBatch, error: StoreError, context: WriteBatch) -> Int {
         let rows = rejectedWrites(batch, error: error, context: context)
-        guard !rows.isEmpty else { return }
+        guard !rows.isEmpty else { return 0 }
         do {
             try store.withConnection { db in
                 try db.inTransaction {
@@ -70,6 +71,7 @@ extension Writer {
         } catch {
             parkInSideFile(rows, because: StoreError(.write, wrapping: error, path: store.location.path))
         }
+        return rows.count
     }
 
     /// Appends `rows` to `PATH.rejected`, one JSON object per line, synced.

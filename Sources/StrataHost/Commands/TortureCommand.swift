@@ -18,7 +18,7 @@ struct TortureCommand: ParsableCommand {
             keeping the failing files in --dir.
             """)
 
-    enum Mode: String, CaseIterable, ExpressibleByArgument {
+    enum Mode: String, CaseIterable {
         case drop, torn, sigkill, eio, enospc
     }
 

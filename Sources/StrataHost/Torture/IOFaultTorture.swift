@@ -58,6 +58,7 @@ struct IOFaultTorture {
     private func runOnce(_ vfs: FaultVFS, _ method: FaultVFS.Method, _ n: Int, _ persistent: Bool,
                          _ result: inout TortureResult) -> Bool {
         let cycle = result.cycles + 1
+        let failuresBefore = result.failureCount
         let site = "\(method) call \(n) \(persistent ? "and after" : "once") (\(mode))"
         setup.removeDocument()
         vfs.reset()
@@ -119,8 +120,7 @@ struct IOFaultTorture {
         } catch {
             result.fail(.reopen, "\(site): \(error)", cycle: cycle)
         }
-        if result.failureCount > 0 && result.keptFiles.count < 5 && !result.failures.isEmpty
-            && result.failures.last!.detail.hasPrefix("cycle \(cycle):") {
+        if result.failureCount > failuresBefore && result.keptFiles.count < 5 {
             result.keptFiles.append(setup.keepFiles(in: setup.directory.appendingPathComponent("failed-\(mode)-\(cycle)").path))
         }
         return fired
