@@ -28,6 +28,10 @@ import Foundation
 /// 3. Sequences only grow; `committedSequence` is the newest batch known durable
 ///    in the database, so ``waitForCommit(_:until:)`` can serve `flushNow()`.
 /// 4. The spare is empty, and only the buffer refers to it.
+/// 5. Once the writer reports the file corrupt (``reportCorruption(_:)``) it writes no
+///    more: batches wait in the slot, merged, until the engine replaces the file and
+///    takes them (`Engine+StoreReplacement.swift`). `submit` says so, and commit waiters
+///    return, so the tick thread learns of it at its next flush at no extra cost.
 final class WriteBuffer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is guarded by `lock`.
     private let lock = Lock()
@@ -46,6 +50,9 @@ final class WriteBuffer: @unchecked Sendable {
     private var counts = FlushCounts()
     /// When the last batch was submitted: the phase of the tick thread's ticks.
     private var lastSubmitAt: Instant?
+    /// Set by the writer when SQLite reports the file corrupt; cleared by the engine once
+    /// a new file has replaced it.
+    private var corruption: StoreError?
 
     enum Take {
         case batch(WriteBatch)
@@ -55,10 +62,10 @@ final class WriteBuffer: @unchecked Sendable {
 
     /// Queues `batch` for the writer and leaves an empty batch in its place (the
     /// writer's spare, or a new one) for the next flush to fill. Returns the batch's
-    /// sequence number, and whether it merged into a batch that was still waiting (the
-    /// writer is behind). Tick thread.
+    /// sequence number, whether it merged into a batch that was still waiting (the
+    /// writer is behind), and whether the writer has stopped on a corrupt file. Tick thread.
     @discardableResult
-    func submit(_ batch: inout WriteBatch, at now: Instant? = nil) -> (sequence: UInt64, merged: Bool) {
+    func submit(_ batch: inout WriteBatch, at now: Instant? = nil) -> (sequence: UInt64, merged: Bool, corrupt: Bool) {
         lock.withLock {
             if let now { lastSubmitAt = now }
             lastSequence += 1
@@ -76,7 +83,7 @@ final class WriteBuffer: @unchecked Sendable {
                 counts.wakes += 1
                 lock.broadcast()
             }
-            return (lastSequence, merged)
+            return (lastSequence, merged, corruption != nil)
         }
     }
 
@@ -87,17 +94,19 @@ final class WriteBuffer: @unchecked Sendable {
     /// early (the writer is not polling). Writer thread.
     func take(until deadline: Date?, parked: Bool = true) -> Take {
         lock.withLock {
+            // A writer that reported the file corrupt is on its way out: nothing more for it.
+            if corruption != nil { return .timedOut }
             writerWaiting = true
             writerParked = parked
             defer {
                 writerWaiting = false
                 writerParked = false
             }
-            while waiting == nil && !closed && !nudged {
+            while waiting == nil && !closed && !nudged && corruption == nil {
                 if !lock.wait(until: deadline) { break }
             }
             nudged = false
-            if let batch = waiting {
+            if let batch = waiting, corruption == nil {
                 waiting = nil
                 return .batch(batch)
             }
@@ -141,10 +150,36 @@ final class WriteBuffer: @unchecked Sendable {
             if writerWaiting && waiting != nil { lock.broadcast() }
             commitWaiters += 1
             defer { commitWaiters -= 1 }
-            while committedSequence < sequence {
+            while committedSequence < sequence && corruption == nil {
                 if !lock.wait(until: deadline) { return committedSequence >= sequence }
             }
-            return true
+            return committedSequence >= sequence
+        }
+    }
+
+    /// The writer found the file corrupt and has stopped writing to it: wakes whoever
+    /// waits for a commit. Writer thread (or the integrity check's).
+    func reportCorruption(_ error: StoreError) {
+        lock.withLock {
+            if corruption == nil { corruption = error }
+            lock.broadcast()
+        }
+    }
+
+    /// What the writer reported, until the file is replaced.
+    var reportedCorruption: StoreError? { lock.withLock { corruption } }
+
+    /// The file has been replaced: a new writer takes batches from here on.
+    func clearCorruption() {
+        lock.withLock { corruption = nil }
+    }
+
+    /// Takes the waiting batch, if any, without waiting (the engine, once the writer has
+    /// stopped).
+    func takeWaiting() -> WriteBatch? {
+        lock.withLock {
+            defer { waiting = nil }
+            return waiting
         }
     }
 

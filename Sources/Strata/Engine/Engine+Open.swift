@@ -19,17 +19,27 @@ extension Engine {
                             logger: Logger = Logger(label: "strata"), options: Options = Options()) throws -> Engine {
         let countingVFS = config.metrics.countFsyncs && options.vfs == nil ? try CountingVFS.registerUnique() : nil
         let location = StoreLocation(path: config.database.path, vfs: options.vfs ?? countingVFS?.name)
-        var storeOptions = Store.Options()
-        storeOptions.pageSize = config.database.pageSize
-        storeOptions.busyTimeout = config.writer.busyTimeout
-        storeOptions.journalSizeLimitBytes = config.persistence.maxWalSizeBytes
-        storeOptions.prepareConnection = options.prepareConnection
+        let storeOptions = storeOptions(config: config, options: options)
 
         var opened: Opened
         var setAside: String?
         var corruption: String?
+        let fm = FileManager.default
+        if let original = try? String(contentsOfFile: location.replacingMarkerPath, encoding: .utf8),
+           DocumentLock.owner(of: location) == nil {
+            // A replacement of a corrupt file was cut short (`Engine+StoreReplacement.swift`):
+            // what is at PATH is its unfinished copy. Salvage the set-aside file instead.
+            if fm.fileExists(atPath: original) {
+                let unfinished = fm.fileExists(atPath: location.path) ? try setAsideCorruptFiles(location) : nil
+                corruption = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
+                setAside = original
+                logger.error("\(corruption!): starting a new file with what still reads of \(original)")
+            }
+            try? fm.removeItem(atPath: location.replacingMarkerPath)
+        }
         do {
-            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger)
+            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger,
+                                     salvageFrom: setAside)
         } catch let error as StoreError where error.isCorruption {
             // At open, in the integrity check after a crash, or in the reload: the same path.
             corruption = error.message
@@ -59,13 +69,40 @@ extension Engine {
         }
         let buffer = WriteBuffer()
         let policy = FlushPolicy(config: config.persistence)
+        let writer = try makeWriter(config: config, options: options, store: store, buffer: buffer, recorder: recorder,
+                                    logger: logger, typeIDs: typeIDs, segmentLog: segmentLog, checkpointAtStart: recovery.crashed)
+        let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
+            + options.writerPollInterval
+        var scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
+        if !operations.vectorClockRepairs.isEmpty {
+            logger.warning("vector clock repaired from the operation log: \(operations.vectorClockRepairs.joined(separator: "; "))")
+            scheduler.request(.vectorClock, by: options.clock.now())
+        }
+        writer.start()
+        return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,
+                      recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
+    }
+
+    /// The store's options, from the configuration and the engine's options.
+    static func storeOptions(config: StrataConfig, options: Options) -> Store.Options {
+        var storeOptions = Store.Options()
+        storeOptions.pageSize = config.database.pageSize
+        storeOptions.busyTimeout = config.writer.busyTimeout
+        storeOptions.journalSizeLimitBytes = config.persistence.maxWalSizeBytes
+        storeOptions.prepareConnection = options.prepareConnection
+        return storeOptions
+    }
+
+    /// The writer of `store`, not started.
+    static func makeWriter(config: StrataConfig, options: Options, store: Store, buffer: WriteBuffer, recorder: MetricsRecorder,
+                           logger: Logger, typeIDs: [Int64?], segmentLog: SegmentLog, checkpointAtStart: Bool) throws -> Writer {
         let writer = Writer(
             store: store, buffer: buffer, metrics: recorder, clock: options.clock, logger: logger,
             settings: Writer.Settings(
                 retryInitialBackoff: config.writer.retryInitialBackoff,
                 retryMaxBackoff: config.writer.retryMaxBackoff,
                 checkpointInterval: config.persistence.checkpointInterval,
-                maxWalBytes: policy.maxWalBytes(power: .assumedAC),
+                maxWalBytes: FlushPolicy(config: config.persistence).maxWalBytes(power: .assumedAC),
                 pageSize: try store.pageSize(),
                 pollInterval: options.writerPollInterval,
                 pollLinger: options.writerPollLinger,
@@ -75,20 +112,11 @@ extension Engine {
                 operationLog: config.operationLog,
                 minFreeDiskBytes: config.writer.minFreeDiskBytes,
                 freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace,
-                checkpointAtStart: recovery.crashed,
+                checkpointAtStart: checkpointAtStart,
                 idleIntegrityCheck: options.idleIntegrityCheck),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
-        let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
-            + options.writerPollInterval
-        var scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
-        if !operations.vectorClockRepairs.isEmpty {
-            logger.warning("vector clock repaired from the operation log: \(operations.vectorClockRepairs.joined(separator: "; "))")
-            scheduler.request(.vectorClock, by: options.clock.now())
-        }
         for method in CompactionPolicy.Method.allCases { writer.compactionStepBytes[method] = options.compactionStepBytes }
-        writer.start()
-        return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,
-                      recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
+        return writer
     }
 
     /// A store opened, its session begun and its world rebuilt.
@@ -129,7 +157,7 @@ extension Engine {
 
     /// Opens the store and begins the session; a failed integrity check after a crash
     /// is a corruption error, like a file SQLite cannot read.
-    private static func openVerified(_ location: StoreLocation, _ options: Store.Options) throws -> (Store, SessionState) {
+    static func openVerified(_ location: StoreLocation, _ options: Store.Options) throws -> (Store, SessionState) {
         let store = try Store(location: location, options: options)
         do {
             let marked = FileManager.default.fileExists(atPath: location.verifyMarkerPath)
@@ -146,7 +174,8 @@ extension Engine {
     }
 
     /// Moves the database and its WAL and shared-memory files aside; returns the new path.
-    static func setAsideCorruptFiles(_ location: StoreLocation) throws -> String {
+    /// `willMove` learns the new path first.
+    static func setAsideCorruptFiles(_ location: StoreLocation, willMove: (String) throws -> Void = { _ in }) throws -> String {
         let stamp = Int(Date().timeIntervalSince1970)
         let fm = FileManager.default
         // Two set-asides within a second get -2, -3…: never a collision, never an overwrite.
@@ -156,6 +185,7 @@ extension Engine {
             attempt += 1
             target = "\(location.path).corrupt-\(stamp)-\(attempt)"
         }
+        try willMove(target)
         for (from, suffix) in [(location.path, ""), (location.walPath, "-wal"), (location.shmPath, "-shm")]
             where fm.fileExists(atPath: from) {
             try fm.moveItem(atPath: from, toPath: target + suffix)

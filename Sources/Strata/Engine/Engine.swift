@@ -38,10 +38,13 @@ public final class Engine {
     public let config: StrataConfig
     /// What opening the database found (crash, integrity, reload counts).
     public let recovery: RecoveryReport
-    public let store: Store
+    /// The document's file. A new one if the first was found corrupt while running
+    /// (`Engine+StoreReplacement.swift`).
+    public internal(set) var store: Store
 
     let buffer: WriteBuffer
-    let writer: Writer
+    /// Replaced with the store.
+    var writer: Writer
     let recorder: MetricsRecorder
     @usableFromInline let clock: any StrataClock
     let logger: Logger
@@ -55,6 +58,8 @@ public final class Engine {
     /// What the engine was opened with, for the next document (``switchDocument(to:timeout:)``).
     let options: Options
     private(set) var isShutDown = false
+    /// A replacement of a corrupt file that has not finished yet (it failed, and is retried).
+    var pendingReplacement: StoreReplacement?
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
@@ -279,9 +284,15 @@ public final class Engine {
     }
 
     /// Waits until every batch handed off so far is committed (tests, explicit saves).
+    /// If the file is found corrupt meanwhile, replaces it (the tick thread's work; the
+    /// writer only reports it), then goes on waiting.
     @discardableResult
     public func waitForWriter(timeout: Duration = .seconds(30)) -> Bool {
-        buffer.waitForCommit(buffer.lastSubmitted, until: Date(timeIntervalSinceNow: timeout.seconds))
+        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+        while true {
+            if buffer.waitForCommit(buffer.lastSubmitted, until: deadline) { return true }
+            guard buffer.reportedCorruption != nil, Date() < deadline, replaceCorruptStore() else { return false }
+        }
     }
 
     /// Hands `nextBatch` to the writer (unless there is nothing to do) and takes an empty
@@ -292,7 +303,7 @@ public final class Engine {
             nextBatch.reset()
             return
         }
-        buffer.submit(&nextBatch, at: now ?? clock.now())
+        if buffer.submit(&nextBatch, at: now ?? clock.now()).corrupt { replaceCorruptStore() }
     }
 
     /// Clean shutdown: flushes every tier, stops the writer (which marks the session
@@ -308,7 +319,11 @@ public final class Engine {
         isShutDown = true
         powerMonitor?.stop()
         memoryMonitor?.stop()
-        let error = writer.stop()
+        var error = writer.stop()
+        if buffer.reportedCorruption != nil {
+            // Found corrupt in the last moments: the new file gets everything, or it is parked.
+            error = replaceCorruptStore(closing: true) ? writer.stop() : parkAfterFailedReplacement()
+        }
         if error == nil { recorder.update { $0.cleanShutdownCount += 1 } }
         try? store.close()
         if let error { throw error }

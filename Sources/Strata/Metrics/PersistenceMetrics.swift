@@ -96,6 +96,10 @@ public struct PersistenceMetrics: Sendable, Equatable {
     /// The idle integrity check of this session: "ok", or the problems it found (the next
     /// open then sets the file aside and salvages it); nil until it has run.
     public var integrityCheck: String?
+    /// Times this session found its file corrupt while running and replaced it with one
+    /// written from memory (`Engine+StoreReplacement.swift`), and what the last one said.
+    public var storeReplacements = 0
+    public var lastStoreReplacement: String?
     public var crashRecoveryCount = 0
     public var cleanShutdownCount = 0
 

@@ -47,6 +47,103 @@ enum Salvage {
 
     static func run(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
+        withSource(corruptPath, into: store, &report) { source, report in
+            for (table, key) in keyed { copyKeyed(table, key: key, from: source, into: store, &report) }
+            for table in scanned { copyScanned(table, from: source, into: store, &report) }
+            carryCounters(from: source, into: store, corruptionCounted: true, &report)
+            dropOrphans(store, &report)
+        }
+        logger.notice("salvage of \(corruptPath): \(report.description)")
+        return report
+    }
+
+    /// For a file found corrupt while running, whose world the engine still holds
+    /// (`Engine+StoreReplacement.swift`): everything but the world. The component type
+    /// ids (kept, so the rows of types this build does not register keep theirs), the
+    /// parked rows, the settings and the operation log's tables, and the session counters
+    /// (a corruption while running is not a crash). Then the engine writes the world, and
+    /// ``copyForeignComponents(from:into:registered:logger:_:)`` the rest.
+    static func copyHistory(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
+        var report = SalvageReport()
+        withSource(corruptPath, into: store, &report) { source, report in
+            for (table, key) in keyed where table == "component_types" || table == "rejected_writes" {
+                copyKeyed(table, key: key, from: source, into: store, &report)
+            }
+            for table in scanned { copyScanned(table, from: source, into: store, &report) }
+            carryCounters(from: source, into: store, corruptionCounted: false, &report)
+            try? store.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = ON") }
+        }
+        return report
+    }
+
+    /// The components of types the world does not register (the world cannot write them:
+    /// it never loaded them), for the entities the new file has; after the world is
+    /// written. Their base rows, then their newest records in the segment log folded over
+    /// them (a removal deletes the row), all as base rows: the log is not copied, since it
+    /// also holds the world's older values, which would replay over the new ones.
+    static func copyForeignComponents(from corruptPath: String, into store: Store, registered: Set<String>, logger: Logger,
+                                      _ report: inout SalvageReport) {
+        withSource(corruptPath, into: store, &report) { source, report in
+            let names = { (queue: DatabaseQueue) in
+                (try? queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name FROM component_types") })?
+                    .reduce(into: [Int64: String]()) { $0[$1["id"]] = $1["name"] } ?? [:]
+            }
+            let ours = (try? store.queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name FROM component_types") })?
+                .reduce(into: [Int64: String]()) { $0[$1["id"]] = $1["name"] } ?? [:]
+            // Same id, same name in both files: the rows can keep their type_id.
+            let foreign = names(source).filter { !registered.contains($0.value) && ours[$0.key] == $0.value }.keys.sorted()
+            guard !foreign.isEmpty else { return }
+            copyKeyed("components", key: "entity_num", from: source, into: store, &report,
+                      filter: "type_id IN (\(foreign.map(String.init).joined(separator: ", ")))", conflict: "OR IGNORE")
+            foldForeignRecords(Set(foreign), from: source, into: store, logger: logger, &report)
+            dropOrphans(store, &report)
+        }
+        logger.notice("salvage of \(corruptPath): \(report.description)")
+    }
+
+    /// The newest segment-log record of each key of the `foreign` types, over the base
+    /// rows. Read in commit order up to the first damaged page (later records are lost:
+    /// reported as unreadable).
+    private static func foldForeignRecords(_ foreign: Set<Int64>, from source: DatabaseQueue, into store: Store, logger: Logger,
+                                           _ report: inout SalvageReport) {
+        var newest: [SegmentKey: (version: Int, payload: [UInt8])?] = [:]
+        do {
+            try source.read { db in
+                _ = try SegmentReplay.run(db, log: SegmentLog(), logger: logger) { record, _ in
+                    guard foreign.contains(record.key.typeID) else { return }
+                    newest[record.key] = record.version.map { ($0, Array(record.payload)) }
+                }
+            }
+        } catch {
+            report.unreadable.append("segments (of unregistered types)")
+        }
+        guard !newest.isEmpty else { return }
+        let now = unixMilliseconds()
+        do {
+            try store.queue.write { db in
+                for (key, value) in newest {
+                    if let value {
+                        try db.execute(sql: """
+                            INSERT INTO components (entity_num, type_id, version, payload, updated_at) VALUES (?, ?, ?, ?, ?)
+                            ON CONFLICT (entity_num, type_id) DO UPDATE SET version = excluded.version, payload = excluded.payload,
+                            updated_at = excluded.updated_at
+                            """, arguments: [key.entity, key.typeID, value.version, Data(value.payload), now])
+                    } else {
+                        try db.execute(sql: "DELETE FROM components WHERE entity_num = ? AND type_id = ?", arguments: [key.entity, key.typeID])
+                    }
+                }
+            }
+            report.rows["segment records (unregistered types)", default: 0] += newest.count
+        } catch {
+            report.unreadable.append("segments (of unregistered types; not written: \(error))")
+        }
+    }
+
+    /// Opens the corrupt file read-only for `body`, with foreign keys off in `store`: rows
+    /// arrive in table order, and a component whose entity's page was lost has no parent
+    /// (``dropOrphans(_:_:)`` deals with those once everything is in).
+    private static func withSource(_ corruptPath: String, into store: Store, _ report: inout SalvageReport,
+                                   _ body: (DatabaseQueue, inout SalvageReport) -> Void) {
         var configuration = Configuration()
         configuration.readonly = true
         let source: DatabaseQueue
@@ -54,15 +151,15 @@ enum Salvage {
             source = try DatabaseQueue(path: StoreLocation(path: corruptPath).uri, configuration: configuration)
         } catch {
             report.unreadable.append("the whole file (\(error))")
-            return report
+            return
         }
         defer { try? source.close() }
-        // Rows arrive in table order, and a component whose entity's page was lost has no
-        // parent: foreign keys are checked once everything is in, and such rows dropped.
         try? store.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
-        for (table, key) in keyed { copyKeyed(table, key: key, from: source, into: store, &report) }
-        for table in scanned { copyScanned(table, from: source, into: store, &report) }
-        carryCounters(from: source, into: store, &report)
+        body(source, &report)
+    }
+
+    /// Deletes the components whose entity did not make it, and turns foreign keys back on.
+    private static func dropOrphans(_ store: Store, _ report: inout SalvageReport) {
         do {
             try store.queue.writeWithoutTransaction { db in
                 try db.execute(sql: "DELETE FROM components WHERE entity_num NOT IN (SELECT num FROM entities)")
@@ -76,16 +173,15 @@ enum Salvage {
         } catch {
             report.unreadable.append("the foreign-key pass (\(error))")
         }
-        logger.notice("salvage of \(corruptPath): \(report.description)")
-        return report
     }
 
     /// The session counters: the new file goes on counting from the old one's.
-    private static func carryCounters(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
+    private static func carryCounters(from source: DatabaseQueue, into store: Store, corruptionCounted: Bool,
+                                      _ report: inout SalvageReport) {
         guard let row = try? source.read({ db in
             try Row.fetchOne(db, sql: "SELECT crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
         }) else { return }
-        report.carriedCrashes = (row["crash_count"] as Int? ?? 0) + 1
+        report.carriedCrashes = (row["crash_count"] as Int? ?? 0) + (corruptionCounted ? 1 : 0)
         report.carriedCleanShutdowns = row["clean_shutdown_count"] as Int? ?? 0
         try? store.queue.write { db in
             try db.execute(sql: "UPDATE session_state SET crash_count = crash_count + ?, clean_shutdown_count = clean_shutdown_count + ? WHERE id = 1",
@@ -102,19 +198,25 @@ enum Salvage {
         return shared.isEmpty ? nil : shared
     }
 
-    private static func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store) throws {
+    private static func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store,
+                               conflict: String = "OR REPLACE") throws {
         guard !rows.isEmpty else { return }
-        let sql = "INSERT OR REPLACE INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+        let sql = "INSERT \(conflict) INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
         try store.queue.write { db in
             let statement = try db.cachedStatement(sql: sql)
             for row in rows { try statement.execute(arguments: StatementArguments(columns.map { row[$0] as DatabaseValue })) }
         }
     }
 
+    /// `filter`: an SQL condition the rows copied must meet; `conflict`: what a row whose
+    /// key is already in `store` does.
     private static func copyKeyed(_ table: String, key: String, from source: DatabaseQueue, into store: Store,
-                                  _ report: inout SalvageReport) {
+                                  _ report: inout SalvageReport, filter: String = "1", conflict: String = "OR REPLACE") {
         guard let columns = columns(table, source, store) else { return }
         let list = columns.joined(separator: ", ")
+        func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store) throws {
+            try Salvage.insert(rows, table, columns, into: store, conflict: conflict)
+        }
         // Whether a seek to `k` reads (nil: it fails; .some(nil): nothing at or after k).
         func firstKey(from k: Int64) -> Int64?? {
             do { return .some(try source.read { try Int64.fetchOne($0, sql: "SELECT \(key) FROM \(table) WHERE \(key) >= ? ORDER BY \(key) LIMIT 1", arguments: [k]) }) }
@@ -125,13 +227,13 @@ enum Salvage {
         while true {
             do {
                 var rows = try source.read { db in
-                    try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) >= ? ORDER BY \(key) LIMIT 256", arguments: [next])
+                    try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) >= ? AND (\(filter)) ORDER BY \(key) LIMIT 256", arguments: [next])
                 }
                 guard let last = rows.last?[key] as Int64? else { break }
                 if rows.count == 256 {
                     if rows.first?[key] as Int64? == last {
                         // One key fills the batch (an entity's many components): take all of it.
-                        rows = try source.read { db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) = ?", arguments: [last]) }
+                        rows = try source.read { db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) = ? AND (\(filter))", arguments: [last]) }
                     } else {
                         rows.removeAll { $0[key] as Int64? == last }   // the last key's rows go in the next batch, whole
                     }
@@ -147,7 +249,7 @@ enum Salvage {
                 case .some(.none):
                     break   // nothing at or after `next`
                 case .some(.some(let k)):
-                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) = ?", arguments: [k]) }),
+                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }),
                        (try? insert(rows, table, columns, into: store)) != nil {
                         copied += rows.count
                     } else {

@@ -23,6 +23,9 @@ public struct StoreLocation: Sendable, Equatable {
     /// Present when a check while running found the file damaged: the next open runs the
     /// full integrity check, and sets the file aside and salvages it.
     public var verifyMarkerPath: String { path + ".verify" }
+    /// Written while a corrupt file is being replaced (`Engine+StoreReplacement.swift`):
+    /// names where the corrupt file was set aside, until the new one is complete.
+    public var replacingMarkerPath: String { path + ".replacing" }
 
     public var uri: String {
         var allowed = CharacterSet.alphanumerics

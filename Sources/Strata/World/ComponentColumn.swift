@@ -129,6 +129,7 @@ protocol AnyComponentColumn: AnyObject {
     var count: Int { get }
     func forget(_ entityIndex: UInt32)
     func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
+    func snapshot(records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func queuedCount(_ tier: Tier) -> Int
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
     func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure])

@@ -34,7 +34,11 @@ extension Writer {
                 code = sqlite3_wal_checkpoint_v2(db.sqliteConnection, nil, sqliteMode, &log, &copied)
             }
         } catch {
-            code = SQLITE_ERROR
+            code = (error as? DatabaseError)?.extendedResultCode.rawValue ?? SQLITE_ERROR
+        }
+        if code & 0xFF == SQLITE_CORRUPT || code & 0xFF == SQLITE_NOTADB {
+            reportIfCorrupt(StoreError(.corrupt, sqliteCode: code, message: "\(mode.rawValue) checkpoint: \(String(cString: sqlite3_errstr(code)))",
+                                       path: store.location.path))
         }
         let complete = code == SQLITE_OK && copied >= log
         lastCheckpoint = clock.now()

@@ -21,6 +21,10 @@ extension Writer {
                 $0.failedCommits += 1
                 $0.lastWriteError = storeError.description
             }
+            if reportIfCorrupt(storeError) {
+                buffer.putBack(batch)   // the engine takes it from there
+                return false
+            }
             if Self.isTransient(storeError) {
                 if (storeError.sqliteCode ?? 0) & 0xFF == SQLITE_FULL {
                     // The WAL may hold the space: copy it back and truncate it before the retry.
@@ -73,8 +77,8 @@ extension Writer {
 
     /// SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN,
     /// SQLITE_NOMEM: conditions of the machine, worth retrying. SQLITE_CORRUPT and
-    /// SQLITE_NOTADB too: the batch stays in memory (parking its rows in a damaged file
-    /// would not help) until the file is replaced.
+    /// SQLITE_NOTADB never get here (``reportIfCorrupt(_:)``: the engine replaces the
+    /// file); listed so that a rejection never parks rows in a damaged file.
     static func isTransient(_ error: StoreError) -> Bool {
         guard let code = error.sqliteCode.map({ $0 & 0xFF }) else { return true }
         return [SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_NOMEM,

@@ -97,6 +97,7 @@ extension Writer {
             let wait = min(settings.retryInitialBackoff * (1 << min(compactionFailures - 1, 20)), settings.retryMaxBackoff)
             compactionRetryAt = Date(timeIntervalSinceNow: wait.seconds)
             let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+            if reportIfCorrupt(storeError) { return }
             logger.warning("writer: compaction step failed (attempt \(compactionFailures)), will retry: \(storeError)")
             metrics.update { $0.failedCompactionSteps += 1 }
             if current.forced && compactionFailures >= settings.shutdownAttempts {

@@ -7,8 +7,11 @@ import GRDB
 /// engine keeps writing into it. Once a session, when the user is idle on mains power,
 /// `PRAGMA integrity_check` runs on a read-only connection and a thread of their own:
 /// in WAL mode it never blocks a commit. Its result goes to the metrics
-/// (`integrityCheck`); damage is logged as an error and leaves `PATH.verify`, so the next
-/// open runs the full check, sets the file aside and salvages it.
+/// (`integrityCheck`); damage is reported like a commit that fails with SQLITE_CORRUPT
+/// (the writer stops writing to the file, and the engine replaces it at its next flush:
+/// `Engine+StoreReplacement.swift`), and leaves `PATH.verify` first, so that if the
+/// process dies before that, the next open runs the full check, sets the file aside and
+/// salvages it.
 ///
 /// Started from the writer thread; the check's own thread only reads.
 extension Writer {
@@ -20,8 +23,10 @@ extension Writer {
         let location = store.location
         let metrics = self.metrics
         let logger = self.logger
+        let buffer = self.buffer
         let thread = Thread {
             let problems: [String]
+            var found = true   // false: the check could not run
             do {
                 var configuration = Configuration()
                 configuration.readonly = true
@@ -29,14 +34,21 @@ extension Writer {
                 defer { try? queue.close() }
                 problems = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check(20)") }.filter { $0 != "ok" }
             } catch {
-                problems = ["the check could not run: \(StoreError(.read, wrapping: error, path: location.path))"]
+                // SQLite may stop the check itself with SQLITE_CORRUPT: that is damage found too.
+                let storeError = StoreError(.read, wrapping: error, path: location.path)
+                found = storeError.isCorruption
+                problems = [found ? storeError.message : "the check could not run: \(storeError)"]
             }
-            // The marker first, then the metrics: whoever sees the result sees the marker.
+            // The marker and the report first, then the metrics: whoever sees the result sees them.
             if problems.isEmpty {
                 logger.info("integrity check of \(location.path): ok")
             } else {
                 _ = FileManager.default.createFile(atPath: location.verifyMarkerPath, contents: Data(problems.joined(separator: "\n").utf8))
-                logger.error("integrity check of \(location.path) found damage (\(problems.prefix(3).joined(separator: "; "))): the next open will set the file aside and salvage it")
+                logger.error("integrity check of \(location.path) found damage (\(problems.prefix(3).joined(separator: "; "))): the file is replaced at the next flush, or at the next open")
+            }
+            if found && !problems.isEmpty {
+                buffer.reportCorruption(StoreError(.corrupt, message: "integrity check failed: \(problems.prefix(3).joined(separator: "; "))",
+                                                   path: location.path))
             }
             metrics.update { $0.integrityCheck = problems.isEmpty ? "ok" : problems.joined(separator: "; ") }
         }

@@ -154,6 +154,27 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// Waits until the thread has finished, without closing the buffer: after it reported
+    /// the file corrupt (``WriteBuffer/reportCorruption(_:)``), when it writes no more.
+    func join() {
+        controlLock.withLock {
+            while state == .running { controlLock.wait() }
+        }
+    }
+
+    /// SQLITE_CORRUPT or SQLITE_NOTADB: the file is damaged. Reports it (the engine then
+    /// replaces the file, `Engine+StoreReplacement.swift`) and returns true; the writer
+    /// stops writing to it. Writer thread.
+    @discardableResult
+    func reportIfCorrupt(_ error: StoreError) -> Bool {
+        guard error.isCorruption else { return false }
+        if buffer.reportedCorruption == nil {
+            logger.error("writer: the database is corrupt (\(error)); nothing more is written to it, the engine replaces it")
+        }
+        buffer.reportCorruption(error)
+        return true
+    }
+
     /// Stops after the queued batches without marking the session clean (the world's
     /// undrained changes are lost, so the next open must see a crash), and waits.
     func abandon() {
@@ -173,6 +194,8 @@ final class Writer: @unchecked Sendable {
         var lastBatch = Date.distantPast
         var checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
         loop: while true {
+            // The file is corrupt: leave it as it is, and the batches to the engine.
+            if buffer.reportedCorruption != nil { break loop }
             recordCPUTime()
             startIntegrityCheckIfDue()
             let now = Date()
@@ -200,6 +223,7 @@ final class Writer: @unchecked Sendable {
                     buffer.didCommit(batch)
                     continue loop
                 } else {
+                    if buffer.reportedCorruption != nil { break loop }
                     if buffer.isClosed {
                         closingFailures += 1
                         if closingFailures >= settings.shutdownAttempts {
@@ -270,7 +294,8 @@ final class Writer: @unchecked Sendable {
     }
 
     private func finish() {
-        let skipMark = controlLock.withLock { shutdownError != nil || abandoned }
+        let corrupt = buffer.reportedCorruption != nil
+        let skipMark = corrupt || controlLock.withLock { shutdownError != nil || abandoned }
         if !skipMark {
             do {
                 try markCleanShutdown()

@@ -22,7 +22,8 @@ struct StatusLine {
             Self.megabytes(m.segmentBacklogBytes), m.compactionRounds,
             engine.powerState.description, tier, engine.derivedInterval.seconds)
         let disk = m.lowDiskSpace ? " | DISK LOW (\(Self.megabytes(m.freeDiskBytes ?? 0)) free): derived held" : ""
-        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)\(disk)")
+        let replaced = m.storeReplacements > 0 ? " | CORRUPT FILE REPLACED ×\(m.storeReplacements)" : ""
+        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)\(disk)\(replaced)")
     }
 
     func clear() {

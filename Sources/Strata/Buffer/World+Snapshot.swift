@@ -1,0 +1,35 @@
+extension World {
+    /// Puts the whole persisted world into `batch`: a row for every live entity and a
+    /// write of every component of the critical and derived tiers, as they are now.
+    /// Nothing is marked or cleared: the dirty keys stay dirty (and drain as usual).
+    ///
+    /// For a document written from scratch (a corrupt file replaced while running,
+    /// `Engine+StoreReplacement.swift`). Every spawn must have been drained first, so that
+    /// no entity row is written twice. Tick thread; O(world).
+    func snapshot(into batch: WriteBatch) {
+        owner.check("World")
+        precondition(tracker.spawns.isEmpty, "drain the spawns before a snapshot")
+        batch.entityInserts.reserveCapacity(entityCount)
+        for record in records where record.alive {
+            batch.entityInserts.append(EntityInsert(number: record.number, id: record.id))
+        }
+        records.withUnsafeBufferPointer { records in
+            for column in columns where column.componentType.tier != .ephemeral {
+                column.snapshot(records: records, into: &batch.writes)
+            }
+        }
+    }
+}
+
+extension ComponentColumn {
+    /// Every value of the column as a write, by its entity's number. Unspecialized (a
+    /// recovery path, not a tick's).
+    @usableFromInline
+    func snapshot(records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
+        writes.reserveCapacity(writes.count + values.count)
+        for (dense, value) in values.enumerated() {
+            let record = records[Int(owners[dense])]
+            writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: typeName, value: value))
+        }
+    }
+}

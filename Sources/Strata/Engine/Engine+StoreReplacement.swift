@@ -1,0 +1,173 @@
+import Foundation
+import GRDB
+import Logging
+
+/// Corruption found while running: a commit, a checkpoint or a compaction step fails
+/// with SQLITE_CORRUPT (or SQLITE_NOTADB), or the idle integrity check finds damage.
+/// The world in memory is then the newest copy of the document, so the file is replaced
+/// by a new one written from it, and the engine goes on. Tick thread.
+///
+/// The writer only reports it (``WriteBuffer/reportCorruption(_:)``) and stops: it
+/// writes nothing more into the damaged file, and what it had not committed waits in the
+/// hand-off, merged with later flushes. The tick thread learns of it from its next
+/// submission (or from `flushNow`'s wait) and, in ``replaceCorruptStore(closing:)``:
+///
+/// 1. drains every tier, so that nothing the world holds is left out;
+/// 2. closes the file and sets it aside (`PATH.corrupt-<time>`, as at open), writing
+///    `PATH.replacing` first with the name it goes to;
+/// 3. opens a new file and copies from the damaged one what the world does not hold:
+///    the operation log and its tables, the settings, parked rows, type ids and session
+///    counters (``Salvage/copyHistory(from:into:logger:)``);
+/// 4. writes the whole world, every entity under its number, and everything the waiting
+///    batches held beyond it (operations, acknowledgements, removed settings) in ONE
+///    transaction (FULL), then the base rows of component types this build does not
+///    register, for the entities that are still alive;
+/// 5. removes `PATH.replacing`, and starts a new writer on the new file.
+///
+/// The tick that does it waits for it (O(world): one commit of every entity and
+/// component; rare enough that a stall beats a second code path). If it fails (the disk
+/// is full, the new file cannot be created), everything stays in memory and in the
+/// hand-off and the next flush tries again, after a backoff. A process that dies in the
+/// middle leaves `PATH.replacing`: the next open salvages the set-aside file as it would
+/// any corrupt one (``Engine/open(config:components:logger:options:)``).
+///
+/// The document's owner lock is released while the old file is closed and taken again
+/// by the new store: for those few milliseconds another process could open it.
+extension Engine {
+    /// A replacement that has not finished: where the damaged file went, and when to
+    /// try again after a failed attempt.
+    struct StoreReplacement {
+        var corruption: StoreError
+        var setAside: String?
+        var failures = 0
+        var retryAt: Instant?
+    }
+
+    /// Replaces the corrupt file (see above). `closing`: the last chance (shutdown), so
+    /// no backoff. Returns false if the file could not be replaced (yet).
+    @discardableResult
+    func replaceCorruptStore(closing: Bool = false) -> Bool {
+        guard let corruption = buffer.reportedCorruption else { return true }
+        var state = pendingReplacement ?? StoreReplacement(corruption: corruption)
+        if !closing, let retryAt = state.retryAt, clock.now() < retryAt { return false }
+        writer.join()
+        scheduler.drainAll(world: world, reasons: [.explicitSave], into: nextBatch)
+        if nextBatch.isEmpty { nextBatch.reset() } else { buffer.submit(&nextBatch) }
+        let held = buffer.takeWaiting() ?? WriteBatch()
+        let location = store.location
+        var fresh: Store?
+        do {
+            if let setAside = state.setAside {
+                // The last attempt's unfinished file: made from the set-aside one and memory.
+                try? FileManager.default.removeItem(atPath: location.path)
+                try? FileManager.default.removeItem(atPath: location.walPath)
+                try? FileManager.default.removeItem(atPath: location.shmPath)
+                logger.notice("replacing \(location.path) again from \(setAside) and memory")
+            } else {
+                try? store.close()
+                state.setAside = try Engine.setAsideCorruptFiles(location) { target in
+                    try Data(target.utf8).write(to: URL(fileURLWithPath: location.replacingMarkerPath), options: .atomic)
+                }
+                try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
+            }
+            let setAside = state.setAside!
+            let (store, _) = try Engine.openVerified(location, Engine.storeOptions(config: config, options: options))
+            fresh = store
+            var typeNames: [String] = []
+            for type in world.componentTypes { typeNames.append(type.typeName) }
+            var salvage = Salvage.copyHistory(from: setAside, into: store, logger: logger)
+            let typeIDs = try store.queue.writeWithoutTransaction { db in
+                try db.execute(sql: "INSERT OR IGNORE INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
+                               arguments: [world.operationLog.node.withBytes { Data($0) }, unixMilliseconds()])
+                var ids: [Int64?] = []
+                for name in typeNames { ids.append(try ComponentTypeNames.intern(name, db)) }
+                return ids
+            }
+            let whole = wholeWorld(keeping: held)
+            let writer = try Engine.makeWriter(config: config, options: options, store: store, buffer: buffer, recorder: recorder,
+                                               logger: logger, typeIDs: typeIDs, segmentLog: SegmentLog(), checkpointAtStart: false)
+            try writer.commitWhole(whole)   // not started: this thread owns the store until `start`
+            Salvage.copyForeignComponents(from: setAside, into: store, registered: Set(typeNames),
+                                          logger: logger, &salvage)
+            try? FileManager.default.removeItem(atPath: location.replacingMarkerPath)
+
+            let entities = whole.entityInserts.count
+            let components = whole.writes.count
+            buffer.didCommit(whole)
+            buffer.clearCorruption()
+            writer.setMaxWalBytes(scheduler.policy.maxWalBytes(power: powerState))
+            if let compactionContext { writer.setCompactionContext(compactionContext) }
+            writer.start()
+            self.store = store
+            self.writer = writer
+            pendingReplacement = nil
+            let report = "\(location.path) was corrupt (\(corruption.message)): moved to \(setAside); a new file holds the world in memory (\(entities) entities, \(components) components) and, of the rest, \(salvage.description)"
+            recorder.update {
+                $0.storeReplacements += 1
+                $0.lastStoreReplacement = report
+            }
+            logger.error("\(report)")
+            return true
+        } catch {
+            try? fresh?.close()
+            buffer.putBack(held)
+            state.failures += 1
+            let exponent = min(state.failures - 1, 20)
+            state.retryAt = clock.now() + min(config.writer.retryInitialBackoff * (1 << exponent), config.writer.retryMaxBackoff)
+            pendingReplacement = state
+            recorder.update { $0.lastWriteError = "replacing the corrupt file: \(error)" }
+            logger.error("could not replace the corrupt \(location.path) (attempt \(state.failures)), everything stays in memory and is tried again: \(error)")
+            return false
+        }
+    }
+
+    /// One batch with the whole world and what `held` carries beyond the world's state:
+    /// operations, the vector clock, acknowledgements, replayed rejections, and settings
+    /// removed (the world's settings are all written).
+    private func wholeWorld(keeping held: WriteBatch) -> WriteBatch {
+        let batch = WriteBatch()
+        world.snapshot(into: batch)
+        var settings: [String: SettingValue?] = [:]
+        for write in held.settingWrites { settings[write.key] = write.value }
+        for (key, value) in world.settings { settings[key] = value }
+        batch.settingWrites = settings.sorted { $0.key < $1.key }.map { SettingWrite(key: $0.key, value: $0.value) }
+        batch.operations = held.operations
+        batch.vectorClockRows = world.operationLog.vectorClock
+        batch.peerAcks = held.peerAcks
+        batch.replayedRejections = held.replayedRejections
+        batch.durability = .full
+        batch.reasons = held.reasons
+        batch.criticalDrainedAt = held.criticalDrainedAt
+        batch.derivedDrainedAt = held.derivedDrainedAt
+        batch.sequence = buffer.lastSubmitted   // it stands for every batch handed off so far
+        return batch
+    }
+
+    /// Shutdown could not replace the corrupt file: the world and what waited is parked
+    /// in the side file (`PATH.rejected`), and the error says so.
+    func parkAfterFailedReplacement() -> StoreError {
+        let held = buffer.takeWaiting() ?? WriteBatch()
+        let whole = wholeWorld(keeping: held)
+        let cause = pendingReplacement?.corruption
+            ?? StoreError(.corrupt, message: "the file is corrupt", path: store.location.path)
+        writer.parkInSideFile(writer.rejectedWrites(whole, error: cause, context: whole), because: cause)
+        let error = StoreError(.write, message: "the corrupt file could not be replaced: \(whole.rowCount) rows (the whole world) parked in \(store.location.rejectedPath); the damaged file is \(pendingReplacement?.setAside ?? store.location.path)", path: store.location.path)
+        logger.critical("\(error)")
+        return error
+    }
+}
+
+extension Writer {
+    /// Commits a batch on the calling thread before the writer starts, isolating and
+    /// parking rows the database refuses (`Writer+Rejection.swift`). Throws if it could
+    /// not commit all of it (the caller starts over).
+    func commitWhole(_ batch: WriteBatch) throws {
+        do {
+            try commitRecorded(batch)
+        } catch {
+            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+            if storeError.isCorruption || Self.isTransient(storeError) { throw storeError }
+            if isolateRejectedRows(batch, error: storeError) != nil { throw storeError }
+        }
+    }
+}

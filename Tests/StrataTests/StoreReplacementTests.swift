@@ -1,0 +1,239 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Testing
+@testable import Strata
+
+/// A component type the engines of these tests do not register (a plug-in's data, say):
+/// its rows must survive a replacement they cannot write themselves.
+struct Annotation: Component, Equatable {
+    static let typeName = "test.annotation"
+    static let tier = Tier.critical
+    var note: String
+
+    init(_ note: String) { self.note = note }
+    func encode(to payload: inout PayloadWriter) { payload.write(note) }
+    init(from payload: inout PayloadReader, version: Int) throws { note = try payload.read() }
+}
+
+/// Corruption found while running (`Engine+StoreReplacement.swift`): the damaged file is
+/// set aside, a new one is written from the world in memory and what still reads of the
+/// rest, and the engine goes on. Real files, real damage (a page overwritten on disk).
+@Suite struct StoreReplacementTests {
+    /// A document of `count` entities (a Title and a Position each, and an Annotation
+    /// every tenth, written by an engine that registers it), with settings and operations.
+    func makeDocument(_ fixture: EngineFixture, count: Int = 3000) throws -> [EntityID] {
+        let engine = try Engine.open(config: fixture.config, components: testComponents + [Annotation.self],
+                                     logger: quietLogger, options: fixture.options)
+        var ids: [EntityID] = []
+        for i in 0 ..< count {
+            let entity = engine.world.spawn(Title("title \(i)"), Position(x: Float(i), y: 0))
+            if i % 10 == 0 { engine.world.insert(Annotation("note \(i)"), for: entity) }
+            ids.append(engine.world.id(of: entity)!)
+        }
+        engine.world.setSetting(.string("dark"), for: "theme")
+        for i in 0 ..< 40 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i)]) }
+        try engine.shutdown()
+        return ids
+    }
+
+    /// Overwrites the third leaf page of `table` (its rows are then unreadable) and
+    /// returns how many rows it held. The WAL is checkpointed into the file first, by a
+    /// connection of its own: the engine's connection sees the file changed, and reads
+    /// its pages from the disk again.
+    func damageLeaf(of table: String, _ fixture: EngineFixture) throws -> Int {
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        let (page, cells) = try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2", arguments: [table]))
+            return (row["pageno"] as Int, row["ncell"] as Int)
+        }
+        try queue.close()
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        try handle.seek(toOffset: UInt64((page - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+        return cells
+    }
+
+    /// What a user would compare: every live entity's title and position, and the settings.
+    func contents(_ world: World) -> [EntityID: String] {
+        var result: [EntityID: String] = [:]
+        for entity in world.entities {
+            let title = world.get(Title.self, for: entity).map { "\($0.text)#\($0.revision)" } ?? "-"
+            let position = world.get(Position.self, for: entity).map { "\($0.x),\($0.y)" } ?? "-"
+            result[world.id(of: entity)!] = "\(title) @ \(position)"
+        }
+        return result
+    }
+
+    func setAsideFiles(_ fixture: EngineFixture) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path).filter { $0.contains(".corrupt-") && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+    }
+
+    /// Changes that reach the damaged page: despawning every seventh entity deletes rows
+    /// from every leaf of `entities`. And more of everything else.
+    func change(_ engine: Engine, _ ids: [EntityID]) {
+        let world = engine.world
+        for (i, id) in ids.enumerated() {
+            guard let entity = world.entity(for: id) else { continue }
+            if i % 7 == 0 {
+                world.despawn(entity)
+            } else if i % 5 == 0 {
+                world.insert(Title("edited \(i)", revision: 1), for: entity)
+                world.insert(Position(x: -Float(i), y: 1), for: entity)
+            }
+        }
+        for i in 0 ..< 25 { world.spawn(Title("new \(i)"), Position(x: 0, y: Float(i))) }
+        world.setSetting(.string("light"), for: "theme")
+        world.setSetting(.integer(7), for: "zoom")
+        for i in 0 ..< 10 { engine.appendOperation(kind: "shape.move", payload: [UInt8(i)]) }
+    }
+
+    @Test func aCommitThatFindsTheFileCorruptReplacesItAndLosesNothingInMemory() throws {
+        let fixture = EngineFixture()
+        let ids = try makeDocument(fixture)
+        let engine = try fixture.open()
+        #expect(engine.recovery.loaded.unknownTypeRows == 300, "Annotation is not registered here")
+        _ = try damageLeaf(of: "entities", fixture)
+
+        change(engine, ids)
+        let expected = contents(engine.world)
+        #expect(engine.flushNow(), "the commit fails on the damaged page; the flush completes in a new file")
+
+        let metrics = engine.metrics
+        #expect(metrics.storeReplacements == 1)
+        let report = try #require(metrics.lastStoreReplacement)
+        #expect(report.contains("malformed") || report.contains("corrupt"), "\(report)")
+        #expect(try setAsideFiles(fixture).count == 1, "the damaged file is kept, aside")
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".replacing"))
+        #expect(try engine.store.verify().isEmpty)
+
+        // The engine goes on, with a writer on the new file.
+        let survivor = try #require(engine.world.entities.first)
+        engine.world.insert(Title("after", revision: 2), for: survivor)
+        #expect(engine.flushNow())
+        let final = contents(engine.world)
+        #expect(final.count == expected.count)
+        try engine.shutdown()
+
+        let reopened = try Engine.open(config: fixture.config, components: testComponents + [Annotation.self],
+                                       logger: quietLogger, options: fixture.options)
+        defer { try? reopened.shutdown() }
+        #expect(!reopened.recovery.crashed, "the new file was shut down cleanly")
+        #expect(reopened.recovery.setAsideCorruptFile == nil)
+        #expect(contents(reopened.world) == final, "every entity, title and position the world held")
+        #expect(reopened.world.setting("theme") == .string("light"))
+        #expect(reopened.world.setting("zoom") == .integer(7))
+        #expect(reopened.recovery.operations.operations == 50, "the 40 operations of the old file and the 10 waiting")
+        #expect(reopened.recovery.operations.gaps == 0)
+        #expect(reopened.recovery.session.cleanShutdownCount == 2, "counted on from the old file (1) and this one's")
+        // The unregistered type's rows came over for the entities still alive.
+        let annotated = reopened.world.entities.filter { reopened.world.get(Annotation.self, for: $0) != nil }
+        let aliveAnnotated = ids.enumerated().filter { $0.offset % 10 == 0 && $0.offset % 7 != 0 }.count
+        #expect(annotated.count == aliveAnnotated)
+        #expect(try reopened.store.verify().isEmpty)
+    }
+
+    @Test func damageTheIdleCheckFindsIsReplacedWhileRunning() throws {
+        // A damaged page of the operation log's id index: no commit reads it, the idle
+        // integrity check does. The file is replaced at the next flush, not the next open.
+        var fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 3000 { engine.world.spawn(Title("title \(i)")) }
+            for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
+            try engine.shutdown()
+        }
+        fixture.config.persistence.idleAfter = .seconds(60)
+        let engine = try fixture.open()
+        let page = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT pageno FROM dbstat WHERE name LIKE 'sqlite_autoindex_operation_log%' AND pagetype = 'leaf'
+                ORDER BY pageno LIMIT 1 OFFSET 2
+                """)
+        }
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        try handle.seek(toOffset: UInt64((try #require(page) - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        fixture.clock.advance(by: .seconds(61))
+        engine.endTick()
+        #expect(eventually(timeout: .seconds(120)) { engine.metrics.integrityCheck != nil })
+        #expect(engine.metrics.integrityCheck != "ok")
+        engine.world.spawn(Title("one more"))
+        #expect(engine.flushNow())
+        #expect(engine.metrics.storeReplacements == 1)
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".verify"), "the new file needs no check")
+        try engine.shutdown()
+
+        let next = try fixture.open()
+        defer { try? next.shutdown() }
+        #expect(next.recovery.setAsideCorruptFile == nil, "nothing left for the next open to do")
+        #expect(next.world.count(of: Title.self) == 3001)
+        #expect(next.recovery.operations.operations == 3000, "the log's table reads whole: only its index was damaged")
+        #expect(try next.store.verify().isEmpty)
+    }
+
+    @Test func aReplacementThatFailsKeepsEverythingAndIsRetried() throws {
+        // The new file cannot be written (every write fails): the replacement fails, the
+        // world and the waiting batches stay in memory, and the next flush after the
+        // backoff tries again, once the disk works.
+        var fixture = EngineFixture()
+        let vfs = try FaultVFS.register(name: "replace-\(UUID().uuidString)")
+        fixture.options.vfs = vfs.name
+        let ids = try makeDocument(fixture)
+        let engine = try fixture.open()
+        _ = try damageLeaf(of: "entities", fixture)
+        change(engine, ids)
+        let expected = contents(engine.world)
+        vfs.arm(.write, nth: 1, code: FaultVFS.ioError(for: .write), persistent: true)
+        #expect(!engine.flushNow(timeout: .seconds(2)))
+        #expect(engine.metrics.storeReplacements == 0)
+        #expect(engine.metrics.lastWriteError?.contains("replacing the corrupt file") == true, "\(engine.metrics.lastWriteError ?? "")")
+        #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".replacing"), "names the set-aside file until done")
+
+        vfs.disarm()
+        engine.world.setSetting(.boolean(true), for: "late")
+        fixture.clock.advance(by: .seconds(1))
+        #expect(engine.flushNow())
+        #expect(engine.metrics.storeReplacements == 1)
+        #expect(try setAsideFiles(fixture).count == 1, "the unfinished copy is not kept: it was made from the set-aside file and memory")
+        try engine.shutdown()
+
+        let reopened = try fixture.open()
+        defer { try? reopened.shutdown() }
+        #expect(contents(reopened.world) == expected)
+        #expect(reopened.world.setting("late") == .boolean(true))
+        #expect(reopened.recovery.operations.operations == 50)
+    }
+
+    @Test func aReplacementCutShortIsFinishedByTheNextOpen() throws {
+        // The process dies while the new file is being made: PATH is an unfinished copy, and
+        // PATH.replacing names the set-aside file. The next open salvages that one instead,
+        // as it would any corrupt file.
+        var fixture = EngineFixture()
+        let vfs = try FaultVFS.register(name: "cut-\(UUID().uuidString)")
+        fixture.options.vfs = vfs.name
+        let ids = try makeDocument(fixture)
+        let engine = try fixture.open()
+        let lost = try damageLeaf(of: "entities", fixture)
+        change(engine, ids)
+        vfs.arm(.write, nth: 1, code: FaultVFS.ioError(for: .write), persistent: true)
+        #expect(!engine.flushNow(timeout: .seconds(2)))
+        let marker = fixture.directory.databasePath + ".replacing"
+        let original = try String(contentsOfFile: marker, encoding: .utf8)
+        engine.abandon()
+        vfs.disarm()
+
+        let reopened = try fixture.open()
+        defer { try? reopened.shutdown() }
+        #expect(reopened.recovery.setAsideCorruptFile == original)
+        #expect(reopened.recovery.corruption?.contains("cut short") == true, "\(reopened.recovery.corruption ?? "")")
+        #expect(reopened.world.entityCount == ids.count - lost, "the set-aside file, less its damaged page")
+        #expect(reopened.world.setting("theme") == .string("dark"))
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        #expect(try reopened.store.verify().isEmpty)
+    }
+}
