@@ -69,14 +69,14 @@ bench-micro: deps
 
 # The durability contract under faults (release build, ~15 min; docs/durability.md): 500
 # power cuts that drop unsynced writes, 500 that tear them, 1000 SIGKILLs of `strata sim`,
-# and every I/O call site the workload reaches failed with EIO and with ENOSPC, once and
-# from then on. Exits non-zero on any failure, keeping the files in TORTURE_DIR.
+# every I/O call site the workload reaches failed with EIO and with ENOSPC, once and from
+# then on, and every read failed with SQLITE_CORRUPT (the file is replaced while running). Exits non-zero on any failure, keeping the files in TORTURE_DIR.
 TORTURE_DIR ?= torture-results
 torture: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata torture --mode drop,torn --cycles 500 --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 	.build/release/strata torture --mode sigkill --cycles 1000 --dir $(TORTURE_DIR) $(TORTURE_ARGS)
-	.build/release/strata torture --mode eio,enospc --dir $(TORTURE_DIR) $(TORTURE_ARGS)
+	.build/release/strata torture --mode eio,enospc,corrupt --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 
 clean:
 	rm -rf .build Benchmarks/.build bench-results torture-results

@@ -26,8 +26,8 @@ import Testing
     }
 
     @Test func everyFaultModeKeepsTheContract() throws {
-        let (child, results) = try torture(["--mode", "drop,torn,sigkill,eio,enospc", "--cycles", "50", "--seed", "11"])
-        #expect(results.map(\.mode) == ["drop", "torn", "sigkill", "eio", "enospc"], "\(child.stderr)")
+        let (child, results) = try torture(["--mode", "drop,torn,sigkill,eio,enospc,corrupt", "--cycles", "50", "--seed", "11"])
+        #expect(results.map(\.mode) == ["drop", "torn", "sigkill", "eio", "enospc", "corrupt"], "\(child.stderr)")
         for result in results {
             #expect(result.cycles >= 50, "\(result.mode)")
             #expect(result.faults >= 50, "\(result.mode): every cycle ends in its fault")
@@ -41,6 +41,10 @@ import Testing
                 #expect((result.details["\(method) once"] ?? 0) > 0, "\(result.mode): \(method) never failed")
             }
         }
+        // Reads that find a damaged page: the file is replaced while running, and nothing is lost.
+        let corrupt = try #require(results.last)
+        #expect((corrupt.details["xRead once"] ?? 0) > 0)
+        #expect((corrupt.details["files replaced while running"] ?? 0) > 0)
         #expect(child.status == 0)
     }
 

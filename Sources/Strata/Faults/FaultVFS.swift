@@ -79,6 +79,8 @@ public final class FaultVFS: Sendable {
 
     /// The error the unix VFS returns when the disk is full (ENOSPC).
     public static let diskFull = SQLITE_FULL
+    /// What a read of a damaged page gets.
+    public static let corrupt = SQLITE_CORRUPT
 
     /// The error the unix VFS returns when `method` fails on an I/O error (EIO).
     public static func ioError(for method: Method) -> Int32 {

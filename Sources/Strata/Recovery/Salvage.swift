@@ -71,7 +71,6 @@ enum Salvage {
             }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }
             carryCounters(from: source, into: store, corruptionCounted: false, &report)
-            try? store.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = ON") }
         }
         return report
     }
@@ -141,7 +140,7 @@ enum Salvage {
 
     /// Opens the corrupt file read-only for `body`, with foreign keys off in `store`: rows
     /// arrive in table order, and a component whose entity's page was lost has no parent
-    /// (``dropOrphans(_:_:)`` deals with those once everything is in).
+    /// (``dropOrphans(_:_:)`` deals with those once everything is in). Foreign keys are on again afterwards.
     private static func withSource(_ corruptPath: String, into store: Store, _ report: inout SalvageReport,
                                    _ body: (DatabaseQueue, inout SalvageReport) -> Void) {
         var configuration = Configuration()
@@ -155,10 +154,12 @@ enum Salvage {
         }
         defer { try? source.close() }
         try? store.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = OFF") }
+        // Back on whatever the body did: the writer's cascades depend on it.
+        defer { try? store.queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA foreign_keys = ON") } }
         body(source, &report)
     }
 
-    /// Deletes the components whose entity did not make it, and turns foreign keys back on.
+    /// Deletes the components whose entity did not make it.
     private static func dropOrphans(_ store: Store, _ report: inout SalvageReport) {
         do {
             try store.queue.writeWithoutTransaction { db in
@@ -168,7 +169,6 @@ enum Salvage {
                     report.rows["components", default: 0] -= orphans
                     report.skipped["components (entity lost)", default: 0] += orphans
                 }
-                try db.execute(sql: "PRAGMA foreign_keys = ON")
             }
         } catch {
             report.unreadable.append("the foreign-key pass (\(error))")

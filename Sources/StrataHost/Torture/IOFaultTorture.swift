@@ -1,11 +1,13 @@
 import Foundation
 import Strata
 
-/// `strata torture --mode eio|enospc`: SQLite's own I/O-error loop. For each method
-/// the fault VFS can fail (xWrite, xSync, xTruncate, xRead, xFileSize, xLock, xShmMap),
-/// once and from then on, a run fails the Nth call with EIO's error for that method (or
-/// SQLITE_FULL), for N = 1, 2, 3, … until a run's workload never reaches call N: every
-/// call site the workload reaches is failed once.
+/// `strata torture --mode eio|enospc|corrupt`: SQLite's own I/O-error loop. For each
+/// method the fault VFS can fail (xWrite, xSync, xTruncate, xRead, xFileSize, xLock,
+/// xShmMap), once and from then on, a run fails the Nth call with EIO's error for that
+/// method (or SQLITE_FULL), for N = 1, 2, 3, … until a run's workload never reaches call
+/// N: every call site the workload reaches is failed once. `corrupt` fails reads with
+/// SQLITE_CORRUPT, as a damaged page would: the file is replaced while running
+/// (`Engine+StoreReplacement.swift`) or set aside at open, and nothing may be lost either.
 ///
 /// A run: a new document opened through the VFS with the fault armed (an open that fails
 /// is retried once the fault clears), the canvas for 240 ticks in virtual time with a
@@ -14,7 +16,7 @@ import Strata
 /// may be lost: the world reopened from the file equals the world in memory.
 struct IOFaultTorture {
     let setup: TortureSetup
-    /// "eio" or "enospc".
+    /// "eio", "enospc" or "corrupt".
     let mode: String
     /// At most this many N per method and persistence (nil: walk until the workload ends).
     let maxSites: Int?
@@ -22,14 +24,22 @@ struct IOFaultTorture {
     static let ticks = 240
 
     func code(for method: FaultVFS.Method) -> Int32 {
-        mode == "enospc" ? FaultVFS.diskFull : FaultVFS.ioError(for: method)
+        switch mode {
+        case "enospc": FaultVFS.diskFull
+        case "corrupt": FaultVFS.corrupt
+        default: FaultVFS.ioError(for: method)
+        }
     }
+
+    /// The methods whose calls fail: reads only for `corrupt` (SQLite reads pages; what it
+    /// writes it does not check).
+    var methods: [FaultVFS.Method] { mode == "corrupt" ? [.read] : FaultVFS.Method.allCases }
 
     func run(progress: (Int, TortureResult) -> Void) throws -> TortureResult {
         var result = TortureResult(mode: mode, seed: setup.seed)
         let started = MonotonicClock().now()
         let vfs = try FaultVFS.register(name: "strata-torture-io")
-        walk: for method in FaultVFS.Method.allCases {
+        walk: for method in methods {
             for persistent in [false, true] {
                 var n = 1
                 while true {
@@ -93,12 +103,15 @@ struct IOFaultTorture {
         _ = engine.waitForWriter(timeout: .milliseconds(100))
         vfs.disarm()
         let fired = vfs.state.faults > 0
+        // The host goes on ticking: past any backoff of a replacement that failed meanwhile.
+        clock.advance(by: setup.config.writer.retryMaxBackoff)
         guard engine.flushNow(timeout: .seconds(20)) else {
             result.fail(.hang, "\(site): the writer did not commit within 20 s of the fault clearing", cycle: cycle)
             engine.abandon()
             return fired
         }
         let expected = WorldSnapshot(engine)
+        if engine.metrics.storeReplacements > 0 { result.details["files replaced while running", default: 0] += engine.metrics.storeReplacements }
         do {
             try engine.shutdown()
         } catch {

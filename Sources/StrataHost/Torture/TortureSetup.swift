@@ -86,9 +86,12 @@ struct TortureSetup {
     }
 
     /// Removes the document and its companions.
+    /// The document and every file beside it (set-aside copies, markers, parked rows).
     func removeDocument() {
-        for suffix in ["", "-wal", "-shm", "-journal", ".lock"] {
-            try? FileManager.default.removeItem(atPath: databasePath + suffix)
+        let name = URL(fileURLWithPath: databasePath).lastPathComponent
+        let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where file.hasPrefix(name) {
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(file))
         }
     }
 }
