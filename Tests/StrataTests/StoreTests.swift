@@ -228,6 +228,36 @@ import Testing
         #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 3000 - cells)
     }
 
+    @Test func aCorruptPageOfTheOperationLogCostsOnlyItsOwnOperations() throws {
+        // The log is keyed by (node, seq): the salvage walks each node's sequence past the
+        // damaged page, as it does the integer-keyed tables.
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF), 1, 2, 3]) }
+            try engine.shutdown()
+        }
+        let (page, cells) = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = 'operation_log' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 3"))
+            return (row["pageno"] as Int, row["ncell"] as Int)
+        }
+        #expect(cells > 10)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        try handle.seek(toOffset: UInt64((page - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.recovery.setAsideCorruptFile != nil, "the reload reads the log in key order and finds the damage")
+        let salvage = try #require(engine.recovery.salvage)
+        #expect(salvage.rows["operation_log"] == 3000 - cells, "\(salvage.description)")
+        #expect(salvage.skipped["operation_log"] == 1)
+        #expect(!salvage.unreadable.contains("operation_log"))
+        #expect(engine.recovery.operations.operations == 3000 - cells)
+        #expect(engine.recovery.operations.gaps == 1, "the lost page is a gap in the sequence, reported")
+    }
+
     @Test func damageAQuietOpenMissesIsFoundWhenIdleAndHandledAtTheNextOpen() throws {
         // A damaged page of the operation log's id index: a clean open never reads it (the
         // log is read in (node, seq) order), so it does not notice. The idle check does; if

@@ -33,9 +33,13 @@ public struct SalvageReport: Sendable, Equatable {
 /// order a batch at a time; when a read fails, the salvage finds the first key past the
 /// damage (probing forward, then bisecting: a seek fails exactly while it lands on a
 /// damaged page) and goes on from there, so one bad page costs its own rows only. The
-/// small tables keyed otherwise are read until their first damaged page. Entity numbers,
+/// operation log the same way, one node's sequence at a time. The small tables keyed
+/// otherwise (settings, acknowledgements, floors) are read until their first damaged page. Entity numbers,
 /// type ids and segment ids are kept, so the segment log's records still point at the
 /// right entities and types.
+/// A read in the salvage met a damaged page.
+private enum SalvageProbe: Error { case damaged }
+
 enum Salvage {
     /// Integer-keyed tables, in the order their rows may refer to each other.
     static let keyed: [(table: String, key: String)] = [
@@ -43,13 +47,14 @@ enum Salvage {
         ("rejected_writes", "id"),
     ]
     /// Read from the start until a damaged page.
-    static let scanned = ["settings", "replica", "operation_log", "peer_acks", "operation_floor"]
+    static let scanned = ["settings", "replica", "peer_acks", "operation_floor"]
 
     static func run(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
         withSource(corruptPath, into: store, &report) { source, report in
             for (table, key) in keyed { copyKeyed(table, key: key, from: source, into: store, &report) }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }
+            copyOperationLog(from: source, into: store, &report)
             carryCounters(from: source, into: store, corruptionCounted: true, &report)
             dropOrphans(store, &report)
         }
@@ -70,6 +75,7 @@ enum Salvage {
                 copyKeyed(table, key: key, from: source, into: store, &report)
             }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }
+            copyOperationLog(from: source, into: store, &report)
             carryCounters(from: source, into: store, corruptionCounted: false, &report)
         }
         return report
@@ -208,10 +214,12 @@ enum Salvage {
         }
     }
 
-    /// `filter`: an SQL condition the rows copied must meet; `conflict`: what a row whose
-    /// key is already in `store` does.
+    /// `filter`: an SQL condition the rows copied must meet; `seekFilter`: one the probes
+    /// past a damaged page keep to (the leading columns of a composite key, so that a probe
+    /// is a seek); `conflict`: what a row whose key is already in `store` does.
     private static func copyKeyed(_ table: String, key: String, from source: DatabaseQueue, into store: Store,
-                                  _ report: inout SalvageReport, filter: String = "1", conflict: String = "OR REPLACE") {
+                                  _ report: inout SalvageReport, filter: String = "1", seekFilter: String = "1",
+                                  conflict: String = "OR REPLACE") {
         guard let columns = columns(table, source, store) else { return }
         let list = columns.joined(separator: ", ")
         func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store) throws {
@@ -219,16 +227,30 @@ enum Salvage {
         }
         // Whether a seek to `k` reads (nil: it fails; .some(nil): nothing at or after k).
         func firstKey(from k: Int64) -> Int64?? {
-            do { return .some(try source.read { try Int64.fetchOne($0, sql: "SELECT \(key) FROM \(table) WHERE \(key) >= ? ORDER BY \(key) LIMIT 1", arguments: [k]) }) }
+            do { return .some(try source.read { try Int64.fetchOne($0, sql: "SELECT \(key) FROM \(table) WHERE \(seekFilter) AND \(key) >= ? ORDER BY \(key) LIMIT 1", arguments: [k]) }) }
             catch { return nil }
         }
         var next = Int64.min
         var copied = 0
         while true {
+            // Row by row, so that what reads before a damaged page is kept (in a table without
+            // rowid, that includes the row dividing it from the previous leaf, in their parent).
+            var rows: [Row] = []
             do {
-                var rows = try source.read { db in
-                    try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) >= ? AND (\(filter)) ORDER BY \(key) LIMIT 256", arguments: [next])
+                try source.read { db in
+                    let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) >= ? AND (\(filter)) ORDER BY \(key) LIMIT 256", arguments: [next])
+                    while let row = try cursor.next() { rows.append(row.copy()) }
                 }
+            } catch {
+                if let last = rows.last?[key] as Int64?, (try? insert(rows, table, columns, into: store)) != nil {
+                    copied += rows.count
+                    next = last &+ 1
+                    if next == Int64.min { break }
+                }
+                rows = []
+            }
+            do {
+                if rows.isEmpty, firstKey(from: next) != .some(nil) { throw SalvageProbe.damaged }
                 guard let last = rows.last?[key] as Int64? else { break }
                 if rows.count == 256 {
                     if rows.first?[key] as Int64? == last {
@@ -277,13 +299,44 @@ enum Salvage {
                         if firstKey(from: middle) != nil { high = middle } else { low = middle }
                     }
                     report.skipped[table, default: 0] += 1
+                    // In a table without rowid, the row dividing two leaves sits in their parent
+                    // page: a seek to it goes on down to the damaged leaf and fails, but a cursor
+                    // walking back from `high` reads it before it reaches the damage.
+                    var dividers: [Row] = []
+                    try? source.read { db in
+                        let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table) WHERE \(seekFilter) AND \(key) < ? AND \(key) >= ? AND (\(filter)) ORDER BY \(key) DESC", arguments: [high, next])
+                        while let row = try cursor.next() { dividers.append(row.copy()) }
+                    }
+                    if (try? insert(dividers, table, columns, into: store)) != nil { copied += dividers.count }
                     next = high
                     continue
                 }
                 break
             }
         }
-        report.rows[table] = copied
+        report.rows[table, default: 0] += copied
+    }
+
+    /// The operation log, keyed by (node, seq): each node's sequence is copied like an
+    /// integer-keyed table (past damaged pages). The nodes come from every table that names
+    /// them, and from the log itself read in two orders (its key, and its id index) up to
+    /// a damaged page: a node named nowhere else whose every operation sits past the
+    /// damage is the one thing lost unseen.
+    private static func copyOperationLog(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
+        guard columns("operation_log", source, store) != nil else { return }
+        var nodes = Set<Data>()
+        for sql in ["SELECT node FROM vector_clock", "SELECT node FROM operation_floor", "SELECT node FROM peer_acks",
+                    "SELECT node_id FROM replica", "SELECT DISTINCT node FROM operation_log", "SELECT node FROM operation_log ORDER BY id"] {
+            try? source.read { db in
+                let cursor = try Data.fetchCursor(db, sql: sql)
+                while let node = try cursor.next() { nodes.insert(node) }
+            }
+        }
+        for node in nodes.sorted(by: { $0.lexicographicallyPrecedes($1) }) where node.count == 16 {
+            let hex = node.map { String(format: "%02x", $0) }.joined()
+            copyKeyed("operation_log", key: "seq", from: source, into: store, &report, filter: "node = x'\(hex)'", seekFilter: "node = x'\(hex)'")
+        }
+        if report.rows["operation_log"] == nil { report.rows["operation_log"] = 0 }
     }
 
     private static func copyScanned(_ table: String, from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
