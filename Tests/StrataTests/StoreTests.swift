@@ -303,6 +303,87 @@ import Testing
         try next.shutdown()
     }
 
+    /// Mounts `source` read-only at `target` (a bind mount); false where this process may not mount.
+    static func mountReadOnly(_ source: String, at target: String) -> Bool {
+        let mount = { (arguments: [String]) -> Bool in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/mount")
+            process.arguments = arguments
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return false }
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        }
+        try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        return mount(["--bind", source, target]) && mount(["-o", "remount,bind,ro", target])
+    }
+
+    static func unmount(_ target: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/umount")
+        process.arguments = [target]
+        try? process.run()
+        process.waitUntilExit()
+    }
+
+    /// Whether read-only bind mounts work here (root in a container that allows them, as on
+    /// the development machine and CI).
+    static let readOnlyMountsWork: Bool = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("strata-ro-probe-\(getpid())")
+        try? FileManager.default.createDirectory(at: directory.appendingPathComponent("src"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appendingPathComponent("ro").path
+        guard mountReadOnly(directory.appendingPathComponent("src").path, at: target) else { return false }
+        unmount(target)
+        return true
+    }()
+
+    @Test(.enabled(if: StoreTests.readOnlyMountsWork, "read-only bind mounts need mount privileges"))
+    func inspectionReadsADocumentOnReadOnlyMedia() throws {
+        // A WAL database opens read-only only if its -shm file exists or can be created:
+        // on read-only media SQLite says "unable to open database file". Inspect reads a copy.
+        let fixture = EngineFixture()
+        let source = fixture.directory.url.appendingPathComponent("media").path
+        var config = fixture.config
+        config.database.path = source + "/doc.db"
+        do {
+            let engine = try Engine.open(config: config, components: testComponents, logger: quietLogger, options: fixture.options)
+            for i in 0 ..< 40 { engine.world.spawn(Title("title \(i)")) }
+            try engine.shutdown()
+        }
+        // And a file with WAL content nobody checkpointed, as a killed writer leaves it.
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = ["-c", """
+            import os, sqlite3, sys
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("PRAGMA journal_mode = WAL"); c.execute("PRAGMA wal_autocheckpoint = 0")
+            c.execute("CREATE TABLE t (x)"); c.execute("INSERT INTO t VALUES (1)")
+            os._exit(0)
+            """, source + "/killed.db"]
+        try python.run()
+        python.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: source + "/killed.db-shm")
+
+        let mounted = fixture.directory.url.appendingPathComponent("ro").path
+        #expect(StoreTests.mountReadOnly(source, at: mounted))
+        defer { StoreTests.unmount(mounted) }
+        #expect(!FileManager.default.createFile(atPath: mounted + "/probe", contents: Data()), "the mount is read-only")
+
+        let document = try DatabaseInspection.inspect(path: mounted + "/doc.db")
+        #expect(document.readFromCopy)
+        #expect(document.path == mounted + "/doc.db", "reported under its own path, not the copy's")
+        #expect(document.entityCount == 40)
+        #expect(document.cleanShutdown == true)
+        #expect(document.text.contains("read from        a copy"))
+
+        let killed = try DatabaseInspection.inspect(path: mounted + "/killed.db")
+        #expect(killed.readFromCopy)
+        #expect(killed.walBytes > 0)
+        #expect(killed.document == "foreign", "its table, which lives only in the WAL, was read: \(killed.documentDetail ?? "")")
+        #expect(killed.documentDetail?.contains("t") == true)
+    }
+
     @Test func twoSetAsidesInOneSecondDoNotCollide() throws {
         let fixture = EngineFixture()
         let location = StoreLocation(path: fixture.directory.databasePath)

@@ -54,10 +54,41 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     /// Unix milliseconds.
     public var sessionStartedAt: Int64?
     public var sessionEndedAt: Int64?
+    /// The file's folder is read-only (read-only media), and SQLite cannot read a WAL
+    /// database there without its shared-memory file: the file and its WAL were copied
+    /// to a temporary folder and read there.
+    public var readFromCopy = false
 
     /// Reads `path` through a read-only connection (no checkpoint, no recovery writes).
+    /// On read-only media, from a copy (``readFromCopy``).
     public static func inspect(path: String) throws -> DatabaseInspection {
         let location = StoreLocation(path: path)
+        do {
+            return try read(location)
+        } catch let error as StoreError where error.sqliteCode.map({ $0 & 0xFF == SQLITE_CANTOPEN || $0 & 0xFF == SQLITE_READONLY }) == true
+            && access(URL(fileURLWithPath: location.path).deletingLastPathComponent().path, W_OK) != 0 {
+            // A WAL database whose `-shm` file cannot be created: SQLite refuses to open it.
+            let fm = FileManager.default
+            let folder = fm.temporaryDirectory.appendingPathComponent("strata-inspect-\(UUID().uuidString)")
+            try fm.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? fm.removeItem(at: folder) }
+            let copy = StoreLocation(path: folder.appendingPathComponent(URL(fileURLWithPath: location.path).lastPathComponent).path)
+            do {
+                try fm.copyItem(atPath: location.path, toPath: copy.path)
+                if fm.fileExists(atPath: location.walPath) { try fm.copyItem(atPath: location.walPath, toPath: copy.walPath) }
+            } catch {
+                throw StoreError(.read, message: "the folder is read-only, and the file could not be copied to read it: \(error)",
+                                 path: location.path)
+            }
+            var inspection = try read(copy, as: location)
+            inspection.readFromCopy = true
+            return inspection
+        }
+    }
+
+    /// Reads `location`, reporting it as `reported` (the original of a copy).
+    private static func read(_ location: StoreLocation, as reported: StoreLocation? = nil) throws -> DatabaseInspection {
+        let reported = reported ?? location
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: location.path, isDirectory: &isDirectory) else {
             throw StoreError(.open, message: "no database file", path: location.path)
@@ -74,14 +105,14 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             return try queue.read { db in
                 let kind = try DocumentKind.classify(db)
                 var header = DatabaseInspection(
-                    path: location.path,
+                    path: reported.path,
                     journalMode: try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "unknown",
                     pageSize: try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0,
                     schemaVersion: try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
                     walBytes: walBytes, entityCount: 0, components: [:],
                     cleanShutdown: nil, crashCount: 0, cleanShutdownCount: 0)
                 header.document = kind.key
-                header.owner = DocumentLock.owner(of: location)
+                header.owner = DocumentLock.owner(of: reported)
                 switch kind {
                 case .newerSchema(let why), .foreign(let why):
                     header.documentDetail = why
@@ -121,7 +152,7 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                 if try db.tableExists("rejected_writes") {
                     inspection.rejectedWrites = try Int.fetchOne(db, sql: "SELECT count(*) FROM rejected_writes") ?? 0
                 }
-                inspection.rejectedWritesInSideFile = (try? Engine.sideFileRows(location.rejectedPath).count) ?? 0
+                inspection.rejectedWritesInSideFile = (try? Engine.sideFileRows(reported.rejectedPath).count) ?? 0
                 if try db.tableExists("operation_log") {
                     try inspection.readOperationLog(db)
                 }
@@ -212,6 +243,7 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             "schema version   \(schemaVersion)",
             "WAL              \(walBytes) bytes",
         ]
+        if readFromCopy { lines.append("read from        a copy (the folder is read-only, and SQLite needs the WAL's shared-memory file beside it)") }
         guard document == "strata" || document == "empty" else { return lines.joined(separator: "\n") }
         lines.append("entities         \(entityCount)")
         for (name, count) in components.sorted(by: { $0.key < $1.key }) {
