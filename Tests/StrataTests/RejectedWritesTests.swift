@@ -87,6 +87,66 @@ import Testing
         #expect(try fixture.componentCount(Title.self) == 20)
     }
 
+    @Test func parkedOperationsClockRowsAndAcknowledgementsAreReplayedAsTheyWere() throws {
+        // Triggers refuse one operation, the clock row that covers it and one acknowledgement.
+        // Once they are gone, the replay logs the operation again under its own id, sequence
+        // and timestamp, and writes the clock and the acknowledgement.
+        var fixture = EngineFixture()
+        try fixture.open().shutdown()
+        fixture.options.prepareConnection = { db in
+            try db.execute(sql: """
+                CREATE TEMP TRIGGER refuse_operation BEFORE INSERT ON operation_log WHEN NEW.kind = 'shape.refused'
+                BEGIN SELECT RAISE(ABORT, 'this operation is refused'); END;
+                CREATE TEMP TRIGGER refuse_clock BEFORE INSERT ON vector_clock WHEN NEW.seq = 3
+                BEGIN SELECT RAISE(ABORT, 'this clock is refused'); END;
+                CREATE TEMP TRIGGER refuse_ack BEFORE INSERT ON peer_acks WHEN NEW.seq = 99
+                BEGIN SELECT RAISE(ABORT, 'this acknowledgement is refused'); END;
+                """)
+        }
+        let peer = NodeID()
+        var refused: LoggedOperation?
+        do {
+            let engine = try fixture.open()
+            engine.appendOperation(kind: "shape.create", payload: [1])
+            refused = engine.appendOperation(kind: "shape.refused", payload: [2, 2])
+            engine.appendOperation(kind: "shape.move", payload: [3])
+            engine.recordAcknowledgement(from: peer, clock: [engine.nodeID: 99])
+            #expect(engine.flushNow())
+            let kinds = Set(try engine.rejectedWrites().map(\.kind))
+            #expect(kinds == [.operation, .vectorClock, .peerAck])
+            let parked = try #require(try engine.rejectedWrites().first { $0.kind == .operation })
+            #expect(parked.operationID == refused?.id)
+            #expect(parked.timestamp == refused?.timestamp.rawValue)
+            try engine.shutdown()
+        }
+        fixture.options.prepareConnection = nil
+        let engine = try fixture.open()
+        #expect(engine.recovery.operations.gaps == 1, "seq 2 is missing from the log")
+        let report = try engine.replayRejectedWrites()
+        #expect(report.replayed == 3, "\(report.kept)")
+        #expect(engine.flushNow())
+        #expect(try engine.rejectedWrites().isEmpty)
+        #expect(engine.operationGaps.isEmpty)
+        let node = engine.nodeID
+        try engine.shutdown()
+
+        let queue = try fixture.reader()
+        try queue.read { db in
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT id, timestamp, payload FROM operation_log WHERE kind = 'shape.refused'"))
+            #expect((row["id"] as Data).withUnsafeBytes { EntityID(bytes: $0) } == refused?.id)
+            #expect(row["timestamp"] as Int64 == refused?.timestamp.rawValue)
+            #expect([UInt8](row["payload"] as Data) == [2, 2])
+            #expect(try Int64.fetchOne(db, sql: "SELECT seq FROM vector_clock WHERE node = ?", arguments: [node.withBytes { Data($0) }]) == 3)
+            #expect(try Int64.fetchOne(db, sql: "SELECT seq FROM peer_acks WHERE peer = ?", arguments: [peer.withBytes { Data($0) }]) == 99)
+        }
+        try queue.close()
+        let reopened = try fixture.open()
+        #expect(reopened.recovery.operations.operations == 3)
+        #expect(reopened.recovery.operations.gaps == 0)
+        #expect(reopened.recovery.operations.vectorClockRepairs.isEmpty)
+        try reopened.shutdown()
+    }
+
     @Test func aShutdownThatCannotWriteParksWhatIsLeftInTheSideFile() throws {
         // A disk that stays full through the shutdown: nothing is lost, it is parked, and
         // the next session can put it back.

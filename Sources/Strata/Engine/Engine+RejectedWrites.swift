@@ -11,11 +11,14 @@ extension Engine {
         do {
             rows = try store.queue.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM rejected_writes ORDER BY id").map { row in
-                    RejectedWrite(id: row["id"], rejectedAt: row["rejected_at"], error: row["error"],
-                                  kind: RejectedWrite.Kind(rawValue: row["kind"]) ?? .component,
-                                  entity: (row["entity"] as Data?).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } },
-                                  entityNumber: row["entity_num"], name: row["name"], number: row["number"],
-                                  payload: (row["payload"] as Data?).map { [UInt8]($0) })
+                    func id(_ column: String) -> EntityID? {
+                        (row[column] as Data?).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } }
+                    }
+                    return RejectedWrite(id: row["id"], rejectedAt: row["rejected_at"], error: row["error"],
+                                         kind: RejectedWrite.Kind(rawValue: row["kind"]) ?? .component, entity: id("entity"),
+                                         entityNumber: row["entity_num"], name: row["name"], number: row["number"],
+                                         payload: (row["payload"] as Data?).map { [UInt8]($0) },
+                                         operationID: id("operation_id"), timestamp: row["timestamp"])
                 }
             }
         } catch {
@@ -32,12 +35,15 @@ extension Engine {
         public var kept: [String] = []
     }
 
-    /// Puts the parked components and settings back in the world, to be written with the
-    /// next flush (call it once the cause is fixed: a migration, a smaller value), with the
-    /// spawns and despawns among them. The rows replayed leave `rejected_writes` in that
-    /// flush's transaction, and the side file at once. Rows the world cannot express
-    /// (operations, clock rows, acknowledgements, components of entities that are gone or of
-    /// types not registered) stay parked. Tick thread.
+    /// Puts the parked rows back, to be written with the next flush (call it once the
+    /// cause is fixed: a migration, a smaller value): components and settings into the
+    /// world, with the spawns and despawns among them; operations into the operation log
+    /// as they were (same id, sequence and timestamp; one logged meanwhile is not logged
+    /// twice); vector-clock rows (the clock as it is now is written); acknowledgements.
+    /// The rows replayed leave `rejected_writes` in that flush's transaction, and the side
+    /// file at once. Rows the engine cannot express (components of entities that are gone
+    /// or of types not registered, operations parked by a build that did not keep their
+    /// id) stay parked. Tick thread.
     @discardableResult
     public func replayRejectedWrites() throws -> ReplayReport {
         var report = ReplayReport()
@@ -91,8 +97,24 @@ extension Engine {
             guard let id = row.entity else { return "no entity id" }
             if let entity = world.entity(for: id) { world.despawn(entity) }
             return nil
-        case .operation, .vectorClock, .peerAck:
-            return "the world cannot replay a row of this kind (the operation log's rows come back through sync)"
+        case .operation:
+            guard let operation = row.operation else { return "parked without its id and timestamp (an older build)" }
+            // After a restart it is missing from the log (a gap): logged again, the clock moves.
+            // In the session that parked it, the clock has it already: only the row is written.
+            if world.operationLog.receive(operation) == .duplicate { world.operationLog.requeue(operation) }
+            world.tracker.noteCriticalWork(clock: world.clock)
+            return nil
+        case .vectorClock:
+            guard let node = row.entity else { return "no node" }
+            world.operationLog.requeueClock(of: node)
+            world.tracker.noteCriticalWork(clock: world.clock)
+            return nil
+        case .peerAck:
+            guard let peer = row.entity, let text = row.name, let uuid = UUID(uuidString: text), let seq = row.number
+            else { return "no peer, node or sequence" }
+            world.operationLog.acknowledge(from: peer, clock: [NodeID(uuid): seq])
+            world.tracker.noteCriticalWork(clock: world.clock)
+            return nil
         }
     }
 

@@ -126,6 +126,18 @@ public final class OperationLog {
         }
     }
 
+    /// A logged operation whose row a commit rejected (``RejectedWrite``), written again
+    /// with the next drain: it is in the clock already, so nothing else changes (a row
+    /// logged meanwhile under its key is kept: the insert ignores a duplicate).
+    func requeue(_ operation: LoggedOperation) {
+        pending.append(operation)
+    }
+
+    /// Writes `node`'s vector-clock row with the next drain that carries the clock.
+    func requeueClock(of node: NodeID) {
+        if vectorClock[node] != nil { clockChanged.insert(node) }
+    }
+
     /// Operations and acknowledgements waiting for a critical drain.
     var pendingCount: Int { pending.count + pendingAcks.values.reduce(0) { $0 + $1.count } }
 

@@ -176,9 +176,18 @@ extension Store {
                 PRAGMA user_version = 4;
                 """)
         }
+        migrator.registerMigration("v5: rejected operations keep their id and timestamp") { db in
+            // So that a parked operation can be logged again as it was (Engine+RejectedWrites.swift).
+            try db.execute(sql: """
+                ALTER TABLE rejected_writes ADD COLUMN operation_id BLOB;
+                ALTER TABLE rejected_writes ADD COLUMN timestamp INTEGER;
+
+                PRAGMA user_version = 5;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 4 }
+    public static var schemaVersion: Int { 5 }
 }

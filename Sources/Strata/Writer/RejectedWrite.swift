@@ -31,9 +31,14 @@ public struct RejectedWrite: Sendable, Equatable, Codable {
     public var number: Int64?
     /// The encoded component, the setting's stored text, the operation's payload.
     public var payload: [UInt8]?
+    /// An operation's id and hybrid timestamp (``HybridTimestamp/rawValue``): with them it
+    /// is logged again exactly as it was.
+    public var operationID: EntityID?
+    public var timestamp: Int64?
 
     public init(id: Int64? = nil, rejectedAt: Int64, error: String, kind: Kind, entity: EntityID? = nil,
-                entityNumber: Int64? = nil, name: String? = nil, number: Int64? = nil, payload: [UInt8]? = nil) {
+                entityNumber: Int64? = nil, name: String? = nil, number: Int64? = nil, payload: [UInt8]? = nil,
+                operationID: EntityID? = nil, timestamp: Int64? = nil) {
         self.id = id
         self.rejectedAt = rejectedAt
         self.error = error
@@ -43,6 +48,16 @@ public struct RejectedWrite: Sendable, Equatable, Codable {
         self.name = name
         self.number = number
         self.payload = payload
+        self.operationID = operationID
+        self.timestamp = timestamp
+    }
+
+    /// The operation this row parked, if it is one that can be logged again.
+    var operation: LoggedOperation? {
+        guard kind == .operation, let node = entity, let seq = number, let kind = name, let operationID, let timestamp
+        else { return nil }
+        return LoggedOperation(id: operationID, node: node, seq: seq, timestamp: HybridTimestamp(rawValue: timestamp),
+                               kind: kind, payload: payload ?? [])
     }
 }
 

@@ -57,12 +57,15 @@ extension Writer {
                 try db.inTransaction {
                     for row in rows {
                         try executeChecked(db, """
-                            INSERT INTO rejected_writes (rejected_at, error, kind, entity, entity_num, name, number, payload)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                            INSERT INTO rejected_writes (rejected_at, error, kind, entity, entity_num, name, number, payload,
+                                                         operation_id, timestamp)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                             """, [.int(row.rejectedAt), .text(row.error), .text(row.kind.rawValue),
                                   row.entity.map { id in .blob(id.withBytes { Array($0) }) } ?? .null,
                                   row.entityNumber.map { .int($0) } ?? .null, row.name.map { .text($0) } ?? .null,
-                                  row.number.map { .int($0) } ?? .null, row.payload.map { .blob($0) } ?? .null])
+                                  row.number.map { .int($0) } ?? .null, row.payload.map { .blob($0) } ?? .null,
+                                  row.operationID.map { id in .blob(id.withBytes { Array($0) }) } ?? .null,
+                                  row.timestamp.map { .int($0) } ?? .null])
                     }
                     return .commit
                 }
@@ -126,7 +129,8 @@ extension Writer {
         }
         for operation in batch.operations {
             rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .operation, entity: operation.node,
-                                      name: operation.kind, number: operation.seq, payload: operation.payload))
+                                      name: operation.kind, number: operation.seq, payload: operation.payload,
+                                      operationID: operation.id, timestamp: operation.timestamp.rawValue))
         }
         for (node, seq) in batch.vectorClockRows {
             rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .vectorClock, entity: node, number: seq))
