@@ -258,6 +258,36 @@ import Testing
         #expect(engine.recovery.operations.gaps == 1, "the lost page is a gap in the sequence, reported")
     }
 
+    @Test func aCorruptPageOfTheSettingsCostsOnlyItsOwnSettings() throws {
+        // Keyed by text: read up to the damaged page, then back from the end down to it.
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 2000 { engine.world.setSetting(.string(String(repeating: "v", count: 60)), for: String(format: "key.%05d", i)) }
+            engine.world.spawn(Title("one"))
+            try engine.shutdown()
+        }
+        let (page, cells) = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
+            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = 'settings' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
+            return (row["pageno"] as Int, row["ncell"] as Int)
+        }
+        #expect(cells > 10)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
+        try handle.seek(toOffset: UInt64((page - 1) * 4096))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.recovery.setAsideCorruptFile != nil, "the reload reads every setting and finds the damage")
+        let salvage = try #require(engine.recovery.salvage)
+        #expect(salvage.rows["settings"] == 2000 - cells, "\(salvage.description)")
+        #expect(salvage.skipped["settings"] == 1)
+        #expect(!salvage.unreadable.contains("settings"))
+        #expect(engine.world.settings.count == 2000 - cells)
+        #expect(engine.world.entityCount == 1)
+    }
+
     @Test func damageAQuietOpenMissesIsFoundWhenIdleAndHandledAtTheNextOpen() throws {
         // A damaged page of the operation log's id index: a clean open never reads it (the
         // log is read in (node, seq) order), so it does not notice. The idle check does; if

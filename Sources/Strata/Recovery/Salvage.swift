@@ -34,7 +34,8 @@ public struct SalvageReport: Sendable, Equatable {
 /// damage (probing forward, then bisecting: a seek fails exactly while it lands on a
 /// damaged page) and goes on from there, so one bad page costs its own rows only. The
 /// operation log the same way, one node's sequence at a time. The small tables keyed
-/// otherwise (settings, acknowledgements, floors) are read until their first damaged page. Entity numbers,
+/// otherwise (settings, acknowledgements, floors) are read in key order up to a damaged
+/// page and backwards from their end down to it. Entity numbers,
 /// type ids and segment ids are kept, so the segment log's records still point at the
 /// right entities and types.
 /// A read in the salvage met a damaged page.
@@ -46,7 +47,7 @@ enum Salvage {
         ("component_types", "id"), ("entities", "num"), ("components", "entity_num"), ("segments", "id"),
         ("rejected_writes", "id"),
     ]
-    /// Read from the start until a damaged page.
+    /// Read from each end up to a damaged page.
     static let scanned = ["settings", "replica", "peer_acks", "operation_floor"]
 
     static func run(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
@@ -339,16 +340,33 @@ enum Salvage {
         if report.rows["operation_log"] == nil { report.rows["operation_log"] = 0 }
     }
 
+    /// A table keyed otherwise (text, blobs): read in key order up to a damaged page, then
+    /// backwards from its end down to it, so that one damaged page costs its own rows only
+    /// (with more than one, the rows between the first and the last are lost too).
     private static func copyScanned(_ table: String, from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
         guard let columns = columns(table, source, store) else { return }
+        let list = columns.joined(separator: ", ")
+        let key = ((try? source.read { db in try db.primaryKey(table).columns }) ?? []).joined(separator: ", ")
         var rows: [Row] = []
-        do {
+        func scan(_ order: String) throws {
             try source.read { db in
-                let cursor = try Row.fetchCursor(db, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(table)")
+                let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table)" + (key.isEmpty ? "" : " ORDER BY \(order)"))
                 while let row = try cursor.next() { rows.append(row.copy()) }
             }
+        }
+        do {
+            try scan(key)
         } catch {
-            report.unreadable.append(table)
+            let before = rows.count
+            let descending = key.split(separator: ",").map { "\($0.trimmingCharacters(in: .whitespaces)) DESC" }.joined(separator: ", ")
+            do {
+                if !key.isEmpty { try scan(descending) }
+            } catch {}
+            if rows.count > before {
+                report.skipped[table, default: 0] += 1
+            } else {
+                report.unreadable.append(table)
+            }
         }
         do {
             try insert(rows, table, columns, into: store)
