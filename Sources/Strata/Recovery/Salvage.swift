@@ -9,6 +9,10 @@ public struct SalvageReport: Sendable, Equatable {
     /// Ranges of keys skipped because their pages did not read, per table (each range is
     /// the rows of one or more damaged pages), and rows that did not read on their own.
     public var skipped: [String: Int] = [:]
+    /// Keys in the ranges skipped, per integer-keyed table (the operation log's: sequences):
+    /// at most that many rows were lost there (exactly, where keys are dense, as entity
+    /// numbers and sequences are).
+    public var lostAtMost: [String: Int64] = [:]
     /// Tables that could not be read at all, or only up to a damaged page (the rest is lost).
     public var unreadable: [String] = []
     /// Crashes and clean shutdowns the set-aside file had counted, carried over (its
@@ -21,6 +25,8 @@ public struct SalvageReport: Sendable, Equatable {
         var text = "salvaged \(copied.isEmpty ? "nothing" : copied)"
         let skips = skipped.sorted { $0.key < $1.key }.map { "\($0.value) in \($0.key)" }.joined(separator: ", ")
         if !skips.isEmpty { text += "; skipped unreadable rows or ranges: \(skips)" }
+        let lost = lostAtMost.sorted { $0.key < $1.key }.map { "\($0.value) in \($0.key)" }.joined(separator: ", ")
+        if !lost.isEmpty { text += "; rows lost, at most: \(lost)" }
         if !unreadable.isEmpty { text += "; unreadable past a damaged page: \(unreadable.joined(separator: ", "))" }
         return text
     }
@@ -300,6 +306,7 @@ enum Salvage {
                         if firstKey(from: middle) != nil { high = middle } else { low = middle }
                     }
                     report.skipped[table, default: 0] += 1
+                    report.lostAtMost[table, default: 0] += high &- next
                     // In a table without rowid, the row dividing two leaves sits in their parent
                     // page: a seek to it goes on down to the damaged leaf and fails, but a cursor
                     // walking back from `high` reads it before it reaches the damage.
@@ -308,7 +315,10 @@ enum Salvage {
                         let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table) WHERE \(seekFilter) AND \(key) < ? AND \(key) >= ? AND (\(filter)) ORDER BY \(key) DESC", arguments: [high, next])
                         while let row = try cursor.next() { dividers.append(row.copy()) }
                     }
-                    if (try? insert(dividers, table, columns, into: store)) != nil { copied += dividers.count }
+                    if (try? insert(dividers, table, columns, into: store)) != nil {
+                        copied += dividers.count
+                        report.lostAtMost[table, default: 0] -= Int64(Set(dividers.compactMap { $0[key] as Int64? }).count)
+                    }
                     next = high
                     continue
                 }
