@@ -53,9 +53,15 @@ final class WriteBuffer: @unchecked Sendable {
     /// Set by the writer when SQLite reports the file corrupt; cleared by the engine once
     /// a new file has replaced it.
     private var corruption: StoreError?
+    /// Work other threads handed the writer (``WriterRequest``), in order.
+    private var requests: [WriterRequest] = []
+    /// Told of the entities each commit deleted (the job queue cancels their running jobs).
+    private var deletionListener: (@Sendable ([EntityNumber]) -> Void)?
 
     enum Take {
         case batch(WriteBatch)
+        /// Every request waiting, to run in one group commit.
+        case requests([WriterRequest])
         case timedOut
         case closed
     }
@@ -102,7 +108,7 @@ final class WriteBuffer: @unchecked Sendable {
                 writerWaiting = false
                 writerParked = false
             }
-            while waiting == nil && !closed && !nudged && corruption == nil {
+            while waiting == nil && requests.isEmpty && !closed && !nudged && corruption == nil {
                 if !lock.wait(until: deadline) { break }
             }
             nudged = false
@@ -110,7 +116,46 @@ final class WriteBuffer: @unchecked Sendable {
                 waiting = nil
                 return .batch(batch)
             }
+            if !requests.isEmpty && corruption == nil {
+                defer { requests.removeAll() }
+                return .requests(requests)
+            }
             return closed ? .closed : .timedOut
+        }
+    }
+
+    /// Queues work for the writer from any thread and wakes it. False once the buffer is
+    /// closed (the engine is shutting down): the request will not run.
+    @discardableResult
+    func submit(_ request: WriterRequest) -> Bool {
+        lock.withLock {
+            guard !closed else { return false }
+            requests.append(request)
+            if writerWaiting { lock.broadcast() }
+            return true
+        }
+    }
+
+    /// Returns requests the writer could not run (the file turned out corrupt) to the front.
+    func putBack(_ returned: [WriterRequest]) {
+        lock.withLock { requests.insert(contentsOf: returned, at: 0) }
+    }
+
+    /// Sets who is told of the entities each commit deletes. Before the writer starts.
+    func setDeletionListener(_ listener: @escaping @Sendable ([EntityNumber]) -> Void) {
+        lock.withLock { deletionListener = listener }
+    }
+
+    /// A commit deleted these entities. Writer thread.
+    func notifyDeleted(_ numbers: [EntityNumber]) {
+        lock.withLock { deletionListener }?(numbers)
+    }
+
+    /// The requests still waiting, taken (the writer, as it finishes, fails them).
+    func takeRequests() -> [WriterRequest] {
+        lock.withLock {
+            defer { requests.removeAll() }
+            return requests
         }
     }
 

@@ -71,6 +71,18 @@ extension StrataConfig {
             retention = "\(operationLog.retention.rawValue)"
             retention_min_age_secs = \(secs(operationLog.retentionMinAge))
 
+            [jobs]
+            workers = \(jobs.workers)
+            max_attempts = \(jobs.maxAttempts)
+            retry_initial_backoff_ms = \(ms(jobs.retryInitialBackoff))
+            retry_max_backoff_secs = \(secs(jobs.retryMaxBackoff))
+            keep_finished_secs = \(secs(jobs.keepFinished))
+            shutdown_timeout_secs = \(secs(jobs.shutdownTimeout))
+
+            [assets]
+            unknown_files = "\(assets.unknownFiles.rawValue)"
+            min_file_bytes = \(assets.minFileBytes)
+
             [metrics]
             count_fsyncs = \(metrics.countFsyncs)
 

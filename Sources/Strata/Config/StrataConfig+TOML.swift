@@ -76,11 +76,19 @@ extension StrataConfig {
                                                                   unit: .seconds, allowZero: true, max: .seconds(100 * 365 * 86_400))
             try log.rejectUnknownKeys(known: ["retention", "retention_min_age_secs"])
         }
+        if var jobs = try reader.table("jobs") {
+            config.jobs = try readJobs(&jobs)
+        }
+        if var assets = try reader.table("assets") {
+            config.assets.unknownFiles = try assets.choice("unknown_files", default: config.assets.unknownFiles)
+            config.assets.minFileBytes = try assets.int("min_file_bytes", default: config.assets.minFileBytes, range: 0 ... Int(Int32.max))
+            try assets.rejectUnknownKeys(known: ["unknown_files", "min_file_bytes"])
+        }
         if var metrics = try reader.table("metrics") {
             config.metrics.countFsyncs = try metrics.bool("count_fsyncs", default: config.metrics.countFsyncs)
             try metrics.rejectUnknownKeys(known: ["count_fsyncs"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "jobs", "assets", "metrics"])
         return config
     }
 
@@ -191,6 +199,24 @@ extension StrataConfig {
             throw r.error(.invalidValue, "step_budget_ms", "must be at most 1000 (a step holds up every write behind it), got \(Int(c.stepBudget.milliseconds))")
         }
         try r.rejectUnknownKeys(known: ["idle_backlog_mb", "backlog_mb", "max_backlog_mb", "step_budget_ms"])
+        return c
+    }
+
+    private static func readJobs(_ r: inout ConfigReader) throws -> JobsConfig {
+        var c = JobsConfig()
+        c.workers = try r.int("workers", default: c.workers, range: 0 ... 256)
+        c.maxAttempts = try r.int("max_attempts", default: c.maxAttempts, range: 1 ... 1_000_000)
+        c.retryInitialBackoff = try r.duration("retry_initial_backoff_ms", default: c.retryInitialBackoff, unit: .milliseconds)
+        c.retryMaxBackoff = try r.duration("retry_max_backoff_secs", default: c.retryMaxBackoff, unit: .seconds)
+        c.keepFinished = try r.duration("keep_finished_secs", default: c.keepFinished, unit: .seconds, allowZero: true,
+                                        max: .seconds(100 * 365 * 86_400))
+        c.shutdownTimeout = try r.duration("shutdown_timeout_secs", default: c.shutdownTimeout, unit: .seconds, allowZero: true,
+                                           max: .seconds(3600))
+        if c.retryMaxBackoff < c.retryInitialBackoff {
+            throw r.error(.invalidValue, "retry_max_backoff_secs", "must be at least retry_initial_backoff_ms")
+        }
+        try r.rejectUnknownKeys(known: ["workers", "max_attempts", "retry_initial_backoff_ms", "retry_max_backoff_secs",
+                                        "keep_finished_secs", "shutdown_timeout_secs"])
         return c
     }
 

@@ -11,6 +11,8 @@ public struct StrataConfig: Sendable, Equatable {
     public var writer = WriterConfig()
     public var compaction = CompactionConfig()
     public var operationLog = OperationLogConfig()
+    public var jobs = JobsConfig()
+    public var assets = AssetsConfig()
     public var metrics = MetricsConfig()
 
     public init() {}
@@ -211,6 +213,46 @@ public struct WriterConfig: Sendable, Equatable {
     /// `min_free_disk_mb`: below this much free space on the document's filesystem the
     /// writer holds derived batches in memory and commits critical ones only (0: off).
     public var minFreeDiskBytes = 10 * 1024 * 1024
+
+    public init() {}
+}
+
+/// `[jobs]`: the document's job queue and its worker pool (`Sources/Strata/Jobs`).
+public struct JobsConfig: Sendable, Equatable {
+    /// `workers`: threads that run job handlers (``Engine/startWorkers()``).
+    public var workers = 2
+    /// `max_attempts`: runs a job gets before it is dead (kept for inspection, never run again
+    /// unless retried by hand). A run cut short by a crash counts.
+    public var maxAttempts = 5
+    /// `retry_initial_backoff_ms`: the wait before a failed job's second run; doubles each time.
+    public var retryInitialBackoff: Duration = .seconds(1)
+    /// `retry_max_backoff_secs`: the longest wait between runs.
+    public var retryMaxBackoff: Duration = .seconds(300)
+    /// `keep_finished_secs`: how long a finished job's row stays (status `done`); 0: it is
+    /// deleted when it completes.
+    public var keepFinished: Duration = .zero
+    /// `shutdown_timeout_secs`: how long a shutdown waits for running jobs; the ones still
+    /// running then are left pending for the next session.
+    public var shutdownTimeout: Duration = .seconds(10)
+
+    public init() {}
+}
+
+/// `[assets]`: the files beside the document and their reconciliation (`Sources/Strata/Assets`).
+public struct AssetsConfig: Sendable, Equatable {
+    /// What the reconciliation does with a file in the assets folder that has no row.
+    public enum UnknownFiles: String, Sendable, CaseIterable {
+        /// Registered, without an owner.
+        case adopt
+        /// Moved to `PATH.assets/quarantine/`.
+        case quarantine
+    }
+
+    /// `unknown_files`.
+    public var unknownFiles = UnknownFiles.quarantine
+    /// `min_file_bytes`: files smaller than this are removed by the reconciliation (a
+    /// recording shorter than a second); 0: none.
+    public var minFileBytes = 0
 
     public init() {}
 }

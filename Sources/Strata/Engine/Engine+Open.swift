@@ -62,6 +62,13 @@ extension Engine {
             logger.info("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         }
 
+        // Jobs a crashed session left running: failed ("interrupted"), to run again.
+        let now = options.wallClock()
+        recovery.interruptedJobs = (try? store.queue.write { db in
+            try JobRows.recoverInterrupted(db, now: now, maxAttempts: config.jobs.maxAttempts)
+        }) ?? 0
+        if recovery.interruptedJobs > 0 { logger.warning("\(recovery.interruptedJobs) jobs were running when the last session ended: marked interrupted") }
+
         let recorder = MetricsRecorder()
         recorder.update {
             $0.crashRecoveryCount = session.crashCount
@@ -78,8 +85,23 @@ extension Engine {
             logger.warning("vector clock repaired from the operation log: \(operations.vectorClockRepairs.joined(separator: "; "))")
             scheduler.request(.vectorClock, by: options.clock.now())
         }
+        let jobs = JobQueue(buffer: buffer, config: config.jobs, wallClock: options.wallClock, logger: logger,
+                            paused: world.setting(Engine.jobsPausedKey) == .boolean(true))
+        let assets = AssetStore(location: store.location, config: config.assets, lane: jobs.lane, wallClock: options.wallClock,
+                                logger: logger)
+        buffer.setDeletionListener { [weak jobs, weak assets] numbers in
+            jobs?.entitiesDeleted(numbers)
+            // Their files: from another thread (the writer runs the requests this makes).
+            if let assets { DispatchQueue.global().async { assets.emptyTrash() } }
+        }
         writer.start()
-        return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer,
+        do {
+            recovery.assets = try assets.reconcile()
+        } catch {
+            logger.error("assets: the reconciliation at open failed: \(error)")
+        }
+        return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
+                      assets: assets,
                       recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
     }
 

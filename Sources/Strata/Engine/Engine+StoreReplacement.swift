@@ -89,6 +89,7 @@ extension Engine {
             try writer.commitWhole(whole)   // not started: this thread owns the store until `start`
             Salvage.copyForeignComponents(from: setAside, into: store, registered: Set(typeNames),
                                           logger: logger, &salvage)
+            Salvage.dropOrphans(store, &salvage)
             try? FileManager.default.removeItem(atPath: location.replacingMarkerPath)
 
             let entities = whole.entityInserts.count

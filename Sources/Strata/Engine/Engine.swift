@@ -45,6 +45,13 @@ public final class Engine {
     let buffer: WriteBuffer
     /// Replaced with the store.
     var writer: Writer
+    /// The document's job queue (`Sources/Strata/Jobs`); any thread.
+    public let jobs: JobQueue
+    /// The document's files (`Sources/Strata/Assets`); any thread.
+    public let assets: AssetStore
+    /// Handlers registered by kind (``registerJobHandler(_:_:)``), and the pool running them.
+    var jobHandlers: [String: JobHandler] = [:]
+    var workerPool: WorkerPool?
     let recorder: MetricsRecorder
     @usableFromInline let clock: any StrataClock
     let logger: Logger
@@ -112,8 +119,10 @@ public final class Engine {
     }
 
     init(world: World, config: StrataConfig, recovery: RecoveryReport, store: Store, buffer: WriteBuffer,
-         writer: Writer, recorder: MetricsRecorder, options: Options, logger: Logger, scheduler: FlushScheduler,
+         writer: Writer, jobs: JobQueue, assets: AssetStore, recorder: MetricsRecorder, options: Options, logger: Logger, scheduler: FlushScheduler,
          countingVFS: CountingVFS?) {
+        self.jobs = jobs
+        self.assets = assets
         let clock = options.clock
         self.options = options
         self.countingVFS = countingVFS
@@ -314,6 +323,7 @@ public final class Engine {
     public func shutdown() throws {
         owner.check("Engine")
         guard !isShutDown else { return }
+        stopWorkers()
         scheduler.drainAll(world: world, reasons: [.shutdown], into: nextBatch)
         hand()
         isShutDown = true
@@ -338,6 +348,7 @@ public final class Engine {
         owner.check("Engine")
         guard !isShutDown else { return }
         isShutDown = true
+        _ = workerPool?.stop(timeout: .zero)   // as a crash: what runs stays `processing` in the file
         powerMonitor?.stop()
         memoryMonitor?.stop()
         writer.abandon()

@@ -68,6 +68,8 @@ public struct PersistenceMetrics: Sendable, Equatable {
     // Failures
     /// Commits that failed and were retried.
     public var failedCommits = 0
+    /// Requests other threads handed the writer (the job queue's), run in group commits.
+    public var writerRequests = 0
     /// Rows a commit rejected for a reason retrying cannot fix, isolated from their batch
     /// and parked (``RejectedWrite``); their batch's other rows committed.
     public var rejectedRows = 0

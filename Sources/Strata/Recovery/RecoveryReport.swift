@@ -11,6 +11,11 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     public var corruption: String?
     /// What was copied from the set-aside file into the new one before the world was rebuilt.
     public var salvage: SalvageReport?
+    /// Jobs the previous session left running (it crashed): marked failed ("interrupted"),
+    /// to run again, or dead if that was their last attempt.
+    public var interruptedJobs = 0
+    /// What the reconciliation of the assets folder with its rows did at open.
+    public var assets: ReconcileReport?
 
     /// The previous session crashed, or left a file that had to be set aside.
     public var crashed: Bool { session.previous == .crashed || setAsideCorruptFile != nil }
@@ -41,6 +46,8 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
             }
             lines.append(line)
         }
+        if let assets, !assets.isEmpty { lines.append(assets.description) }
+        if interruptedJobs > 0 { lines.append("\(interruptedJobs) jobs were running: marked interrupted, to run again") }
         return lines.joined(separator: "\n")
     }
 }

@@ -51,10 +51,10 @@ enum Salvage {
     /// Integer-keyed tables, in the order their rows may refer to each other.
     static let keyed: [(table: String, key: String)] = [
         ("component_types", "id"), ("entities", "num"), ("components", "entity_num"), ("segments", "id"),
-        ("rejected_writes", "id"),
+        ("rejected_writes", "id"), ("jobs", "id"), ("assets", "id"),
     ]
     /// Read from each end up to a damaged page.
-    static let scanned = ["settings", "replica", "peer_acks", "operation_floor"]
+    static let scanned = ["settings", "replica", "peer_acks", "operation_floor", "asset_trash"]
 
     static func run(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
@@ -73,12 +73,13 @@ enum Salvage {
     /// (`Engine+StoreReplacement.swift`): everything but the world. The component type
     /// ids (kept, so the rows of types this build does not register keep theirs), the
     /// parked rows, the settings and the operation log's tables, and the session counters
-    /// (a corruption while running is not a crash). Then the engine writes the world, and
-    /// ``copyForeignComponents(from:into:registered:logger:_:)`` the rest.
+    /// (a corruption while running is not a crash), the jobs and the assets' rows. Then the
+    /// engine writes the world, ``copyForeignComponents(from:into:registered:logger:_:)``
+    /// the rest, and ``dropOrphans(_:_:)`` what belonged to entities the world no longer has.
     static func copyHistory(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
         withSource(corruptPath, into: store, &report) { source, report in
-            for (table, key) in keyed where table == "component_types" || table == "rejected_writes" {
+            for (table, key) in keyed where ["component_types", "rejected_writes", "jobs", "assets"].contains(table) {
                 copyKeyed(table, key: key, from: source, into: store, &report)
             }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }
@@ -108,7 +109,6 @@ enum Salvage {
             copyKeyed("components", key: "entity_num", from: source, into: store, &report,
                       filter: "type_id IN (\(foreign.map(String.init).joined(separator: ", ")))", conflict: "OR IGNORE")
             foldForeignRecords(Set(foreign), from: source, into: store, logger: logger, &report)
-            dropOrphans(store, &report)
         }
         logger.notice("salvage of \(corruptPath): \(report.description)")
     }
@@ -172,15 +172,18 @@ enum Salvage {
         body(source, &report)
     }
 
-    /// Deletes the components whose entity did not make it.
-    private static func dropOrphans(_ store: Store, _ report: inout SalvageReport) {
+    /// Deletes the components, jobs and assets' rows whose entity did not make it (an asset's
+    /// file goes to the trash with its row).
+    static func dropOrphans(_ store: Store, _ report: inout SalvageReport) {
         do {
             try store.queue.writeWithoutTransaction { db in
-                try db.execute(sql: "DELETE FROM components WHERE entity_num NOT IN (SELECT num FROM entities)")
-                let orphans = db.changesCount
-                if orphans > 0 {
-                    report.rows["components", default: 0] -= orphans
-                    report.skipped["components (entity lost)", default: 0] += orphans
+                for table in ["components", "jobs", "assets"] where try db.tableExists(table) {
+                    try db.execute(sql: "DELETE FROM \(table) WHERE entity_num NOT IN (SELECT num FROM entities)")
+                    let orphans = db.changesCount
+                    if orphans > 0 {
+                        report.rows[table, default: 0] -= orphans
+                        report.skipped["\(table) (entity lost)", default: 0] += orphans
+                    }
                 }
             }
         } catch {

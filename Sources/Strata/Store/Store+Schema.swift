@@ -185,9 +185,53 @@ extension Store {
                 PRAGMA user_version = 5;
                 """)
         }
+        migrator.registerMigration("v6: jobs and assets") { db in
+            // The document's durable job queue (Sources/Strata/Jobs): work that belongs to an
+            // entity and outlives the process. `failed` jobs run again once `not_before`
+            // passes; `dead` ones ran `max_attempts` times and wait for a person.
+            try db.execute(sql: """
+                CREATE TABLE jobs (
+                    id INTEGER PRIMARY KEY,
+                    entity_num INTEGER NOT NULL REFERENCES entities(num) ON DELETE CASCADE,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    priority INTEGER NOT NULL DEFAULT 0,
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'failed', 'dead', 'done')),
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    created_at INTEGER NOT NULL,
+                    started_at INTEGER,
+                    finished_at INTEGER,
+                    not_before INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (entity_num, kind)
+                );
+                -- The claim: the first runnable job of a kind, by priority then age.
+                CREATE INDEX jobs_claim ON jobs (kind, status, priority DESC, id);
+
+                -- Files beside the document (PATH.assets/), one row each (Sources/Strata/Assets).
+                -- `entity_num` is NULL for files adopted or imported without an owner.
+                CREATE TABLE assets (
+                    id INTEGER PRIMARY KEY,
+                    entity_num INTEGER REFERENCES entities(num) ON DELETE CASCADE,
+                    name TEXT NOT NULL UNIQUE,
+                    size INTEGER NOT NULL,
+                    checksum INTEGER NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('present', 'missing')),
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX assets_entity ON assets (entity_num);
+                -- Files whose rows went (their entity was despawned): removed from the folder
+                -- after the commit, and at the next open if a crash came first.
+                CREATE TABLE asset_trash (name TEXT PRIMARY KEY) WITHOUT ROWID;
+                CREATE TRIGGER assets_to_trash AFTER DELETE ON assets
+                BEGIN INSERT OR IGNORE INTO asset_trash (name) VALUES (OLD.name); END;
+
+                PRAGMA user_version = 6;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 5 }
+    public static var schemaVersion: Int { 6 }
 }

@@ -23,6 +23,11 @@ public struct StoreLocation: Sendable, Equatable {
     /// Present when a check while running found the file damaged: the next open runs the
     /// full integrity check, and sets the file aside and salvages it.
     public var verifyMarkerPath: String { path + ".verify" }
+    /// The folder of the document's asset files (`Sources/Strata/Assets`), its inbox (files
+    /// dropped there are imported) and its quarantine (files nobody registered).
+    public var assetsPath: String { path + ".assets" }
+    public var assetsInboxPath: String { path + ".assets/inbox" }
+    public var assetsQuarantinePath: String { path + ".assets/quarantine" }
     /// Written while a corrupt file is being replaced (`Engine+StoreReplacement.swift`):
     /// names where the corrupt file was set aside, until the new one is complete.
     public var replacingMarkerPath: String { path + ".replacing" }

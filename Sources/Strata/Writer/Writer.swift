@@ -108,6 +108,8 @@ final class Writer: @unchecked Sendable {
     var diskSpaceLow = false
     /// This session's idle integrity check has started.
     var integrityCheckStarted = false
+    /// Requests waiting for the next batch (`Writer+Requests.swift`).
+    var deferredRequests: [WriterRequest] = []
     let walFrames = WalFrameCounter()
 
     init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
@@ -201,13 +203,16 @@ final class Writer: @unchecked Sendable {
             let now = Date()
             let compaction = compactionDue()
             let polling = settings.pollInterval > .zero && now.timeIntervalSince(lastBatch) < settings.pollLinger.seconds
-            let deadline = if compaction != nil {
+            expireDeferredRequests(now: now)
+            let wake = if compaction != nil {
                 now   // look at the slot, then run a step
             } else if polling {
                 min(checkpointCheck, now.addingTimeInterval(nextPollDelay().seconds))
             } else {
                 min(checkpointCheck, compactionRetryAt ?? .distantFuture)
             }
+            // A request waiting for a batch gives up at its deadline, batch or not.
+            let deadline = min(wake, deferredRequests.lazy.map(\.deadline).min() ?? .distantFuture)
             switch buffer.take(until: deadline, parked: !polling && compaction == nil) {
             case .batch(let batch):
                 if holdForDiskSpace(batch) {
@@ -219,8 +224,11 @@ final class Writer: @unchecked Sendable {
                 lastBatch = Date()
                 checkpointCheck = lastBatch.addingTimeInterval(settings.checkpointInterval.seconds)
                 if commitWithRetry(batch) {
+                    let deleted = batch.entityDeletes.isEmpty ? nil : batch.entityDeletes
                     checkpointIfNeeded(forced: batch.checkpointAfter)
                     buffer.didCommit(batch)
+                    if let deleted { buffer.notifyDeleted(deleted) }
+                    serveDeferredRequests()
                     continue loop
                 } else {
                     if buffer.reportedCorruption != nil { break loop }
@@ -234,6 +242,18 @@ final class Writer: @unchecked Sendable {
                     backoff()
                     continue loop
                 }
+            case .requests(let requests):
+                guard !serve(requests) else { continue loop }
+                if buffer.isClosed {
+                    closingFailures += 1
+                    if closingFailures >= settings.shutdownAttempts {
+                        let error = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
+                        for request in buffer.takeRequests() { request.finish(error) }
+                        continue loop
+                    }
+                }
+                backoff()
+                continue loop
             case .timedOut:
                 if let compaction {
                     runCompactionStep(compaction)
@@ -305,6 +325,12 @@ final class Writer: @unchecked Sendable {
                 logger.error("writer: clean shutdown failed: \(storeError)")
                 controlLock.withLock { shutdownError = storeError }
             }
+        }
+        if corrupt {
+            buffer.putBack(deferredRequests)   // for the writer of the file that replaces this one
+            deferredRequests.removeAll()
+        } else {
+            failRemainingRequests()
         }
         walFrames.uninstall(store: store)
         recordCPUTime()

@@ -4,7 +4,8 @@ import StrataBench
 
 /// A drawing canvas driven by a seeded script: shapes created and deleted, shapes
 /// dragged (derived transforms), strokes drawn (start critical, points derived, end a
-/// flush event), document metadata edited, peer cursors moving (ephemeral).
+/// flush event; a thumbnail job queued for each finished one; now and then one erased),
+/// document metadata edited, peer cursors moving (ephemeral).
 ///
 /// Every action is also an operation in the document's operation log, and a simulated
 /// peer's operations arrive now and then (some twice, some out of order).
@@ -27,6 +28,10 @@ final class CanvasScenario {
     private var viewport: Entity
     private var drag: (shape: Entity, ticksLeft: Int, dx: Float, dy: Float)?
     private var stroke: (entity: Entity, ticksLeft: Int)?
+    /// Finished strokes (an eraser picks among them).
+    private var strokes: [Entity] = []
+    /// The eraser's own random stream: the other actions' script stays what it was.
+    private var eraserRNG: SplitMix64
     private var peer = SimulatedPeer()
     private(set) var tick = 0
 
@@ -34,6 +39,7 @@ final class CanvasScenario {
         self.engine = engine
         self.activity = activity
         self.rng = SplitMix64(seed: seed)
+        self.eraserRNG = SplitMix64(seed: seed ^ 0x5EED_E4A5)
         self.targetShapes = targetShapes
         self.hz = Double(hz)
         self.trace = trace
@@ -41,6 +47,7 @@ final class CanvasScenario {
 
         // Resume what the database holds.
         shapes = world.entities(with: ShapeStyle.self).map(\.entity)
+        strokes = world.entities(with: StrokeStyle.self).filter(\.value.finished).map(\.entity)
         if let existing = world.entities(with: DocumentMetadata.self).first {
             document = existing.entity
         } else {
@@ -96,9 +103,13 @@ final class CanvasScenario {
                 stroke = (current.entity, current.ticksLeft - 1)
             } else {
                 world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
-                trace?.record(.strokeEnd, world.id(of: current.entity)!)
-                log("stroke.end", world.id(of: current.entity)!)
+                let id = world.id(of: current.entity)!
+                trace?.record(.strokeEnd, id)
+                log("stroke.end", id)
                 engine.flush(reason: .majorAction)
+                // Its thumbnail, rendered by a worker (Thumbnails.swift), durable within milliseconds.
+                engine.jobs.enqueueSoon(Thumbnails.kind, for: id, payload: Thumbnails.payload(world.get(StrokePoints.self, for: current.entity)?.xy ?? []))
+                strokes.append(current.entity)
                 stroke = nil
             }
         } else if rng.chance(0.25 * perSecond) {
@@ -106,6 +117,18 @@ final class CanvasScenario {
                                      StrokePoints())
             trace?.record(.spawn, world.id(of: entity)!)
             stroke = (entity, Int(hz * Double.random(in: 0.5 ... 1.5, using: &rng)))
+        }
+
+        // The eraser: a finished stroke goes, its thumbnail job and file with it.
+        if !strokes.isEmpty, eraserRNG.chance(0.05 * perSecond) {
+            let i = Int.random(in: 0 ..< strokes.count, using: &eraserRNG)
+            strokes.swapAt(i, strokes.count - 1)
+            let entity = strokes.removeLast()
+            let id = world.id(of: entity)!
+            world.despawn(entity)
+            trace?.record(.despawn, id)
+            log("stroke.delete", id)
+            engine.flush(reason: .majorAction)
         }
 
         // Metadata edits: a major action, flushed within the critical delay.

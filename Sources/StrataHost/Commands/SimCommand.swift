@@ -46,6 +46,9 @@ struct SimCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Multiplies the rate of every action (strata torture runs busy canvases).", visibility: .hidden))
     var activity = 1.0
 
+    @Option(name: .customLong("trace-jobs"), help: ArgumentHelp("Append a line for every thumbnail rendered to this file (for crash tests).", visibility: .hidden))
+    var traceJobs: String?
+
     func validate() throws {
         if let duration, !(duration > 0 && duration <= Self.maxDuration) {
             throw ValidationError("--duration must be a positive number of seconds, at most \(Int(Self.maxDuration)) (omit it to run until stopped)")
@@ -106,8 +109,11 @@ struct SimCommand: ParsableCommand {
 
         let trace = try traceCritical.map { try CriticalTrace(path: $0) }
         let makeScenario = { (engine: Engine) in
-            CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace,
-                           activity: activity)
+            // Thumbnails of finished strokes, rendered by the engine's workers.
+            Thumbnails.start(on: engine, trace: traceJobs)
+            Thumbnails.catchUp(engine)
+            return CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace,
+                                  activity: activity)
         }
         var scenario = makeScenario(engine)
         let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config) { engine, now in

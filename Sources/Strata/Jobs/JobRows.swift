@@ -1,0 +1,144 @@
+import Foundation
+import GRDB
+
+/// The `jobs` table's SQL. Runs on the writer connection (inside ``WriterRequest``s), or
+/// on the opening thread before the writer starts (``recoverInterrupted(_:now:maxAttempts:)``).
+enum JobRows {
+    static let columns = """
+        jobs.id, jobs.entity_num, entities.id AS entity_id, jobs.kind, jobs.payload, jobs.priority, jobs.status, jobs.attempts,
+        jobs.last_error, jobs.created_at, jobs.started_at, jobs.finished_at, jobs.not_before
+        """
+
+    static func job(_ row: Row) -> Job? {
+        guard let entity = (row["entity_id"] as Data?).flatMap({ data in data.withUnsafeBytes { EntityID(bytes: $0) } }),
+              let status = Job.Status(rawValue: row["status"])
+        else { return nil }
+        return Job(id: row["id"], entity: entity, kind: row["kind"], payload: [UInt8](row["payload"] as Data), priority: row["priority"],
+                   status: status, attempts: row["attempts"], lastError: row["last_error"], createdAt: row["created_at"],
+                   startedAt: row["started_at"], finishedAt: row["finished_at"], notBefore: row["not_before"])
+    }
+
+    static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments = [],
+                      order: String = "jobs.id", limit: Int? = nil) throws -> [Job] {
+        try fetchNumbered(db, where: condition, arguments, order: order, limit: limit).map(\.job)
+    }
+
+    /// The jobs with their entities' numbers in the file.
+    static func fetchNumbered(_ db: Database, where condition: String, _ arguments: StatementArguments = [],
+                              order: String = "jobs.id", limit: Int? = nil) throws -> [(job: Job, entity: EntityNumber)] {
+        let sql = "SELECT \(columns) FROM jobs JOIN entities ON entities.num = jobs.entity_num WHERE \(condition) ORDER BY \(order)"
+            + (limit.map { " LIMIT \($0)" } ?? "")
+        return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in job(row).map { ($0, row["entity_num"]) } }
+    }
+
+    /// Adds the job unless the entity has one of this kind already; returns the job either
+    /// way, or nil if the entity is not in the file (yet).
+    static func enqueue(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Job? {
+        let id = entity.withBytes { Data($0) }
+        try db.execute(sql: """
+            INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ?
+            ON CONFLICT (entity_num, kind) DO NOTHING
+            """, arguments: [kind, Data(payload), priority, now, id])
+        return try fetch(db, where: "entities.id = ? AND jobs.kind = ?", [id, kind]).first
+    }
+
+    /// Marks up to `limit` runnable jobs of `kinds` processing (one transaction: no job
+    /// goes to two claims), by priority, then age. Runnable: pending, or failed and past
+    /// its backoff.
+    static func claim(_ db: Database, kinds: [String], limit: Int, now: Int64) throws -> [(job: Job, entity: EntityNumber)] {
+        var candidates: [(priority: Int, id: Int64)] = []
+        // One indexed range per (kind, status): each read stops after `limit` rows.
+        let pick = try db.cachedStatement(sql: """
+            SELECT id, priority FROM jobs WHERE kind = ? AND status = ? AND not_before <= ? ORDER BY priority DESC, id LIMIT ?
+            """)
+        for kind in kinds {
+            for status in ["pending", "failed"] {
+                for row in try Row.fetchAll(pick, arguments: [kind, status, now, limit]) {
+                    candidates.append((row["priority"], row["id"]))
+                }
+            }
+        }
+        let chosen = candidates.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }.prefix(limit).map(\.id)
+        guard !chosen.isEmpty else { return [] }
+        let list = chosen.map(String.init).joined(separator: ", ")
+        try db.execute(sql: "UPDATE jobs SET status = 'processing', started_at = ?, attempts = attempts + 1 WHERE id IN (\(list))",
+                       arguments: [now])
+        return try fetchNumbered(db, where: "jobs.id IN (\(list))", order: "jobs.priority DESC, jobs.id")
+    }
+
+    /// A run finished: the row goes, or stays as `done` for `keep` (and older `done` rows go).
+    /// False if the job was not processing (cancelled, or gone with its entity, meanwhile).
+    static func complete(_ db: Database, id: Job.ID, now: Int64, keep: Duration) throws -> Bool {
+        if keep == .zero {
+            try db.execute(sql: "DELETE FROM jobs WHERE id = ? AND status = 'processing'", arguments: [id])
+        } else {
+            try db.execute(sql: "UPDATE jobs SET status = 'done', finished_at = ?, last_error = NULL WHERE id = ? AND status = 'processing'",
+                           arguments: [now, id])
+        }
+        let changed = db.changesCount > 0
+        if keep > .zero {
+            try db.execute(sql: "DELETE FROM jobs WHERE status = 'done' AND finished_at < ?", arguments: [now - Int64(keep.milliseconds)])
+        }
+        return changed
+    }
+
+    /// A run failed: `dead` after `maxAttempts` runs, otherwise `failed` until the backoff passes.
+    static func fail(_ db: Database, id: Job.ID, error: String, now: Int64, maxAttempts: Int,
+                     backoff: (Int) -> Duration) throws -> Job.Status? {
+        guard let attempts = try Int.fetchOne(db, sql: "SELECT attempts FROM jobs WHERE id = ? AND status = 'processing'", arguments: [id])
+        else { return nil }
+        let dead = attempts >= maxAttempts
+        try db.execute(sql: """
+            UPDATE jobs SET status = ?, last_error = ?, finished_at = ?, not_before = ? WHERE id = ?
+            """, arguments: [dead ? "dead" : "failed", error, now, dead ? 0 : now + Int64(backoff(attempts).milliseconds), id])
+        return dead ? .dead : .failed
+    }
+
+    /// Back to pending with a fresh count of attempts (a person's retry). Returns how many.
+    static func retry(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> Int {
+        try db.execute(sql: """
+            UPDATE jobs SET status = 'pending', attempts = 0, not_before = 0, finished_at = NULL
+            WHERE status IN ('failed', 'dead', 'done') AND \(condition)
+            """, arguments: arguments)
+        return db.changesCount
+    }
+
+    /// Removes jobs; returns the ids removed (a running one's handler is told by the pool).
+    static func cancel(_ db: Database, where condition: String, _ arguments: StatementArguments) throws -> [Job.ID] {
+        let ids = try Int64.fetchAll(db, sql: "SELECT id FROM jobs WHERE \(condition)", arguments: arguments)
+        guard !ids.isEmpty else { return [] }
+        try db.execute(sql: "DELETE FROM jobs WHERE id IN (\(ids.map(String.init).joined(separator: ", ")))")
+        return ids
+    }
+
+    /// Jobs a shutdown could not wait for go back to pending, their run not counted.
+    static func release(_ db: Database, ids: [Job.ID]) throws {
+        guard !ids.isEmpty else { return }
+        try db.execute(sql: """
+            UPDATE jobs SET status = 'pending', started_at = NULL, attempts = max(attempts - 1, 0)
+            WHERE status = 'processing' AND id IN (\(ids.map(String.init).joined(separator: ", ")))
+            """)
+    }
+
+    /// At open: jobs a crashed session left `processing` were interrupted. Their run
+    /// counts; they are `failed` ("interrupted") and run again at once, or `dead` if that
+    /// was their last attempt. Returns how many.
+    static func recoverInterrupted(_ db: Database, now: Int64, maxAttempts: Int) throws -> Int {
+        guard try db.tableExists("jobs") else { return 0 }
+        try db.execute(sql: """
+            UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'dead' ELSE 'failed' END,
+                            last_error = 'interrupted', finished_at = ?, not_before = 0
+            WHERE status = 'processing'
+            """, arguments: [maxAttempts, now])
+        return db.changesCount
+    }
+
+    static func counts(_ db: Database) throws -> [Job.Status: Int] {
+        var result: [Job.Status: Int] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status") {
+            if let status = Job.Status(rawValue: row["status"]) { result[status] = row["n"] }
+        }
+        return result
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import GRDB
+
+/// The request lane: work other threads hand the writer (``WriterRequest``), beside the
+/// tick thread's batches. Writer thread.
+extension Writer {
+    /// Runs `requests` in ONE transaction, each in a savepoint of its own, committed with
+    /// the strictest durability any asks for; then tells each how it went. Requests that
+    /// wait for a batch are kept for the next one. If the transaction fails for a reason a
+    /// retry can fix (a full disk, an I/O error), they go back to the hand-off and this
+    /// returns false: the caller backs off, as for a batch. On a corrupt file they go back
+    /// too, for the writer of the file that replaces it.
+    @discardableResult
+    func serve(_ requests: [WriterRequest]) -> Bool {
+        guard !requests.isEmpty else { return true }
+        var errors = [Error?](repeating: nil, count: requests.count)
+        var waiting = [Bool](repeating: false, count: requests.count)
+        do {
+            try store.withConnection { db in
+                let full = requests.contains { $0.durability == .full }
+                if full { try db.execute(sql: "PRAGMA synchronous = FULL") }
+                defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
+                try db.inTransaction(.immediate) {
+                    for (i, request) in requests.enumerated() {
+                        do {
+                            try db.inSavepoint {
+                                waiting[i] = try request.body(db) == .waitForBatch
+                                return waiting[i] ? .rollback : .commit
+                            }
+                        } catch {
+                            errors[i] = error
+                        }
+                    }
+                    return .commit
+                }
+            }
+        } catch {
+            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+            metrics.update {
+                $0.failedCommits += 1
+                $0.lastWriteError = storeError.description
+            }
+            if reportIfCorrupt(storeError) {
+                buffer.putBack(requests)
+                return true
+            }
+            if Self.isTransient(storeError) {
+                consecutiveFailures += 1
+                logger.warning("writer: \(requests.count) requests failed (attempt \(consecutiveFailures)), will retry: \(storeError)")
+                buffer.putBack(requests)
+                return false
+            }
+            for i in requests.indices where errors[i] == nil && !waiting[i] { errors[i] = storeError }
+        }
+        consecutiveFailures = 0
+        metrics.update { $0.writerRequests += requests.count }
+        for (i, request) in requests.enumerated() {
+            if waiting[i] {
+                if Date() < request.deadline { deferredRequests.append(request) } else { request.finish(WriterRequestError.timedOut) }
+            } else {
+                request.finish(errors[i])
+            }
+        }
+        return true
+    }
+
+    /// After a batch commits: the requests that waited for one run again.
+    func serveDeferredRequests() {
+        guard !deferredRequests.isEmpty else { return }
+        let again = deferredRequests
+        deferredRequests.removeAll()
+        serve(again)   // put back on a failure: the loop takes them again
+    }
+
+    /// Requests that waited for a batch past their deadline fail (the batch never came).
+    func expireDeferredRequests(now: Date) {
+        guard deferredRequests.contains(where: { $0.deadline <= now }) else { return }
+        for request in deferredRequests where request.deadline <= now { request.finish(WriterRequestError.timedOut) }
+        deferredRequests.removeAll { $0.deadline <= now }
+    }
+
+    /// As the writer finishes: nothing more will run.
+    func failRemainingRequests() {
+        for request in deferredRequests + buffer.takeRequests() { request.finish(WriterRequestError.closed) }
+        deferredRequests.removeAll()
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import GRDB
+
+/// Calls from any thread that run SQL on the writer (``WriterRequest``) and wait for the
+/// commit: the job queue's and the asset store's.
+struct WriterLane: Sendable {
+    let buffer: WriteBuffer
+
+    /// Runs `body` on the writer and waits for its commit. `body` returning nil means "what
+    /// I need is not in the file yet": it runs again after each batch, for `waitingForBatches`,
+    /// then the call fails with `orElse()`.
+    func perform<T>(_ durability: Durability, waitingForBatches: Duration = .zero, _ body: @escaping (Database) throws -> T?,
+                    orElse missing: @escaping () -> Error = { WriterRequestError.timedOut }) throws -> T {
+        nonisolated(unsafe) var value: T?
+        let request = WriterRequest(durability: durability, deadline: Date(timeIntervalSinceNow: waitingForBatches.seconds)) { db in
+            value = try body(db)
+            return value == nil ? .waitForBatch : .done
+        }
+        guard buffer.submit(request) else { throw WriterRequestError.closed }
+        switch request.wait() {
+        case .success?:
+            guard let value else { throw missing() }
+            return value
+        case .failure(let error as WriterRequestError)? where error == .timedOut:
+            throw missing()
+        case .failure(let error)?:
+            throw error
+        case nil:
+            throw WriterRequestError.timedOut
+        }
+    }
+}

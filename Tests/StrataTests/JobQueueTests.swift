@@ -1,0 +1,299 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// A wall clock the test moves (Unix milliseconds): backoffs in virtual time.
+final class TestWallClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var now: Int64 = 1_800_000_000_000
+
+    var milliseconds: Int64 { lock.withLock { now } }
+    func advance(by duration: Duration) { lock.withLock { now += Int64(duration.milliseconds) } }
+}
+
+/// The document's job queue on real files, through the real writer thread.
+@Suite struct JobQueueTests {
+    func fixture(_ name: String = #function) -> (EngineFixture, TestWallClock) {
+        var fixture = EngineFixture(name)
+        let wall = TestWallClock()
+        fixture.options.wallClock = { wall.milliseconds }
+        fixture.config.jobs.maxAttempts = 3
+        fixture.config.jobs.retryInitialBackoff = .seconds(1)
+        fixture.config.jobs.retryMaxBackoff = .seconds(60)
+        return (fixture, wall)
+    }
+
+    /// `count` entities, in the file.
+    func spawn(_ engine: Engine, _ count: Int) -> [EntityID] {
+        let ids = (0 ..< count).map { engine.world.id(of: engine.world.spawn(Title("t\($0)")))! }
+        #expect(engine.flushNow())
+        return ids
+    }
+
+    @Test func enqueueIsIdempotentPerEntityAndKindAndSurvivesARestart() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        let ids = spawn(engine, 2)
+        let first = try engine.jobs.enqueue("render", for: ids[0], payload: [1, 2])
+        let again = try engine.jobs.enqueue("render", for: ids[0], payload: [9])
+        let other = try engine.jobs.enqueue("transcribe", for: ids[0])
+        #expect(again.id == first.id, "one job per (entity, kind)")
+        #expect(again.payload == [1, 2], "the first one's")
+        #expect(other.id != first.id)
+        #expect(first.status == .pending && first.attempts == 0 && first.entity == ids[0])
+        let stranger = EntityID()
+        #expect(throws: JobError.unknownEntity(stranger)) {
+            try engine.jobs.enqueue("render", for: stranger, timeout: .milliseconds(50))
+        }
+        #expect(try engine.jobs.counts() == [.pending: 2])
+        engine.abandon()   // a crash right after: the enqueues were committed (FULL)
+
+        let reopened = try fixture.open()
+        defer { try? reopened.shutdown() }
+        let jobs = try reopened.jobs.jobs()
+        #expect(jobs.map(\.kind) == ["render", "transcribe"])
+        #expect(jobs.first?.payload == [1, 2])
+    }
+
+    @Test func anEnqueueForANewEntityWaitsForItsSpawnToReachTheFile() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let id = engine.world.id(of: engine.world.spawn(Title("new")))!
+        engine.jobs.enqueueSoon("render", for: id)   // the tick thread: does not wait
+        #expect(try engine.jobs.counts().isEmpty, "not before the spawn is in the file")
+        #expect(engine.flushNow())
+        #expect(eventually { (try? engine.jobs.counts()) == [.pending: 1] })
+    }
+
+    @Test func claimsGoByPriorityThenAgeAndNeverTwice() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let ids = spawn(engine, 4)
+        let a = try engine.jobs.enqueue("render", for: ids[0])
+        let b = try engine.jobs.enqueue("render", for: ids[1])
+        let urgent = try engine.jobs.enqueue("render", for: ids[2], priority: 5)
+        let otherKind = try engine.jobs.enqueue("transcribe", for: ids[3])
+        #expect(try engine.jobs.claim(kinds: ["render"]).map(\.id) == [urgent.id])
+        #expect(try engine.jobs.claim(kinds: ["render"], limit: 5).map(\.id) == [a.id, b.id], "FIFO within a priority")
+        #expect(try engine.jobs.claim(kinds: ["render"]).isEmpty, "each job once")
+        let claimed = try #require(try engine.jobs.claim(kinds: ["render", "transcribe"]).first)
+        #expect(claimed.id == otherKind.id)
+        #expect(claimed.status == .processing && claimed.attempts == 1)
+    }
+
+    @Test func aFailedJobBacksOffInVirtualTimeAndIsDeadAfterMaxAttempts() throws {
+        let (fixture, wall) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let id = spawn(engine, 1)[0]
+        let job = try engine.jobs.enqueue("render", for: id)
+        for (attempt, wait) in [(1, Duration.seconds(1)), (2, .seconds(2))] {
+            let claimed = try #require(try engine.jobs.claim(kinds: ["render"]).first)
+            #expect(claimed.attempts == attempt)
+            #expect(try engine.jobs.fail(job.id, error: "no GPU") == .failed)
+            let failed = try #require(try engine.jobs.job(job.id))
+            #expect(failed.lastError == "no GPU")
+            #expect(failed.notBefore == wall.milliseconds + Int64(wait.milliseconds), "backoff doubles from retry_initial_backoff_ms")
+            #expect(try engine.jobs.claim(kinds: ["render"]).isEmpty, "not before the backoff passes")
+            wall.advance(by: wait - .milliseconds(1))
+            #expect(try engine.jobs.claim(kinds: ["render"]).isEmpty)
+            wall.advance(by: .milliseconds(1))
+        }
+        _ = try #require(try engine.jobs.claim(kinds: ["render"]).first)
+        #expect(try engine.jobs.fail(job.id, error: "still no GPU") == .dead, "after max_attempts = 3 runs")
+        wall.advance(by: .seconds(3600))
+        #expect(try engine.jobs.claim(kinds: ["render"]).isEmpty, "a dead job never runs by itself")
+        #expect(try engine.jobs.counts() == [.dead: 1])
+
+        #expect(try engine.jobs.retry(job.id))
+        let retried = try #require(try engine.jobs.job(job.id))
+        #expect(retried.status == .pending && retried.attempts == 0)
+        #expect(try engine.jobs.claim(kinds: ["render"]).count == 1)
+        #expect(try engine.jobs.complete(job.id))
+        #expect(try engine.jobs.job(job.id) == nil, "keep_finished_secs = 0: the row goes")
+    }
+
+    @Test func finishedJobsAreKeptForTheirRetention() throws {
+        var (fixture, wall) = fixture()
+        fixture.config.jobs.keepFinished = .seconds(60)
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let ids = spawn(engine, 2)
+        let first = try engine.jobs.enqueue("render", for: ids[0])
+        _ = try engine.jobs.claim(kinds: ["render"])
+        #expect(try engine.jobs.complete(first.id))
+        #expect(try engine.jobs.job(first.id)?.status == .done)
+        wall.advance(by: .seconds(61))
+        let second = try engine.jobs.enqueue("render", for: ids[1])
+        _ = try engine.jobs.claim(kinds: ["render"])
+        #expect(try engine.jobs.complete(second.id))
+        #expect(try engine.jobs.job(first.id) == nil, "older than keep_finished_secs: gone")
+        #expect(try engine.jobs.job(second.id)?.status == .done)
+        #expect(try engine.jobs.complete(second.id) == false, "a job completes once")
+    }
+
+    @Test func jobsGoWithTheirEntity() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let ids = spawn(engine, 2)
+        try engine.jobs.enqueue("render", for: ids[0])
+        try engine.jobs.enqueue("transcribe", for: ids[0])
+        let kept = try engine.jobs.enqueue("render", for: ids[1])
+        engine.world.despawn(engine.world.entity(for: ids[0])!)
+        #expect(engine.flushNow())
+        #expect(try engine.jobs.jobs().map(\.id) == [kept.id], "ON DELETE CASCADE")
+        #expect(try engine.jobs.cancel(entity: ids[1]) == 1)
+        #expect(try engine.jobs.counts().isEmpty)
+    }
+
+    @Test func aPauseIsKeptAcrossARestart() throws {
+        let (fixture, _) = fixture()
+        do {
+            let engine = try fixture.open()
+            let id = spawn(engine, 1)[0]
+            try engine.jobs.enqueue("render", for: id)
+            engine.pauseJobs()
+            #expect(engine.jobs.isPaused)
+            try engine.shutdown()
+        }
+        #expect(try JobListing.read(path: fixture.directory.databasePath).paused)
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.jobs.isPaused, "read back from the document's settings")
+        let ran = Counter()
+        engine.registerJobHandler("render") { _ in ran.add() }
+        engine.startWorkers(1)
+        Thread.sleep(forTimeInterval: 0.2)   // a paused worker takes nothing: give it the chance to be wrong
+        #expect(ran.value == 0)
+        engine.resumeJobs()
+        #expect(eventually { ran.value == 1 })
+        #expect(eventually { (try? engine.jobs.counts()) == [:] })
+    }
+
+    @Test func jobsACrashLeftRunningAreMarkedInterruptedAtOpenAndRunAgain() throws {
+        let (fixture, _) = fixture()
+        let job: Job
+        do {
+            let engine = try fixture.open()
+            let id = spawn(engine, 1)[0]
+            job = try engine.jobs.enqueue("render", for: id)
+            _ = try engine.jobs.claim(kinds: ["render"])
+            engine.abandon()
+        }
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.recovery.interruptedJobs == 1)
+        #expect(engine.recovery.description.contains("1 jobs were running"))
+        let interrupted = try #require(try engine.jobs.job(job.id))
+        #expect(interrupted.status == .failed && interrupted.lastError == "interrupted" && interrupted.attempts == 1)
+        #expect(try engine.jobs.claim(kinds: ["render"]).map(\.id) == [job.id], "at once: an interruption is not the job's fault")
+    }
+
+    @Test func tenThreadsEnqueueingAThousandEachLoseNothingAndDuplicateNothing() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let ids = spawn(engine, 500)
+        let errors = Counter()
+        let queue = engine.jobs
+        DispatchQueue.concurrentPerform(iterations: 10) { thread in
+            for i in 0 ..< 1000 {
+                // Every (entity, kind) pair is enqueued by two threads, and twice by each.
+                let pair = (thread / 2) * 500 + i % 500
+                do {
+                    try queue.enqueue("kind\(pair / 500)", for: ids[pair % 500])
+                } catch {
+                    errors.add()
+                }
+            }
+        }
+        #expect(errors.value == 0)
+        #expect(try engine.jobs.counts() == [.pending: 2500], "5 kinds × 500 entities, each once")
+        #expect(engine.metrics.commitCount + engine.metrics.writerRequests > 0)
+    }
+
+    @Test func workersRunHandlersCompleteAndFailJobs() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let ids = spawn(engine, 20)
+        let ran = Counter()
+        engine.registerJobHandler("ok") { context in
+            #expect(!context.isCancelled)
+            ran.add()
+        }
+        engine.registerJobHandler("bad") { _ in throw JobError.unknownJob(42) }
+        engine.startWorkers(3)
+        for id in ids { try engine.jobs.enqueue("ok", for: id) }
+        let bad = try engine.jobs.enqueue("bad", for: ids[0])
+        #expect(eventually { ran.value == 20 })
+        #expect(eventually { (try? engine.jobs.job(bad.id))?.status == .failed })
+        #expect(try engine.jobs.job(bad.id)?.lastError == "no job 42")
+        #expect(eventually { (try? engine.jobs.counts()) == [.failed: 1] }, "the 20 completed rows are gone")
+    }
+
+    @Test func cancellationReachesARunningHandler() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let ids = spawn(engine, 2)
+        let started = DispatchSemaphore(value: 0)
+        let sawCancel = Counter()
+        engine.registerJobHandler("long") { context in
+            started.signal()
+            while !context.isCancelled { Thread.sleep(forTimeInterval: 0.005) }
+            sawCancel.add()
+            try context.checkCancellation()
+        }
+        engine.startWorkers(2)
+        let byID = try engine.jobs.enqueue("long", for: ids[0])
+        try engine.jobs.enqueue("long", for: ids[1])
+        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(started.wait(timeout: .now() + 10) == .success)
+        #expect(try engine.jobs.cancel(byID.id))
+        #expect(eventually { sawCancel.value == 1 })
+        // Despawning the entity cancels its running job too (the commit tells the pool).
+        engine.world.despawn(engine.world.entity(for: ids[1])!)
+        #expect(engine.flushNow())
+        #expect(eventually { sawCancel.value == 2 })
+        #expect(try engine.jobs.counts().isEmpty, "cancelled, not failed")
+    }
+
+    @Test func aShutdownWaitsForRunningJobsThenLeavesThemPending() throws {
+        var (fixture, _) = fixture()
+        fixture.config.jobs.shutdownTimeout = .milliseconds(200)
+        let release = DispatchSemaphore(value: 0)
+        let job: Job
+        do {
+            let engine = try fixture.open()
+            let id = spawn(engine, 1)[0]
+            let started = DispatchSemaphore(value: 0)
+            engine.registerJobHandler("stuck") { _ in
+                started.signal()
+                _ = release.wait(timeout: .now() + 30)
+            }
+            engine.startWorkers(1)
+            job = try engine.jobs.enqueue("stuck", for: id)
+            #expect(started.wait(timeout: .now() + 10) == .success)
+            try engine.shutdown()
+        }
+        release.signal()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.recovery.interruptedJobs == 0, "released at shutdown, not interrupted")
+        let left = try #require(try engine.jobs.job(job.id))
+        #expect(left.status == .pending && left.attempts == 0, "its run not counted")
+    }
+}
+
+/// A thread-safe count.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func add() { lock.withLock { count += 1 } }
+}
