@@ -19,6 +19,44 @@ import Testing
         #expect(try StrataConfig.parse(run.stdout).persistence.flushInterval == .seconds(20))
     }
 
+    @Test func jobsListsRetriesCancelsPausesAndResumes() throws {
+        var fixture = EngineFixture()
+        fixture.config.jobs.maxAttempts = 1
+        let (failed, pending): (Job, Job)
+        do {
+            let engine = try fixture.open()
+            let ids = (0 ..< 2).map { engine.world.id(of: engine.world.spawn(Title("t\($0)")))! }
+            #expect(engine.flushNow())
+            failed = try engine.jobs.enqueue("render", for: ids[0])
+            pending = try engine.jobs.enqueue("render", for: ids[1])
+            _ = try engine.jobs.claim(kinds: ["render"])
+            #expect(try engine.jobs.fail(failed.id, error: "no GPU") == .dead)
+            try engine.shutdown()
+        }
+        let path = fixture.directory.databasePath
+        let list = try strata(["jobs", path])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.contains("queue     running: 1 pending, 0 processing, 0 failed, 1 dead, 0 done"), "\(list.stdout)")
+        #expect(list.stdout.contains("#\(failed.id)  render  dead") && list.stdout.contains("last error: no GPU"))
+
+        #expect(try strata(["jobs", path, "retry", "\(failed.id)"]).status == 0)
+        #expect(try strata(["jobs", path, "cancel", "\(pending.id)"]).status == 0)
+        let missing = try strata(["jobs", path, "cancel", "999"])
+        #expect(missing.status == 1 && missing.stderr.contains("no job 999"))
+        #expect(try strata(["jobs", path, "pause"]).status == 0)
+        let json = try strata(["jobs", "--json", path])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["paused"] as? Bool == true)
+        #expect(object["counts"] as? [String: Int] == ["pending": 1])
+        let jobs = try #require(object["jobs"] as? [[String: Any]])
+        #expect(jobs.map { $0["id"] as? Int } == [Int(failed.id)])
+        #expect(jobs.first?["attempts"] as? Int == 0, "retried with a fresh count")
+        #expect(try strata(["jobs", path, "resume"]).status == 0)
+        #expect(try JobListing.read(path: path).paused == false)
+        let bad = try strata(["jobs", path, "retry"])
+        #expect(bad.status != 0 && bad.stderr.contains("retry needs the job's id"))
+    }
+
     @Test func checkConfigFailsWithTheKeyAndLine() throws {
         let directory = TestDirectory()
         let file = directory.url.appendingPathComponent("bad.toml")

@@ -64,9 +64,11 @@ extension Engine {
 
         // Jobs a crashed session left running: failed ("interrupted"), to run again.
         let now = options.wallClock()
+        let marking = MonotonicClock().now()
         recovery.interruptedJobs = (try? store.queue.write { db in
             try JobRows.recoverInterrupted(db, now: now, maxAttempts: config.jobs.maxAttempts)
         }) ?? 0
+        recovery.interruptedJobsTime = MonotonicClock().now().duration(since: marking)
         if recovery.interruptedJobs > 0 { logger.warning("\(recovery.interruptedJobs) jobs were running when the last session ended: marked interrupted") }
 
         let recorder = MetricsRecorder()

@@ -13,7 +13,7 @@ import Logging
 /// |---|---|---|
 /// | ``enqueue(_:for:payload:priority:timeout:)`` | committed | FULL: survives a power loss |
 /// | ``enqueueSoon(_:for:payload:priority:)`` | at once | FULL, committed within milliseconds (or once its entity's spawn is) |
-/// | ``claim(kinds:limit:)``, ``complete(_:)``, ``fail(_:error:)`` | committed | NORMAL: survives a crash at once, a power loss after the next sync |
+/// | ``claim(kinds:limit:)``, ``complete(_:)`` (one or many), ``fail(_:error:)`` | committed | NORMAL: survives a crash at once, a power loss after the next sync |
 /// | ``retry(_:)``, ``cancel(_:)``, by entity too | committed | FULL |
 ///
 /// A claim lost to a power cut leaves its job pending (it runs again); a completion lost
@@ -107,6 +107,16 @@ public final class JobQueue: @unchecked Sendable {
         let now = wallClock()
         let keep = config.keepFinished
         return try perform(.normal) { db in try JobRows.complete(db, id: id, now: now, keep: keep) }
+    }
+
+    /// Completes several runs in one transaction (a worker that claimed a batch). Returns
+    /// how many were still processing.
+    @discardableResult
+    public func complete(_ ids: [Job.ID]) throws -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let now = wallClock()
+        let keep = config.keepFinished
+        return try perform(.normal) { db in try ids.reduce(0) { $0 + (try JobRows.complete(db, id: $1, now: now, keep: keep) ? 1 : 0) } }
     }
 
     /// The run failed with `error`: the job runs again after a backoff (doubling from

@@ -28,18 +28,19 @@ enum JobRows {
                               order: String = "jobs.id", limit: Int? = nil) throws -> [(job: Job, entity: EntityNumber)] {
         let sql = "SELECT \(columns) FROM jobs JOIN entities ON entities.num = jobs.entity_num WHERE \(condition) ORDER BY \(order)"
             + (limit.map { " LIMIT \($0)" } ?? "")
-        return try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row in job(row).map { ($0, row["entity_num"]) } }
+        // Cached: the hot calls (one job by id, by entity and kind) are the same few statements.
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { row in job(row).map { ($0, row["entity_num"]) } }
     }
 
     /// Adds the job unless the entity has one of this kind already; returns the job either
     /// way, or nil if the entity is not in the file (yet).
     static func enqueue(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Job? {
         let id = entity.withBytes { Data($0) }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
             SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ?
             ON CONFLICT (entity_num, kind) DO NOTHING
-            """, arguments: [kind, Data(payload), priority, now, id])
+            """).execute(arguments: [kind, Data(payload), priority, now, id])
         return try fetch(db, where: "entities.id = ? AND jobs.kind = ?", [id, kind]).first
     }
 
@@ -60,25 +61,29 @@ enum JobRows {
             }
         }
         let chosen = candidates.sorted { $0.priority != $1.priority ? $0.priority > $1.priority : $0.id < $1.id }.prefix(limit).map(\.id)
-        guard !chosen.isEmpty else { return [] }
-        let list = chosen.map(String.init).joined(separator: ", ")
-        try db.execute(sql: "UPDATE jobs SET status = 'processing', started_at = ?, attempts = attempts + 1 WHERE id IN (\(list))",
-                       arguments: [now])
-        return try fetchNumbered(db, where: "jobs.id IN (\(list))", order: "jobs.priority DESC, jobs.id")
+        let mark = try db.cachedStatement(sql: "UPDATE jobs SET status = 'processing', started_at = ?, attempts = attempts + 1 WHERE id = ?")
+        var claimed: [(job: Job, entity: EntityNumber)] = []
+        claimed.reserveCapacity(chosen.count)
+        for id in chosen {
+            try mark.execute(arguments: [now, id])
+            claimed += try fetchNumbered(db, where: "jobs.id = ?", [id])
+        }
+        return claimed
     }
 
     /// A run finished: the row goes, or stays as `done` for `keep` (and older `done` rows go).
     /// False if the job was not processing (cancelled, or gone with its entity, meanwhile).
     static func complete(_ db: Database, id: Job.ID, now: Int64, keep: Duration) throws -> Bool {
         if keep == .zero {
-            try db.execute(sql: "DELETE FROM jobs WHERE id = ? AND status = 'processing'", arguments: [id])
+            try db.cachedStatement(sql: "DELETE FROM jobs WHERE id = ? AND status = 'processing'").execute(arguments: [id])
         } else {
-            try db.execute(sql: "UPDATE jobs SET status = 'done', finished_at = ?, last_error = NULL WHERE id = ? AND status = 'processing'",
-                           arguments: [now, id])
+            try db.cachedStatement(sql: "UPDATE jobs SET status = 'done', finished_at = ?, last_error = NULL WHERE id = ? AND status = 'processing'")
+                .execute(arguments: [now, id])
         }
         let changed = db.changesCount > 0
         if keep > .zero {
-            try db.execute(sql: "DELETE FROM jobs WHERE status = 'done' AND finished_at < ?", arguments: [now - Int64(keep.milliseconds)])
+            try db.cachedStatement(sql: "DELETE FROM jobs WHERE status = 'done' AND finished_at < ?")
+                .execute(arguments: [now - Int64(keep.milliseconds)])
         }
         return changed
     }

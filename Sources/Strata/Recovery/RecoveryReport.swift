@@ -14,6 +14,8 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     /// Jobs the previous session left running (it crashed): marked failed ("interrupted"),
     /// to run again, or dead if that was their last attempt.
     public var interruptedJobs = 0
+    /// How long marking them took (one UPDATE, before the writer starts).
+    public var interruptedJobsTime: Duration = .zero
     /// What the reconciliation of the assets folder with its rows did at open.
     public var assets: ReconcileReport?
 

@@ -207,6 +207,10 @@ extension Store {
                 );
                 -- The claim: the first runnable job of a kind, by priority then age.
                 CREATE INDEX jobs_claim ON jobs (kind, status, priority DESC, id);
+                -- Partial indexes, kept small: the jobs a crash interrupted (found at open
+                -- whatever the backlog), and finished ones by age (their retention).
+                CREATE INDEX jobs_processing ON jobs (id) WHERE status = 'processing';
+                CREATE INDEX jobs_done ON jobs (finished_at) WHERE status = 'done';
 
                 -- Files beside the document (PATH.assets/), one row each (Sources/Strata/Assets).
                 -- `entity_num` is NULL for files adopted or imported without an owner.
