@@ -80,7 +80,7 @@ public final class JobQueue: @unchecked Sendable {
         let request = WriterRequest(durability: .full, deadline: Date(timeIntervalSinceNow: 60), onFinish: { [weak self] error in
             if let error { logger.error("jobs: enqueue of \(kind) for \(entity) failed: \(error)") } else { self?.onRunnable?() }
         }) { db in
-            try JobRows.enqueue(db, kind: kind, entity: entity, payload: payload, priority: priority, now: now) == nil ? .waitForBatch : .done
+            try JobRows.add(db, kind: kind, entity: entity, payload: payload, priority: priority, now: now) ? .done : .waitForBatch
         }
         if !buffer.submit(request) { logger.error("jobs: enqueue of \(kind) for \(entity) after shutdown: not queued") }
     }

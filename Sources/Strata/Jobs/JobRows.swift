@@ -9,13 +9,14 @@ enum JobRows {
         jobs.last_error, jobs.created_at, jobs.started_at, jobs.finished_at, jobs.not_before
         """
 
+    /// A row of ``columns``, read by position (a lookup by name lowercases the name each time).
     static func job(_ row: Row) -> Job? {
-        guard let entity = (row["entity_id"] as Data?).flatMap({ data in data.withUnsafeBytes { EntityID(bytes: $0) } }),
-              let status = Job.Status(rawValue: row["status"])
+        guard let entity = (row[2] as Data?).flatMap({ data in data.withUnsafeBytes { EntityID(bytes: $0) } }),
+              let status = Job.Status(rawValue: row[6])
         else { return nil }
-        return Job(id: row["id"], entity: entity, kind: row["kind"], payload: [UInt8](row["payload"] as Data), priority: row["priority"],
-                   status: status, attempts: row["attempts"], lastError: row["last_error"], createdAt: row["created_at"],
-                   startedAt: row["started_at"], finishedAt: row["finished_at"], notBefore: row["not_before"])
+        return Job(id: row[0], entity: entity, kind: row[3], payload: [UInt8](row[4] as Data), priority: row[5],
+                   status: status, attempts: row[7], lastError: row[8], createdAt: row[9],
+                   startedAt: row[10], finishedAt: row[11], notBefore: row[12])
     }
 
     static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments = [],
@@ -29,7 +30,20 @@ enum JobRows {
         let sql = "SELECT \(columns) FROM jobs JOIN entities ON entities.num = jobs.entity_num WHERE \(condition) ORDER BY \(order)"
             + (limit.map { " LIMIT \($0)" } ?? "")
         // Cached: the hot calls (one job by id, by entity and kind) are the same few statements.
-        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { row in job(row).map { ($0, row["entity_num"]) } }
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { row in job(row).map { ($0, row[1]) } }
+    }
+
+    /// Adds the job unless the entity has one of this kind already. Returns whether the
+    /// entity is in the file (false: not yet, nothing written). Without reading the job back.
+    static func add(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Bool {
+        let id = entity.withBytes { Data($0) }
+        try db.cachedStatement(sql: """
+            INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ?
+            ON CONFLICT (entity_num, kind) DO NOTHING
+            """).execute(arguments: [kind, Data(payload), priority, now, id])
+        if db.changesCount > 0 { return true }
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ?"), arguments: [id]) != nil
     }
 
     /// Adds the job unless the entity has one of this kind already; returns the job either

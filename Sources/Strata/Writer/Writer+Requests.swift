@@ -4,8 +4,10 @@ import GRDB
 /// The request lane: work other threads hand the writer (``WriterRequest``), beside the
 /// tick thread's batches. Writer thread.
 extension Writer {
-    /// Runs `requests` in ONE transaction, each in a savepoint of its own, committed with
-    /// the strictest durability any asks for; then tells each how it went. Requests that
+    /// Runs `requests` in ONE transaction, committed with the strictest durability any asks
+    /// for; then tells each how it went. They run first without savepoints (two statements
+    /// a request saved); if one fails or waits, the transaction is rolled back and they run
+    /// again, each in a savepoint of its own, so that it rolls back alone. Requests that
     /// wait for a batch are kept for the next one. If the transaction fails for a reason a
     /// retry can fix (a full disk, an I/O error), they go back to the hand-off and this
     /// returns false: the caller backs off, as for a batch. On a corrupt file they go back
@@ -20,6 +22,22 @@ extension Writer {
                 let full = requests.contains { $0.durability == .full }
                 if full { try db.execute(sql: "PRAGMA synchronous = FULL") }
                 defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
+                var isolate = false
+                try db.inTransaction(.immediate) {
+                    do {
+                        for request in requests where try request.body(db) == .waitForBatch {
+                            isolate = true
+                            return .rollback
+                        }
+                        return .commit
+                    } catch {
+                        // The machine's trouble (busy, full, I/O, corrupt): the whole group's.
+                        if let sqlite = error as? DatabaseError, Self.isTransient(StoreError(.write, wrapping: sqlite, path: "")) { throw error }
+                        isolate = true   // one request's own failure (a constraint, a bad call): find which
+                        return .rollback
+                    }
+                }
+                guard isolate else { return }
                 try db.inTransaction(.immediate) {
                     for (i, request) in requests.enumerated() {
                         do {
