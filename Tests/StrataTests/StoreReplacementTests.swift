@@ -37,25 +37,6 @@ struct Annotation: Component, Equatable {
         return ids
     }
 
-    /// Overwrites the third leaf page of `table` (its rows are then unreadable) and
-    /// returns how many rows it held. The WAL is checkpointed into the file first, by a
-    /// connection of its own: the engine's connection sees the file changed, and reads
-    /// its pages from the disk again.
-    func damageLeaf(of table: String, _ fixture: EngineFixture) throws -> Int {
-        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
-        let (page, cells) = try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2", arguments: [table]))
-            return (row["pageno"] as Int, row["ncell"] as Int)
-        }
-        try queue.close()
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((page - 1) * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
-        return cells
-    }
-
     /// What a user would compare: every live entity's title and position, and the settings.
     func contents(_ world: World) -> [EntityID: String] {
         var result: [EntityID: String] = [:]
@@ -95,7 +76,7 @@ struct Annotation: Component, Equatable {
         let ids = try makeDocument(fixture)
         let engine = try fixture.open()
         #expect(engine.recovery.loaded.unknownTypeRows == 300, "Annotation is not registered here")
-        _ = try damageLeaf(of: "entities", fixture)
+        _ = try damageLeafPage(of: "entities", skip: 2, in: fixture.directory.databasePath)
 
         change(engine, ids)
         let expected = contents(engine.world)
@@ -147,16 +128,7 @@ struct Annotation: Component, Equatable {
         }
         fixture.config.persistence.idleAfter = .seconds(60)
         let engine = try fixture.open()
-        let page = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT pageno FROM dbstat WHERE name LIKE 'sqlite_autoindex_operation_log%' AND pagetype = 'leaf'
-                ORDER BY pageno LIMIT 1 OFFSET 2
-                """)
-        }
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((try #require(page) - 1) * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
+        try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)
 
         fixture.clock.advance(by: .seconds(61))
         engine.endTick()
@@ -176,20 +148,28 @@ struct Annotation: Component, Equatable {
         #expect(try next.store.verify().isEmpty)
     }
 
-    @Test func aReplacementThatFailsKeepsEverythingAndIsRetried() throws {
-        // The new file cannot be written (every write fails): the replacement fails, the
-        // world and the waiting batches stay in memory, and the next flush after the
-        // backoff tries again, once the disk works.
-        var fixture = EngineFixture()
+    /// A document through the fault VFS, a damaged page, changes, and every write failing:
+    /// the commit finds the damage and the replacement cannot write its new file.
+    func replacementThatCannotWrite(_ name: String = #function) throws
+        -> (EngineFixture, Engine, FaultVFS, [EntityID], lost: Int) {
+        var fixture = EngineFixture(name)
         let vfs = try FaultVFS.register(name: "replace-\(UUID().uuidString)")
         fixture.options.vfs = vfs.name
         let ids = try makeDocument(fixture)
         let engine = try fixture.open()
-        _ = try damageLeaf(of: "entities", fixture)
+        let lost = try damageLeafPage(of: "entities", skip: 2, in: fixture.directory.databasePath)
         change(engine, ids)
-        let expected = contents(engine.world)
         vfs.arm(.write, nth: 1, code: FaultVFS.ioError(for: .write), persistent: true)
         #expect(!engine.flushNow(timeout: .seconds(2)))
+        return (fixture, engine, vfs, ids, lost)
+    }
+
+    @Test func aReplacementThatFailsKeepsEverythingAndIsRetried() throws {
+        // The new file cannot be written (every write fails): the replacement fails, the
+        // world and the waiting batches stay in memory, and the next flush after the
+        // backoff tries again, once the disk works.
+        let (fixture, engine, vfs, _, _) = try replacementThatCannotWrite()
+        let expected = contents(engine.world)
         #expect(engine.metrics.storeReplacements == 0)
         #expect(engine.metrics.lastWriteError?.contains("replacing the corrupt file") == true, "\(engine.metrics.lastWriteError ?? "")")
         #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".replacing"), "names the set-aside file until done")
@@ -213,15 +193,7 @@ struct Annotation: Component, Equatable {
         // The process dies while the new file is being made: PATH is an unfinished copy, and
         // PATH.replacing names the set-aside file. The next open salvages that one instead,
         // as it would any corrupt file.
-        var fixture = EngineFixture()
-        let vfs = try FaultVFS.register(name: "cut-\(UUID().uuidString)")
-        fixture.options.vfs = vfs.name
-        let ids = try makeDocument(fixture)
-        let engine = try fixture.open()
-        let lost = try damageLeaf(of: "entities", fixture)
-        change(engine, ids)
-        vfs.arm(.write, nth: 1, code: FaultVFS.ioError(for: .write), persistent: true)
-        #expect(!engine.flushNow(timeout: .seconds(2)))
+        let (fixture, engine, vfs, ids, lost) = try replacementThatCannotWrite()
         let marker = fixture.directory.databasePath + ".replacing"
         let original = try String(contentsOfFile: marker, encoding: .utf8)
         engine.abandon()

@@ -200,15 +200,8 @@ import Testing
             engine.world.setSetting(.string("dark"), for: "theme")
             try engine.shutdown()
         }
-        let (page, cells) = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = 'entities' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2"))
-            return (row["pageno"] as Int, row["ncell"] as Int)
-        }
+        let cells = try damageLeafPage(of: "entities", skip: 2, in: fixture.directory.databasePath)
         #expect(cells > 10)
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((page - 1) * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
 
         let engine = try fixture.open()
         #expect(engine.recovery.setAsideCorruptFile != nil)
@@ -238,15 +231,8 @@ import Testing
             for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF), 1, 2, 3]) }
             try engine.shutdown()
         }
-        let (page, cells) = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = 'operation_log' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 3"))
-            return (row["pageno"] as Int, row["ncell"] as Int)
-        }
+        let cells = try damageLeafPage(of: "operation_log", skip: 3, in: fixture.directory.databasePath)
         #expect(cells > 10)
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((page - 1) * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
 
         let engine = try fixture.open()
         defer { try? engine.shutdown() }
@@ -270,15 +256,8 @@ import Testing
             engine.world.spawn(Title("one"))
             try engine.shutdown()
         }
-        let (page, cells) = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            let row = try #require(try Row.fetchOne(db, sql: "SELECT pageno, ncell FROM dbstat WHERE name = 'settings' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 5"))
-            return (row["pageno"] as Int, row["ncell"] as Int)
-        }
+        let cells = try damageLeafPage(of: "settings", skip: 5, in: fixture.directory.databasePath)
         #expect(cells > 10)
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((page - 1) * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
 
         let engine = try fixture.open()
         defer { try? engine.shutdown() }
@@ -303,16 +282,7 @@ import Testing
             for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
             try engine.shutdown()
         }
-        let page = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT pageno FROM dbstat WHERE name LIKE 'sqlite_autoindex_operation_log%' AND pagetype = 'leaf'
-                ORDER BY pageno LIMIT 1 OFFSET 2
-                """)
-        }
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        try handle.seek(toOffset: UInt64((try #require(page) - 1) * 4096))
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
+        try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)
 
         fixture.config.persistence.idleAfter = .seconds(60)
         let engine = try fixture.open()

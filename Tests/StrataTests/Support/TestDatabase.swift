@@ -62,3 +62,27 @@ struct EngineFixture {
 
 /// Tests log nothing: assertions say what matters.
 let quietLogger = Logger(label: "strata.tests", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// Overwrites a leaf page of `name` (a table or an index; a LIKE pattern), the `skip`-th
+/// in page order, with garbage, and returns how many cells it held. The WAL is first
+/// checkpointed into the file by a connection of its own, so that the page read from the
+/// file is the current one (and a running engine's connection sees the file changed).
+@discardableResult
+func damageLeafPage(of name: String, skip: Int, in path: String) throws -> Int {
+    let queue = try DatabaseQueue(path: path)
+    let (page, cells) = try queue.writeWithoutTransaction { db -> (Int, Int) in
+        try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT pageno, ncell FROM dbstat WHERE name LIKE ? AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET ?
+            """, arguments: [name, skip]) else {
+            throw DatabaseError(message: "no leaf page \(skip) of \(name)")
+        }
+        return (row["pageno"], row["ncell"])
+    }
+    try queue.close()
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    try handle.seek(toOffset: UInt64((page - 1) * 4096))
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+    try handle.close()
+    return cells
+}
