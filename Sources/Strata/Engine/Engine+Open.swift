@@ -96,11 +96,18 @@ extension Engine {
             // Their files: from another thread (the writer runs the requests this makes).
             if let assets { DispatchQueue.global().async { assets.emptyTrash() } }
         }
+        // Reconciled only where there is something to reconcile: a document without assets
+        // opens without a round trip through the writer.
+        let hasAssets = FileManager.default.fileExists(atPath: store.location.assetsPath)
+            || ((try? store.queue.read { db in
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM assets) OR EXISTS (SELECT 1 FROM asset_trash)") }) ?? nil) == true
         writer.start()
-        do {
-            recovery.assets = try assets.reconcile()
-        } catch {
-            logger.error("assets: the reconciliation at open failed: \(error)")
+        if hasAssets {
+            do {
+                recovery.assets = try assets.reconcile()
+            } catch {
+                logger.error("assets: the reconciliation at open failed: \(error)")
+            }
         }
         return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
                       assets: assets,

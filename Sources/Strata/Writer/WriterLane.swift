@@ -8,8 +8,11 @@ struct WriterLane: Sendable {
 
     /// Runs `body` on the writer and waits for its commit. `body` returning nil means "what
     /// I need is not in the file yet": it runs again after each batch, for `waitingForBatches`,
-    /// then the call fails with `orElse()`.
-    func perform<T>(_ durability: Durability, waitingForBatches: Duration = .zero, _ body: @escaping (Database) throws -> T?,
+    /// then the call fails with `orElse()`. A writer that cannot commit (a disk that stays
+    /// full) keeps the request and retries it; the caller stops waiting after `timeout`
+    /// (``WriterRequestError/timedOut``), and the request may still commit later.
+    func perform<T>(_ durability: Durability, waitingForBatches: Duration = .zero, timeout: Duration = .seconds(120),
+                    _ body: @escaping (Database) throws -> T?,
                     orElse missing: @escaping () -> Error = { WriterRequestError.timedOut }) throws -> T {
         nonisolated(unsafe) var value: T?
         let request = WriterRequest(durability: durability, deadline: Date(timeIntervalSinceNow: waitingForBatches.seconds)) { db in
@@ -17,7 +20,7 @@ struct WriterLane: Sendable {
             return value == nil ? .waitForBatch : .done
         }
         guard buffer.submit(request) else { throw WriterRequestError.closed }
-        switch request.wait() {
+        switch request.wait(until: Date(timeIntervalSinceNow: (waitingForBatches + timeout).seconds)) {
         case .success?:
             guard let value else { throw missing() }
             return value
