@@ -230,6 +230,13 @@ public enum BenchRunner {
             ticks += 1
         }
         let end = clock.now()
+        // STRATA_BENCH_TICKS=FOLDER: each strategy's tick times, one per line in µs (to find which ticks are slow).
+        if let folder = ProcessInfo.processInfo.environment["STRATA_BENCH_TICKS"] {
+            for run in runs {
+                let text = run.tickTimes.map { String(format: "%.1f", $0.milliseconds * 1000) }.joined(separator: "\n")
+                try? text.write(toFile: "\(folder)/\(run.strategy.name)-\(entities).ticks", atomically: true, encoding: .utf8)
+            }
+        }
         return try runs.map { run in
             try result(of: run, ticks: ticks, plannedTicks: plannedTicks, start: start, end: end, changedBytes: changedBytes,
                        entities: entities, moving: moving, options: options)
