@@ -50,17 +50,19 @@ struct TraceLine {
     }
 }
 
+/// Starts `strata sim` on the directory's database, quiet, with `extra` arguments.
+func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try strataExecutable())
+    process.arguments = ["sim", "--db", directory.databasePath, "--log-level", "error"] + extra
+    process.currentDirectoryURL = directory.url
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
 @Suite(.serialized) struct CrashTests {
-    func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try strataExecutable())
-        process.arguments = ["sim", "--db", directory.databasePath, "--log-level", "error"] + extra
-        process.currentDirectoryURL = directory.url
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
 
     @Test func aKilledSimIsDetectedAndKeepsEveryCriticalChangeOlderThanTheDelay() throws {
         let directory = TestDirectory()

@@ -8,14 +8,7 @@ import Testing
 /// twice unless the kill interrupted it, and every finished stroke ends with its thumbnail.
 @Suite(.serialized) struct JobCrashTests {
     func sim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try strataExecutable())
-        process.arguments = ["sim", "--db", directory.databasePath, "--log-level", "error", "--entities", "200"] + extra
-        process.currentDirectoryURL = directory.url
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        try startSim(directory, ["--entities", "200"] + extra)
     }
 
     /// "done <stroke> <job>" lines of `--trace-jobs`, complete ones only.

@@ -167,8 +167,13 @@ final class TestWallClock: @unchecked Sendable {
         let ran = Counter()
         engine.registerJobHandler("render") { _ in ran.add() }
         engine.startWorkers(1)
-        Thread.sleep(forTimeInterval: 0.2)   // a paused worker takes nothing: give it the chance to be wrong
+        // A worker woken while paused looks at the queue and takes nothing.
+        let pool = try #require(engine.workerPool)
+        let looked = pool.looks
+        pool.wake()
+        #expect(eventually { pool.looks > looked })
         #expect(ran.value == 0)
+        #expect(try engine.jobs.counts() == [.pending: 1])
         engine.resumeJobs()
         #expect(eventually { ran.value == 1 })
         #expect(eventually { (try? engine.jobs.counts()) == [:] })
@@ -213,7 +218,7 @@ final class TestWallClock: @unchecked Sendable {
         }
         #expect(errors.value == 0)
         #expect(try engine.jobs.counts() == [.pending: 2500], "5 kinds × 500 entities, each once")
-        #expect(engine.metrics.commitCount + engine.metrics.writerRequests > 0)
+        #expect(engine.metrics.writerRequests >= 10_000, "every enqueue went through the writer's request lane")
     }
 
     @Test func workersRunHandlersCompleteAndFailJobs() throws {

@@ -120,12 +120,7 @@ struct Annotation: Component, Equatable {
         // A damaged page of the operation log's id index: no commit reads it, the idle
         // integrity check does. The file is replaced at the next flush, not the next open.
         var fixture = EngineFixture()
-        do {
-            let engine = try fixture.open()
-            for i in 0 ..< 3000 { engine.world.spawn(Title("title \(i)")) }
-            for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
-            try engine.shutdown()
-        }
+        try writeTitlesAndOperations(fixture, count: 3000)
         fixture.config.persistence.idleAfter = .seconds(60)
         let engine = try fixture.open()
         try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)

@@ -276,12 +276,7 @@ import Testing
         // the process dies before its next flush replaces the file (StoreReplacementTests),
         // the next open sets the file aside and salvages it.
         var fixture = EngineFixture()
-        do {
-            let engine = try fixture.open()
-            for i in 0 ..< 3000 { engine.world.spawn(Title("title \(i)")) }
-            for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
-            try engine.shutdown()
-        }
+        try writeTitlesAndOperations(fixture, count: 3000)
         try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)
 
         fixture.config.persistence.idleAfter = .seconds(60)

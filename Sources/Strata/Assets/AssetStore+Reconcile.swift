@@ -141,12 +141,4 @@ extension AssetStore {
             try AssetRows.register(db, name: name, entity: nil, size: bytes.count, checksum: checksum, now: now)
         }
     }
-
-    static func syncFolder(_ url: URL) {
-        let folder = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
-    }
 }

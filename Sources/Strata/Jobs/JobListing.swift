@@ -15,10 +15,8 @@ public struct JobListing: Sendable, Codable {
         guard FileManager.default.fileExists(atPath: location.path) else {
             throw StoreError(.open, message: "no database file", path: location.path)
         }
-        var configuration = Configuration()
-        configuration.readonly = true
         do {
-            let queue = try DatabaseQueue(path: location.uri, configuration: configuration)
+            let queue = try location.readOnlyQueue()
             defer { try? queue.close() }
             return try queue.read { db in
                 guard try db.tableExists("jobs") else { return JobListing(paused: false, counts: [:], jobs: []) }

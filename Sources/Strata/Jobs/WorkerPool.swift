@@ -38,6 +38,10 @@ final class WorkerPool: @unchecked Sendable {
     private var active = 0
     /// Bumped by every wake: a worker that saw nothing to do waits only if nothing changed since.
     private var wakes = 0
+    /// Times a worker looked for a job (claimed one, found none, or saw the queue paused).
+    private var looksTaken = 0
+
+    var looks: Int { lock.withLock { looksTaken } }
 
     init(queue: JobQueue, handlers: [String: JobHandler], logger: Logger, pollInterval: Duration = .seconds(1)) {
         self.queue = queue
@@ -91,6 +95,7 @@ final class WorkerPool: @unchecked Sendable {
                     logger.error("jobs: claim failed: \(error)")
                 }
             }
+            lock.withLock { looksTaken += 1 }
             guard let (job, entity) = claimed.first else {
                 // Nothing to do: wait for a wake (unless one came meanwhile) or the poll.
                 lock.withLock {

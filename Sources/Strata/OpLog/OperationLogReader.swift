@@ -23,10 +23,8 @@ public final class OperationLogReader: Sendable {
         guard FileManager.default.fileExists(atPath: location.path) else {
             throw StoreError(.open, message: "no database file", path: location.path)
         }
-        var configuration = Configuration()
-        configuration.readonly = true
         do {
-            queue = try DatabaseQueue(path: location.uri, configuration: configuration)
+            queue = try location.readOnlyQueue()
             guard try queue.read({ try $0.tableExists("operation_log") }) else {
                 throw StoreError(.read, message: "no operation log (schema \(Store.schemaVersion) or later has one)", path: location.path)
             }

@@ -156,11 +156,9 @@ enum Salvage {
     /// (``dropOrphans(_:_:)`` deals with those once everything is in). Foreign keys are on again afterwards.
     private static func withSource(_ corruptPath: String, into store: Store, _ report: inout SalvageReport,
                                    _ body: (DatabaseQueue, inout SalvageReport) -> Void) {
-        var configuration = Configuration()
-        configuration.readonly = true
         let source: DatabaseQueue
         do {
-            source = try DatabaseQueue(path: StoreLocation(path: corruptPath).uri, configuration: configuration)
+            source = try StoreLocation(path: corruptPath).readOnlyQueue()
         } catch {
             report.unreadable.append("the whole file (\(error))")
             return

@@ -97,10 +97,8 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             throw StoreError(.open, message: "this is a folder, not a database file", path: location.path)
         }
         let walBytes = location.walBytes
-        var configuration = Configuration()
-        configuration.readonly = true
         do {
-            let queue = try DatabaseQueue(path: location.uri, configuration: configuration)
+            let queue = try location.readOnlyQueue()
             defer { try? queue.close() }
             return try queue.read { db in
                 let kind = try DocumentKind.classify(db)

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Where a database lives, and the URI SQLite opens it by.
 ///
@@ -44,5 +45,15 @@ public struct StoreLocation: Sendable, Equatable {
     /// Size of the WAL file in bytes (0 if absent).
     public var walBytes: Int {
         ((try? FileManager.default.attributesOfItem(atPath: walPath))?[.size] as? NSNumber)?.intValue ?? 0
+    }
+}
+
+extension StoreLocation {
+    /// A read-only connection to the file (inspection, salvage, the idle check, readers of
+    /// the log and the jobs): never a writer, never in the writer's way in WAL mode.
+    func readOnlyQueue() throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return try DatabaseQueue(path: uri, configuration: configuration)
     }
 }

@@ -28,9 +28,7 @@ extension Writer {
             let problems: [String]
             var found = true   // false: the check could not run
             do {
-                var configuration = Configuration()
-                configuration.readonly = true
-                let queue = try DatabaseQueue(path: StoreLocation(path: location.path).uri, configuration: configuration)
+                let queue = try StoreLocation(path: location.path).readOnlyQueue()   // the plain VFS: a real read
                 defer { try? queue.close() }
                 problems = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check(20)") }.filter { $0 != "ok" }
             } catch {

@@ -8,21 +8,17 @@ enum Thumbnails {
     static let kind = "canvas.thumbnail"
     static let size = 32
 
-    /// The job's payload: the stroke's points, as little-endian floats.
+    /// The job's payload: the stroke's points, encoded as the component encodes them.
     static func payload(_ xy: [Float]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(xy.count * 4)
-        for value in xy { withUnsafeBytes(of: value.bitPattern.littleEndian) { bytes.append(contentsOf: $0) } }
-        return bytes
+        var writer = PayloadWriter()
+        writer.write(xy)
+        return writer.bytes
     }
 
     static func points(_ payload: [UInt8]) -> [Float] {
-        stride(from: 0, to: payload.count - 3, by: 4).map { (i: Int) -> Float in
-            var bits = UInt32(payload[i])
-            bits |= UInt32(payload[i + 1]) << 8
-            bits |= UInt32(payload[i + 2]) << 16
-            bits |= UInt32(payload[i + 3]) << 24
-            return Float(bitPattern: bits)
+        payload.withUnsafeBytes { buffer in
+            var reader = PayloadReader(buffer)
+            return (try? reader.read() as [Float]) ?? []
         }
     }
 

@@ -86,3 +86,11 @@ func damageLeafPage(of name: String, skip: Int, in path: String) throws -> Int {
     try handle.close()
     return cells
 }
+
+/// A document of `count` entities with a Title each and `count` operations, shut down cleanly.
+func writeTitlesAndOperations(_ fixture: EngineFixture, count: Int) throws {
+    let engine = try fixture.open()
+    for i in 0 ..< count { engine.world.spawn(Title("title \(i)")) }
+    for i in 0 ..< count { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
+    try engine.shutdown()
+}
