@@ -2,8 +2,9 @@
 # System packages the build and the tests need are installed here when missing.
 
 SWIFT ?= swift
-# libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus).
-APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock
+# libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus);
+# postgresql: the sync tests start a private server (initdb + pg_ctl, a Unix socket).
+APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30

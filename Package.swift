@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Strata", targets: ["Strata"]),
+        .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
         .executable(name: "strata", targets: ["StrataHost"]),
     ],
     dependencies: [
@@ -13,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // libupower-glib, UPower's client library (Debian: libupower-glib-dev).
@@ -27,6 +29,19 @@ let package = Package(
             dependencies: ["CUPowerGlib"],
             linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
+        // GIO's D-Bus client, for the network probe (Debian: libglib2.0-dev, which
+        // libupower-glib-dev brings).
+        .systemLibrary(
+            name: "CGio",
+            pkgConfig: "gio-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
+        ),
+        // The network probe: NetworkManager's state and connectivity, every D-Bus call bounded.
+        .target(
+            name: "CStrataNetwork",
+            dependencies: ["CGio"],
+            linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
+        ),
         // The counting VFS: sync requests and bytes written per file kind (sqlite3.h via GRDBSQLite).
         .target(
             name: "CStrataVFS",
@@ -36,10 +51,21 @@ let package = Package(
             name: "Strata",
             dependencies: [
                 "CStrataPower",
+                "CStrataNetwork",
                 "CStrataVFS",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The sync transport to a PostgreSQL server (postgres-nio): a separate library, so
+        // an engine that does not sync does not build SwiftNIO.
+        .target(
+            name: "StrataPostgres",
+            dependencies: [
+                "Strata",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -57,6 +83,7 @@ let package = Package(
             dependencies: [
                 "Strata",
                 "StrataBench",
+                "StrataPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -66,6 +93,8 @@ let package = Package(
             dependencies: [
                 "Strata",
                 "StrataBench",
+                "StrataPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

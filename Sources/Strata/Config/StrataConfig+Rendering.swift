@@ -79,6 +79,19 @@ extension StrataConfig {
             keep_finished_secs = \(secs(jobs.keepFinished))
             shutdown_timeout_secs = \(secs(jobs.shutdownTimeout))
 
+            [sync]
+            server = "\(sync.server)"
+            document = "\(sync.document)"
+            batch_size = \(sync.batchSize)
+            pull_batch_size = \(sync.pullBatchSize)
+            max_attempts = \(sync.maxAttempts)
+            retry_initial_backoff_ms = \(ms(sync.retryInitialBackoff))
+            retry_max_backoff_secs = \(secs(sync.retryMaxBackoff))
+            pull_interval_ms = \(ms(sync.pullInterval))
+            push_interval_ms = \(ms(sync.pushInterval))
+            network_source = "\(sync.networkSource.rawValue)"
+            request_timeout_ms = \(ms(sync.requestTimeout))
+
             [assets]
             unknown_files = "\(assets.unknownFiles.rawValue)"
             min_file_bytes = \(assets.minFileBytes)

@@ -79,6 +79,9 @@ extension StrataConfig {
         if var jobs = try reader.table("jobs") {
             config.jobs = try readJobs(&jobs)
         }
+        if var sync = try reader.table("sync") {
+            config.sync = try readSync(&sync)
+        }
         if var assets = try reader.table("assets") {
             config.assets.unknownFiles = try assets.choice("unknown_files", default: config.assets.unknownFiles)
             config.assets.minFileBytes = try assets.int("min_file_bytes", default: config.assets.minFileBytes, range: 0 ... Int(Int32.max))
@@ -88,7 +91,7 @@ extension StrataConfig {
             config.metrics.countFsyncs = try metrics.bool("count_fsyncs", default: config.metrics.countFsyncs)
             try metrics.rejectUnknownKeys(known: ["count_fsyncs"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "jobs", "assets", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "jobs", "sync", "assets", "metrics"])
         return config
     }
 
@@ -217,6 +220,32 @@ extension StrataConfig {
         }
         try r.rejectUnknownKeys(known: ["workers", "max_attempts", "retry_initial_backoff_ms", "retry_max_backoff_secs",
                                         "keep_finished_secs", "shutdown_timeout_secs"])
+        return c
+    }
+
+    private static func readSync(_ r: inout ConfigReader) throws -> SyncConfig {
+        var c = SyncConfig()
+        c.server = try r.string("server", default: c.server)
+        if !c.server.isEmpty && !(c.server.hasPrefix("postgresql://") || c.server.hasPrefix("postgres://")) {
+            throw r.error(.invalidValue, "server", "must be a postgresql:// URL or empty, got \"\(c.server)\"")
+        }
+        c.document = try r.string("document", default: c.document)
+        if c.document.isEmpty { throw r.error(.invalidValue, "document", "must not be empty") }
+        c.batchSize = try r.int("batch_size", default: c.batchSize, range: 1 ... 10_000)
+        c.pullBatchSize = try r.int("pull_batch_size", default: c.pullBatchSize, range: 1 ... 100_000)
+        c.maxAttempts = try r.int("max_attempts", default: c.maxAttempts, range: 1 ... 1_000_000)
+        c.retryInitialBackoff = try r.duration("retry_initial_backoff_ms", default: c.retryInitialBackoff, unit: .milliseconds)
+        c.retryMaxBackoff = try r.duration("retry_max_backoff_secs", default: c.retryMaxBackoff, unit: .seconds, max: .seconds(86_400))
+        if c.retryMaxBackoff < c.retryInitialBackoff {
+            throw r.error(.invalidValue, "retry_max_backoff_secs", "must be at least retry_initial_backoff_ms")
+        }
+        c.pullInterval = try r.duration("pull_interval_ms", default: c.pullInterval, unit: .milliseconds, max: .seconds(86_400))
+        c.pushInterval = try r.duration("push_interval_ms", default: c.pushInterval, unit: .milliseconds, max: .seconds(3600))
+        c.networkSource = try r.choice("network_source", default: c.networkSource)
+        c.requestTimeout = try r.duration("request_timeout_ms", default: c.requestTimeout, unit: .milliseconds, max: .seconds(600))
+        try r.rejectUnknownKeys(known: ["server", "document", "batch_size", "pull_batch_size", "max_attempts", "retry_initial_backoff_ms",
+                                        "retry_max_backoff_secs", "pull_interval_ms", "push_interval_ms", "network_source",
+                                        "request_timeout_ms"])
         return c
     }
 

@@ -12,6 +12,7 @@ public struct StrataConfig: Sendable, Equatable {
     public var compaction = CompactionConfig()
     public var operationLog = OperationLogConfig()
     public var jobs = JobsConfig()
+    public var sync = SyncConfig()
     public var assets = AssetsConfig()
     public var metrics = MetricsConfig()
 
@@ -234,6 +235,45 @@ public struct JobsConfig: Sendable, Equatable {
     /// `shutdown_timeout_secs`: how long a shutdown waits for running jobs; the ones still
     /// running then are left pending for the next session.
     public var shutdownTimeout: Duration = .seconds(10)
+
+    public init() {}
+}
+
+/// `[sync]`: the outbox pushed to a server and the operations pulled from it
+/// (`Sources/Strata/Sync`). Off unless `server` is set (or ``Engine/startSync(transport:applying:)``
+/// is called with a transport).
+public struct SyncConfig: Sendable, Equatable {
+    /// `server`: where to sync, e.g. `postgresql://user@/strata?host=/run/postgresql`; empty: no sync.
+    public var server = ""
+    /// `document`: the shared document's name on the server (devices that share it sync).
+    public var document = "default"
+    /// `batch_size`: operations per push, sent in one round trip.
+    public var batchSize = 50
+    /// `pull_batch_size`: operations per pulled page.
+    public var pullBatchSize = 500
+    /// `max_attempts`: pushes the server refuses an operation before it is a dead letter
+    /// (kept, shown by `strata sync status`, pushed again by `strata sync retry`). Failures
+    /// to reach the server do not count: being offline is not the operation's fault.
+    public var maxAttempts = 5
+    /// `retry_initial_backoff_ms`: the wait after a failed push or pull; doubles each time.
+    public var retryInitialBackoff: Duration = .milliseconds(250)
+    /// `retry_max_backoff_secs`: the longest wait.
+    public var retryMaxBackoff: Duration = .seconds(30)
+    /// `pull_interval_ms`: how often the server is asked for other devices' operations.
+    public var pullInterval: Duration = .milliseconds(500)
+    /// `push_interval_ms`: how often the outbox is looked at for new operations (a
+    /// committed operation waits at most this long; coming online pushes at once).
+    public var pushInterval: Duration = .milliseconds(100)
+    /// `network_source`: `networkmanager` (connectivity from NetworkManager over D-Bus,
+    /// falling back to trying the server when it is absent) or `none` (try the server).
+    public var networkSource = NetworkSource.networkmanager
+    /// `request_timeout_ms`: the longest a connection or a round trip may take.
+    public var requestTimeout: Duration = .seconds(5)
+
+    public enum NetworkSource: String, Sendable, CaseIterable {
+        case networkmanager
+        case none
+    }
 
     public init() {}
 }

@@ -39,6 +39,7 @@ extension Engine {
             }
             powerChangesSeen = changes
         }
+        if let syncClient { pollSync(syncClient) }
         if let memoryMonitor {
             let warnings = memoryMonitor.warningCount
             if warnings != memoryWarningsSeen {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Synchronization
 
 /// The persistence engine a simulation host embeds: a ``World`` whose changes reach
 /// a WAL-mode SQLite file on tiered schedules, off the tick thread.
@@ -67,6 +68,12 @@ public final class Engine {
     private(set) var isShutDown = false
     /// A replacement of a corrupt file that has not finished yet (it failed, and is retried).
     var pendingReplacement: StoreReplacement?
+    /// The sync with a server (`Engine+Sync.swift`), the host's hook for pulled operations,
+    /// and the inbox's change count when the tick thread last looked.
+    @usableFromInline var syncClient: SyncClient?
+    var syncApply: ((LoggedOperation) -> Void)?
+    @usableFromInline var syncChangesSeen = 0
+    var syncServerNode: NodeID?
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
@@ -190,7 +197,8 @@ public final class Engine {
         let now = now()
         if scheduler.isQuiet(now: now, critical: world.tracker.firstCritical, derived: world.tracker.firstDerived),
            powerMonitor.map({ $0.changeCount == powerChangesSeen }) ?? true,
-           memoryMonitor.map({ $0.warningCount == memoryWarningsSeen }) ?? true {
+           memoryMonitor.map({ $0.warningCount == memoryWarningsSeen }) ?? true,
+           syncClient.map({ $0.inbox.changes.load(ordering: .relaxed) == syncChangesSeen }) ?? true {
             return
         }
         endTickDeciding(at: now)
@@ -324,6 +332,7 @@ public final class Engine {
         owner.check("Engine")
         guard !isShutDown else { return }
         stopWorkers()
+        stopSync()
         scheduler.drainAll(world: world, reasons: [.shutdown], into: nextBatch)
         hand()
         isShutDown = true
@@ -349,6 +358,7 @@ public final class Engine {
         guard !isShutDown else { return }
         isShutDown = true
         _ = workerPool?.stop(timeout: .zero)   // as a crash: what runs stays `processing` in the file
+        stopSync()
         powerMonitor?.stop()
         memoryMonitor?.stop()
         writer.abandon()

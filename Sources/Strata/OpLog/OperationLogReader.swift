@@ -156,7 +156,8 @@ public final class OperationLogReader: Sendable {
         }
     }
 
-    private static func operation(_ row: Row) -> LoggedOperation? {
+    /// An `operation_log` row (node, seq, id, timestamp, kind, payload) as an operation.
+    static func operation(_ row: Row) -> LoggedOperation? {
         guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }),
               let id = (row["id"] as Data).withUnsafeBytes({ EntityID(bytes: $0) }) else { return nil }
         return LoggedOperation(id: id, node: node, seq: row["seq"], timestamp: HybridTimestamp(rawValue: row["timestamp"]),

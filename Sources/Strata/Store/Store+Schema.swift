@@ -233,9 +233,36 @@ extension Store {
                 PRAGMA user_version = 6;
                 """)
         }
+        migrator.registerMigration("v7: sync outbox state") { db in
+            // The sync with a server (Sources/Strata/Sync). The outbox is this replica's
+            // operations above `pushed_through` (the log holds them: nothing is copied), plus
+            // those in `sync_failures`: ones the server refused, with their attempts, and
+            // dead letters (`dead_at` set) that wait for `strata sync retry`.
+            try db.execute(sql: """
+                CREATE TABLE sync_state (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    server TEXT NOT NULL,
+                    server_node BLOB,
+                    pushed_through INTEGER NOT NULL DEFAULT 0,
+                    last_push_at INTEGER,
+                    last_pull_at INTEGER,
+                    last_error TEXT,
+                    last_error_at INTEGER
+                );
+                CREATE TABLE sync_failures (
+                    seq INTEGER PRIMARY KEY,
+                    attempts INTEGER NOT NULL,
+                    last_error TEXT NOT NULL,
+                    last_attempt_at INTEGER NOT NULL,
+                    dead_at INTEGER
+                );
+
+                PRAGMA user_version = 7;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 6 }
+    public static var schemaVersion: Int { 7 }
 }

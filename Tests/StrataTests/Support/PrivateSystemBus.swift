@@ -113,6 +113,18 @@ final class PrivateSystemBus {
                   "string:org.freedesktop.UPower", "string:OnBattery", "variant:boolean:\(value)"])
     }
 
+    /// Starts NetworkManager's mock; `state`: NMState (20 disconnected, 70 connected).
+    func startNetworkManager(state: UInt32) throws {
+        try startMock(template: "networkmanager", name: "org.freedesktop.NetworkManager")
+        try setNetworkState(state)   // as a uint32, which a JSON parameter would not be
+    }
+
+    /// Sets NetworkManager's global state, with its `StateChanged` signal.
+    func setNetworkState(_ state: UInt32) throws {
+        try send(["--dest=org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager",
+                  "org.freedesktop.DBus.Mock.SetGlobalConnectionState", "uint32:\(state)"])
+    }
+
     func owns(_ name: String) throws -> Bool {
         try send(["--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", "string:\(name)"])
             .contains("boolean true")

@@ -1,0 +1,103 @@
+import Foundation
+
+/// The sync with a server (`Sources/Strata/Sync`): the outbox pushed, other devices'
+/// operations pulled and applied. Tick thread, except where a member says otherwise.
+///
+/// ```swift
+/// let transport = try PostgresTransport(url: config.sync.server, document: config.sync.document)
+/// engine.startSync(transport: transport, network: NetworkMonitor(config: config.sync, logger: logger)) { op in
+///     canvas.apply(op)        // a peer's operation, already in the log: make the world agree
+/// }
+/// ```
+///
+/// Conflicts: every device applies an operation only if it is newer than the last one
+/// applied to the same thing, in ``LoggedOperation/causallyPrecedes(_:)`` order (hybrid
+/// timestamp, then node id), which every device computes the same way whatever order
+/// the operations arrived in: the last writer wins, everywhere. The hook decides what
+/// "the same thing" is (``OperationStamp`` helps).
+extension Engine {
+    /// Starts pushing this document's operations to `transport` and pulling the other
+    /// devices', on a thread of its own. Each pulled operation is logged (critical, as
+    /// ``receiveOperation(_:)``: duplicates are dropped there) and, when new, handed to
+    /// `apply` on the tick thread at an end of tick. A shutdown stops it.
+    public func startSync(transport: any SyncTransport, network: (any ConnectivitySource)? = nil,
+                          applying apply: @escaping (LoggedOperation) -> Void) {
+        owner.check("Engine")
+        guard syncClient == nil, !isShutDown else { return }
+        let outbox = SyncOutbox(lane: WriterLane(buffer: buffer), node: nodeID, server: config.sync.server)
+        let client = SyncClient(transport: transport, outbox: outbox, inbox: SyncInbox(), config: config.sync, node: nodeID,
+                                clock: vectorClock, localHighest: world.operationLog.nextSequence - 1, network: network,
+                                wallClock: options.wallClock, logger: logger)
+        syncApply = apply
+        syncClient = client
+        syncChangesSeen = client.inbox.changes.load(ordering: .relaxed)
+        client.start()
+    }
+
+    /// The running sync's state (online, counts), nil without one. Any thread.
+    public var sync: SyncClient.State? { syncClient?.state }
+
+    /// The outbox, the dead letters, the last push and pull (committed state).
+    public func syncStatus() throws -> SyncStatus {
+        try SyncOutbox(lane: WriterLane(buffer: buffer), node: nodeID, server: config.sync.server).status()
+    }
+
+    /// Dead letters are pushed again (their attempts start over). Returns how many.
+    @discardableResult
+    public func retrySyncDeadLetters() throws -> Int {
+        let count = try SyncOutbox(lane: WriterLane(buffer: buffer), node: nodeID, server: config.sync.server).retryDeadLetters()
+        syncClient?.wake()
+        return count
+    }
+
+    /// Takes what the sync brought (every end of tick; one atomic load when nothing did).
+    func pollSync(_ client: SyncClient) {
+        client.localHighest.store(world.operationLog.nextSequence - 1, ordering: .relaxed)
+        let changes = client.inbox.changes.load(ordering: .acquiring)
+        guard changes != syncChangesSeen else { return }
+        syncChangesSeen = changes
+        let (operations, acknowledged) = client.inbox.take()
+        for operation in operations where receiveOperation(operation) != .duplicate {
+            syncApply?(operation)
+        }
+        if let acknowledged, let server = client.serverNode {
+            recordAcknowledgement(from: server, clock: [nodeID: acknowledged])
+        }
+    }
+
+    func stopSync() {
+        guard let client = syncClient else { return }
+        syncClient = nil
+        client.stop()
+    }
+}
+
+/// The order key of an operation, for "the last writer wins": keep the stamp of the
+/// operation last applied to a thing, and apply another only if its stamp is greater.
+/// Total, and the same on every device (``LoggedOperation/causallyPrecedes(_:)``).
+public struct OperationStamp: Comparable, Hashable, Sendable, Codable {
+    public var timestamp: Int64
+    /// The node's 16 bytes, as two big-endian halves (compared as bytes).
+    public var nodeHigh: UInt64
+    public var nodeLow: UInt64
+
+    public init(_ operation: LoggedOperation) {
+        timestamp = operation.timestamp.rawValue
+        (nodeHigh, nodeLow) = operation.node.withBytes { bytes in
+            (bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self).bigEndian, bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
+        }
+    }
+
+    public init(timestamp: Int64, nodeHigh: UInt64, nodeLow: UInt64) {
+        self.timestamp = timestamp
+        self.nodeHigh = nodeHigh
+        self.nodeLow = nodeLow
+    }
+
+    /// Before every operation.
+    public static let zero = OperationStamp(timestamp: .min, nodeHigh: 0, nodeLow: 0)
+
+    public static func < (a: OperationStamp, b: OperationStamp) -> Bool {
+        (a.timestamp, a.nodeHigh, a.nodeLow) < (b.timestamp, b.nodeHigh, b.nodeLow)
+    }
+}

@@ -1,0 +1,325 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Pushes the outbox to a ``SyncTransport`` and pulls the other devices' operations, on
+/// a thread of its own (`strata.sync`); every call to the server is bounded by
+/// `request_timeout_ms`. The tick thread never waits on it: pulled operations reach the
+/// world through ``SyncInbox`` at an end of tick (``Engine/startSync(transport:network:applying:)``).
+///
+/// The loop, while not stopped:
+/// 1. Offline (the network monitor says so): wait for it to come back. Coming online
+///    pushes at once, whatever the backoff.
+/// 2. Push: the outbox's next `batch_size` operations in ONE round trip, again and again
+///    while it has any (a backlog never waits for the next local write); at most one
+///    push in flight. A batch the server refuses is split in halves until the refused
+///    operation is alone: it gets an attempt (and is a dead letter after `max_attempts`),
+///    the others go through, so a poison operation never blocks the ones behind it.
+/// 3. Pull, every `pull_interval_ms`: pages of other nodes' operations the local vector
+///    clock lacks (as it was when the sync started), after the last position seen.
+/// 4. A failure to reach the server backs off exponentially (`retry_initial_backoff_ms`
+///    doubling to `retry_max_backoff_secs`), counting against no operation.
+///
+/// States: created ──start──▶ running ──stop──▶ stopped.
+public final class SyncClient: @unchecked Sendable {
+    // @unchecked Sendable: the mutable state is guarded by `lock`, or atomic; the rest is
+    // immutable, or touched only by the sync thread (`server`, `pullCursor`, `failures`).
+    private let transport: any SyncTransport
+    let outbox: SyncOutbox
+    @usableFromInline let inbox: SyncInbox
+    private let config: SyncConfig
+    private let node: NodeID
+    /// The vector clock when the sync started: a pull asks for what lies above it.
+    private let startClock: [NodeID: Int64]
+    private let network: (any ConnectivitySource)?
+    private let wallClock: @Sendable () -> Int64
+    private let logger: Logger
+
+    private let lock = Lock()
+    private var stopping = false
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+    private var current = State()
+    /// The highest sequence this replica has appended (the tick thread sets it): the
+    /// outbox is only read when it moved past what was pushed, or a retry is due.
+    let localHighest = Atomic<Int64>(0)
+    private let wakes = Atomic<Int>(0)
+
+    private var server: SyncServerInfo?
+    private var pullCursor: Int64 = 0
+    private var pushedHighest: Int64 = 0
+    private var nextFailureDue: Int64? = 0
+    private var consecutiveFailures = 0
+
+    /// What the client is doing, for status lines and tests (any thread).
+    public struct State: Sendable, Equatable {
+        /// The last call to the server succeeded.
+        public var online = false
+        /// What the network monitor says (unknown without one).
+        public var network = Connectivity.unknown
+        public var pushes = 0
+        public var pushedOperations = 0
+        /// Operations the server already had when they were pushed (a retried push).
+        public var duplicatesIgnored = 0
+        public var pulledOperations = 0
+        public var refusals = 0
+        public var deadLetters = 0
+        public var lastError: String?
+        /// When the last push was acknowledged (wall ms), and when the network last came online.
+        public var lastPushAt: Int64?
+        public var cameOnlineAt: Int64?
+        /// The server clock minus the local one at the last connect (ms).
+        public var clockSkew: Int64?
+    }
+
+    init(transport: any SyncTransport, outbox: SyncOutbox, inbox: SyncInbox, config: SyncConfig, node: NodeID,
+         clock: [NodeID: Int64], localHighest: Int64, network: (any ConnectivitySource)?,
+         wallClock: @escaping @Sendable () -> Int64, logger: Logger) {
+        self.transport = transport
+        self.outbox = outbox
+        self.inbox = inbox
+        self.config = config
+        self.node = node
+        self.startClock = clock
+        self.network = network
+        self.wallClock = wallClock
+        self.logger = logger
+        self.localHighest.store(localHighest, ordering: .relaxed)
+    }
+
+    public var state: State { lock.withLock { current } }
+
+    /// The server's node id once connected (its acknowledgements are recorded under it).
+    var serverNode: NodeID? { lock.withLock { connectedNode } }
+    private var connectedNode: NodeID?
+    private var shouldStop: Bool { lock.withLock { stopping } }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "strata.sync"
+        lock.withLock { self.thread = thread }
+        thread.start()
+    }
+
+    /// Stops the loop, waiting for a push in flight (bounded by the request timeout).
+    func stop() {
+        let started = lock.withLock { () -> Bool in
+            stopping = true
+            return thread != nil
+        }
+        guard started else { return }
+        _ = finished.wait(timeout: .now() + (config.requestTimeout * 2 + .seconds(1)).seconds)
+    }
+
+    /// Looks at the outbox now (new operations were committed, or dead letters retried).
+    func wake() {
+        wakes.wrappingAdd(1, ordering: .releasing)
+        lock.withLock { nextFailureDue = 0 }
+    }
+
+    // MARK: The loop
+
+    private func run() {
+        var retryAt: ContinuousClock.Instant?
+        var nextPull = ContinuousClock.now
+        var networkSeen = -1
+        var wasOffline = false
+        while !shouldStop {
+            // 1. The network.
+            if let network, network.changeCount != networkSeen {
+                networkSeen = network.changeCount
+                let now = network.connectivity
+                update { $0.network = now }
+                if now == .offline {
+                    if !wasOffline { logger.info("sync: offline (network)") }
+                    wasOffline = true
+                } else if wasOffline {
+                    wasOffline = false
+                    logger.info("sync: network back: pushing now")
+                    update { $0.cameOnlineAt = wallClock() }
+                    retryAt = nil
+                    consecutiveFailures = 0
+                    nextPull = .now
+                }
+            }
+            if wasOffline {
+                update { $0.online = false }
+                pause(.milliseconds(50))
+                continue
+            }
+            if let retryAt, ContinuousClock.now < retryAt {
+                pause(min(.milliseconds(50), retryAt - .now))
+                continue
+            }
+            retryAt = nil
+            do {
+                try connectIfNeeded()
+                try pushAll()
+                if ContinuousClock.now >= nextPull {
+                    try pullAll()
+                    nextPull = .now + config.pullInterval
+                }
+                consecutiveFailures = 0
+                update { $0.online = true }
+            } catch {
+                let failure = error as? SyncError ?? SyncError(.failed, "\(error)")
+                consecutiveFailures += 1
+                let wait = backoff(consecutiveFailures)
+                retryAt = .now + wait
+                if failure.kind == .unreachable { server = nil }
+                update {
+                    if $0.online || $0.lastError != failure.description {
+                        self.logger.warning("sync: \(failure); retrying in \(Int(wait.milliseconds)) ms")
+                    }
+                    $0.online = false
+                    $0.lastError = failure.description
+                }
+                try? outbox.noteError(failure.description, now: wallClock())
+                if failure.kind == .unreachable { blocking { await self.transport.disconnect() } }
+                continue
+            }
+            pause(config.pushInterval)
+        }
+        blocking { await self.transport.disconnect() }
+    }
+
+    private func connectIfNeeded() throws {
+        guard server == nil else { return }
+        let info = try call { try await self.transport.connect() }
+        let before = wallClock()
+        if let serverNow = try? call({ try await self.transport.serverClock() }) {
+            let skew = serverNow - (before + wallClock()) / 2
+            update { $0.clockSkew = skew }
+        }
+        if self.server?.node != info.node { pullCursor = 0 }
+        self.server = info
+        lock.withLock { connectedNode = info.node }
+        logger.info("sync: connected to \(info.description) (schema \(info.schemaVersion))")
+    }
+
+    /// Pushes while the outbox has operations due.
+    private func pushAll() throws {
+        guard let server else { return }
+        while !shouldStop {
+            let highest = localHighest.load(ordering: .acquiring)
+            let due = lock.withLock { nextFailureDue.map { $0 <= wallClock() } ?? false }
+            guard highest > pushedHighest || due else { return }
+            let batch = try outbox.next(limit: config.batchSize, now: wallClock(), backoff: { [config] in Self.backoff($0, config) })
+            lock.withLock { nextFailureDue = nil }
+            guard !batch.isEmpty else {
+                // Nothing committed above what was pushed yet (the flush comes), or no retry due.
+                let status = try outbox.status()
+                pushedHighest = max(pushedHighest, status.pushedThrough)
+                if let soonest = status.failing.map({ $0.lastAttemptAt + Int64(backoff($0.attempts).milliseconds) }).min() {
+                    lock.withLock { nextFailureDue = min(nextFailureDue ?? soonest, soonest) }
+                }
+                return
+            }
+            try push(batch[...], to: server)
+            pushedHighest = max(pushedHighest, batch.map(\.seq).max() ?? 0)
+        }
+    }
+
+    /// Pushes `batch`; a refused batch is split until the refused operations are alone.
+    private func push(_ batch: ArraySlice<LoggedOperation>, to server: SyncServerInfo) throws {
+        do {
+            let receipt = try call { try await self.transport.push(Array(batch)) }
+            let acknowledgedThrough = try outbox.acknowledge(Array(batch), server: server, now: wallClock())
+            update {
+                $0.pushes += 1
+                $0.pushedOperations += receipt.inserted
+                $0.duplicatesIgnored += receipt.duplicates
+                $0.lastPushAt = self.wallClock()
+            }
+            inbox.acknowledge(through: acknowledgedThrough)
+        } catch let error as SyncError where error.kind == .rejected {
+            guard batch.count > 1 else {
+                let operation = batch.first!
+                let dead = try outbox.refuse(operation, error: error.message, maxAttempts: config.maxAttempts, now: wallClock())
+                update { $0.refusals += 1; if dead { $0.deadLetters += 1 } }
+                lock.withLock { nextFailureDue = nextFailureDue ?? 0 }
+                logger.warning("sync: the server refused operation \(operation.seq) (\(operation.kind))\(dead ? ": a dead letter now" : ""): \(error.message)")
+                return
+            }
+            // In sequence order: the lower half settles first.
+            let middle = batch.startIndex + batch.count / 2
+            try push(batch[..<middle], to: server)
+            try push(batch[middle...], to: server)
+        }
+    }
+
+    private func pullAll() throws {
+        var more = true
+        while more && !shouldStop {
+            // The tick thread has not taken the last pages yet: leave the rest on the server.
+            guard inbox.backlog < config.pullBatchSize * 20 else { return }
+            let page = try call { [startClock, node, pullCursor, config] in
+                try await self.transport.pull(excluding: node, clock: startClock, after: pullCursor, limit: config.pullBatchSize)
+            }
+            inbox.deliver(page.operations)
+            pullCursor = max(pullCursor, page.cursor)
+            update { $0.pulledOperations += page.operations.count }
+            more = page.hasMore
+        }
+        try outbox.notePull(now: wallClock())
+    }
+
+    // MARK: Helpers
+
+    private func update(_ body: (inout State) -> Void) {
+        lock.withLock { body(&current) }
+    }
+
+    private func pause(_ duration: Duration) {
+        let seen = wakes.load(ordering: .acquiring)
+        let until = ContinuousClock.now + duration
+        while ContinuousClock.now < until && !shouldStop && wakes.load(ordering: .acquiring) == seen {
+            Thread.sleep(forTimeInterval: min(0.01, (until - .now).seconds))
+        }
+    }
+
+    private func backoff(_ attempts: Int) -> Duration { Self.backoff(attempts, config) }
+
+    static func backoff(_ attempts: Int, _ config: SyncConfig) -> Duration {
+        guard attempts > 0 else { return .zero }
+        let factor = Double(1 << min(attempts - 1, 30))
+        return min(config.retryInitialBackoff * factor, config.retryMaxBackoff)
+    }
+
+    /// Runs an async call from this thread, waiting at most `request_timeout_ms`.
+    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<T, any Error>?
+        let task = Task {
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + config.requestTimeout.seconds) == .success else {
+            task.cancel()
+            blocking { await self.transport.disconnect() }
+            throw SyncError(.unreachable, "no answer within \(Int(config.requestTimeout.milliseconds)) ms")
+        }
+        return try result!.get()
+    }
+
+    private func blocking(_ body: @escaping @Sendable () async -> Void) {
+        let done = DispatchSemaphore(value: 0)
+        Task { await body(); done.signal() }
+        _ = done.wait(timeout: .now() + config.requestTimeout.seconds)
+    }
+}
+
+/// What the network says, from a monitor (``NetworkMonitor``: NetworkManager over D-Bus).
+public enum Connectivity: String, Sendable, Codable {
+    case online, offline, unknown
+}
+
+/// A source of ``Connectivity`` the sync client reads from its thread.
+public protocol ConnectivitySource: AnyObject, Sendable {
+    var connectivity: Connectivity { get }
+    /// Moves whenever ``connectivity`` changes.
+    var changeCount: Int { get }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import Synchronization
+
+/// What the sync brings to the tick thread: operations pulled from the server, and the
+/// server's acknowledgement of this replica's operations. Filled by ``SyncClient``'s
+/// thread, taken by ``Engine/endTick()`` (which reads one atomic when there is nothing).
+@usableFromInline
+final class SyncInbox: @unchecked Sendable {
+    // @unchecked Sendable: `operations` and `acknowledged` are guarded by `lock`;
+    // `changes` is atomic.
+    private let lock = Lock()
+    private var operations: [LoggedOperation] = []
+    private var acknowledged: Int64?
+    @usableFromInline let changes = Atomic<Int>(0)
+
+    /// Operations waiting for the tick thread (the client pulls no more past a limit).
+    var backlog: Int { lock.withLock { operations.count } }
+
+    func deliver(_ pulled: [LoggedOperation]) {
+        guard !pulled.isEmpty else { return }
+        lock.withLock { operations += pulled }
+        changes.wrappingAdd(1, ordering: .releasing)
+    }
+
+    /// The server has every operation of this replica through `sequence`.
+    func acknowledge(through sequence: Int64) {
+        lock.withLock { acknowledged = max(acknowledged ?? 0, sequence) }
+        changes.wrappingAdd(1, ordering: .releasing)
+    }
+
+    func take() -> (operations: [LoggedOperation], acknowledged: Int64?) {
+        lock.withLock {
+            defer { operations = []; acknowledged = nil }
+            return (operations, acknowledged)
+        }
+    }
+}

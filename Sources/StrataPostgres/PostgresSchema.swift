@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Strata
+
+/// The server's schema, created by the first client that connects (under an advisory
+/// lock, so two first clients do not race), versioned in `strata_sync_meta`. Append
+/// migrations; never edit a shipped one.
+enum PostgresSchema {
+    /// The version this build writes.
+    static let version = 1
+
+    /// Migration `n` brings the schema from `n - 1` to `n`: statements run one by one in
+    /// one transaction.
+    static let migrations: [Int: [String]] = [
+        1: [
+            """
+            CREATE TABLE strata_operations (
+                position bigserial PRIMARY KEY,
+                document text NOT NULL,
+                id uuid NOT NULL,
+                node uuid NOT NULL,
+                seq bigint NOT NULL CHECK (seq > 0),
+                hlc bigint NOT NULL,
+                kind text NOT NULL,
+                payload bytea NOT NULL,
+                received_at timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (document, id),
+                UNIQUE (document, node, seq)
+            )
+            """,
+            "CREATE INDEX strata_operations_pull ON strata_operations (document, position)",
+            // One round trip per push; pushes to a document take turns, so positions grow in
+            // commit order (a pull paging by position never skips a late commit).
+            """
+            CREATE FUNCTION strata_push(doc text, ids uuid[], nodes uuid[], seqs int8[], hlcs int8[], kinds text[], payloads bytea[])
+            RETURNS int8 LANGUAGE plpgsql AS $$
+            DECLARE inserted int8;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(hashtext('strata_push'), hashtext(doc));
+                INSERT INTO strata_operations (document, id, node, seq, hlc, kind, payload)
+                SELECT doc, t.id, t.node, t.seq, t.hlc, t.kind, t.payload
+                FROM unnest(ids, nodes, seqs, hlcs, kinds, payloads) AS t(id, node, seq, hlc, kind, payload)
+                ORDER BY t.node, t.seq
+                ON CONFLICT DO NOTHING;
+                GET DIAGNOSTICS inserted = ROW_COUNT;
+                RETURN inserted;
+            END $$
+            """,
+        ],
+    ]
+
+    /// Creates or upgrades the schema; returns the server's node id, the schema version
+    /// and the server's version string.
+    static func prepare(_ connection: PostgresConnection, logger: Logger) async throws -> (UUID, Int, String) {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('strata_schema'))", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS strata_sync_meta (
+                    id int PRIMARY KEY CHECK (id = 1), node uuid NOT NULL, schema_version int NOT NULL)
+                """, logger: logger)
+            try await connection.query("INSERT INTO strata_sync_meta VALUES (1, gen_random_uuid(), 0) ON CONFLICT DO NOTHING", logger: logger)
+            let row = try await connection.query("SELECT node, schema_version, version() FROM strata_sync_meta", logger: logger).collect()
+            guard let first = row.first else { throw SyncError(.failed, "strata_sync_meta is empty") }
+            let (node, current, server) = try first.decode((UUID, Int, String).self)
+            guard current <= version else {
+                throw SyncError(.failed, "the server's sync schema is version \(current); this build knows up to \(version)")
+            }
+            for step in (current + 1) ..< (version + 1) {
+                for statement in migrations[step] ?? [] {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("UPDATE strata_sync_meta SET schema_version = \(step)", logger: logger)
+            }
+            try await connection.query("COMMIT", logger: logger)
+            let short = server.split(separator: " ").prefix(2).joined(separator: " ")
+            return (node, version, short)
+        } catch {
+            try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
+    }
+}
