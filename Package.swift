@@ -29,17 +29,12 @@ let package = Package(
             dependencies: ["CUPowerGlib"],
             linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
-        // GIO's D-Bus client, for the network probe (Debian: libglib2.0-dev, which
-        // libupower-glib-dev brings).
-        .systemLibrary(
-            name: "CGio",
-            pkgConfig: "gio-2.0",
-            providers: [.apt(["libglib2.0-dev"])]
-        ),
         // The network probe: NetworkManager's state and connectivity, every D-Bus call bounded.
+        // GIO's headers come through libupower-glib's pkg-config (gio-2.0's own flags carry
+        // -pthread, which SwiftPM refuses with a warning at every build).
         .target(
             name: "CStrataNetwork",
-            dependencies: ["CGio"],
+            dependencies: ["CUPowerGlib"],
             linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
         // The counting VFS: sync requests and bytes written per file kind (sqlite3.h via GRDBSQLite).

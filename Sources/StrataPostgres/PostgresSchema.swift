@@ -77,7 +77,7 @@ enum PostgresSchema {
             let short = server.split(separator: " ").prefix(2).joined(separator: " ")
             return (node, version, short)
         } catch {
-            try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.query("ROLLBACK", logger: logger)
             throw error
         }
     }

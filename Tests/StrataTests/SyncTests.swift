@@ -62,7 +62,8 @@ import Testing
         #expect(engine.sync?.network == .offline)
 
         try bus.setNetworkState(70)
-        #expect(eventually(timeout: .seconds(10)) { (try? serverCount(server)) == 5 })
+        #expect(eventually(timeout: .seconds(20)) { (try? serverCount(server)) == 5 },
+                "network \(network.connectivity) (\(network.detail)), sync \(String(describing: engine.sync))")
         let log = try serverLog(server, node: engine.nodeID)
         #expect(log.map(\.0) == [1, 2, 3, 4, 5])
         #expect(log.map(\.1) == kinds)
@@ -215,4 +216,81 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
     }
     done.wait()
     return try result!.get()
+}
+
+/// `strata sim --sync`: real processes, one server.
+@Suite(.serialized) struct SyncSimTests {
+    /// What devices share: every entity's synced components (the viewport and the peer
+    /// cursor are each device's own).
+    private func shared(_ path: String) throws -> [EntityID: [String: PersistedComponents.Value]] {
+        var result: [EntityID: [String: PersistedComponents.Value]] = [:]
+        for (id, components) in try PersistedComponents.read(path).entities {
+            let synced = components.filter { !["canvas.viewport", "canvas.peer_cursor"].contains($0.key) }
+            if !synced.isEmpty { result[id] = synced }
+        }
+        return result
+    }
+
+    @Test func twoDevicesConverge() throws {
+        let server = try PrivatePostgres()
+        let first = TestDirectory("deviceA"), second = TestDirectory("deviceB")
+        let common = ["--sync", server.url, "--sync-document", "shared", "--entities", "40", "--duration", "6", "--sync-settle", "3",
+                      "--activity", "4"]
+        let a = try startSim(first, common + ["--seed", "1"])
+        let b = try startSim(second, common + ["--seed", "2"])
+        a.waitUntilExit()
+        b.waitUntilExit()
+        #expect(a.terminationStatus == 0 && b.terminationStatus == 0)
+
+        let left = try shared(first.databasePath), right = try shared(second.databasePath)
+        #expect(left.count > 80, "both devices made shapes: \(left.count) entities")
+        #expect(left.keys.sorted { $0.description < $1.description } == right.keys.sorted { $0.description < $1.description })
+        let differing = left.keys.filter { left[$0] != right[$0] }
+        #expect(differing.isEmpty, "\(differing.count) entities differ")
+        // Both outboxes are empty: the server has every operation of both, once.
+        for path in [first.databasePath, second.databasePath] {
+            #expect(try SyncStatus.read(path: path).outboxCount == 0)
+        }
+        let nodes = try [first, second].map { try #require(try OperationLogReader(path: $0.databasePath).nodeID()) }
+        for node in nodes {
+            let local = try OperationLogReader(path: first.databasePath).operations(of: node, limit: 100_000).map(\.seq)
+            let remote = try server.sql("SELECT seq FROM strata_operations WHERE node = '\(node)' ORDER BY seq")
+                .split(separator: "\n").compactMap { Int64($0) }
+            #expect(!local.isEmpty && local == remote)
+        }
+    }
+
+    @Test func aSimKilledOfflineSendsItsOutboxExactlyOnceAfterRestart() throws {
+        let server = try PrivatePostgres()
+        let bus = try PrivateSystemBus()
+        try bus.startNetworkManager(state: 20)   // offline
+        let directory = TestDirectory()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try strataExecutable())
+        process.arguments = ["sim", "--db", directory.databasePath, "--log-level", "error", "--sync", server.url, "--entities", "30"]
+        process.currentDirectoryURL = directory.url
+        process.environment = bus.environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        #expect(eventually(timeout: .seconds(30)) { ((try? SyncStatus.read(path: directory.databasePath))?.pending ?? 0) >= 40 })
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(Int(try server.sql("SELECT count(*) FROM strata_operations")) ?? -1 == 0)
+        let node = try #require(try OperationLogReader(path: directory.databasePath).nodeID())
+        let before = try OperationLogReader(path: directory.databasePath).operations(of: node, limit: 100_000)
+
+        // Back online, the next session pushes what the killed one left, exactly once.
+        try bus.setNetworkState(70)
+        let again = try ChildProcess.strata(["sim", "--db", directory.databasePath, "--log-level", "error", "--sync", server.url,
+                                             "--entities", "30", "--duration", "2", "--sync-settle", "2"],
+                                            environment: bus.environment, in: directory.url)
+        #expect(again.status == 0, "\(again.stderr)")
+        let ids = try server.sql("SELECT id FROM strata_operations WHERE node = '\(node)' ORDER BY seq").split(separator: "\n").map(String.init)
+        #expect(Set(ids).count == ids.count)
+        #expect(before.allSatisfy { ids.contains($0.id.description) })
+        let after = try OperationLogReader(path: directory.databasePath).operations(of: node, limit: 100_000)
+        #expect(ids == after.map(\.id.description))
+        #expect(try SyncStatus.read(path: directory.databasePath).outboxCount == 0)
+    }
 }

@@ -34,8 +34,9 @@ extension Engine {
         client.start()
     }
 
-    /// The running sync's state (online, counts), nil without one. Any thread.
-    public var sync: SyncClient.State? { syncClient?.state }
+    /// The sync's state (online, counts), as it was when it stopped after a shutdown; nil
+    /// if it never ran.
+    public var sync: SyncClient.State? { syncClient?.state ?? stoppedSyncState }
 
     /// The outbox, the dead letters, the last push and pull (committed state).
     public func syncStatus() throws -> SyncStatus {
@@ -69,6 +70,7 @@ extension Engine {
         guard let client = syncClient else { return }
         syncClient = nil
         client.stop()
+        stoppedSyncState = client.state
     }
 }
 

@@ -73,7 +73,8 @@ public final class Engine {
     @usableFromInline var syncClient: SyncClient?
     var syncApply: ((LoggedOperation) -> Void)?
     @usableFromInline var syncChangesSeen = 0
-    var syncServerNode: NodeID?
+    /// The sync's state when it stopped (for a summary after shutdown).
+    var stoppedSyncState: SyncClient.State?
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.

@@ -39,6 +39,8 @@ public final class SyncClient: @unchecked Sendable {
     private var stopping = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
+    /// Where the transport's async calls run (not the shared cooperative pool).
+    private let executor = SyncExecutor(name: "strata.sync.io")
     private var current = State()
     /// The highest sequence this replica has appended (the tick thread sets it): the
     /// outbox is only read when it moved past what was pushed, or a retry is due.
@@ -70,6 +72,13 @@ public final class SyncClient: @unchecked Sendable {
         public var cameOnlineAt: Int64?
         /// The server clock minus the local one at the last connect (ms).
         public var clockSkew: Int64?
+        /// The server has every operation of this replica through this sequence.
+        public var acknowledgedThrough: Int64 = 0
+        /// Operations refused by the server: retried, or dead letters.
+        public var failing = 0
+
+        /// This replica's operations the server lacks, given the highest logged one.
+        public func outbox(highest: Int64) -> Int { Int(max(0, highest - acknowledgedThrough)) }
     }
 
     init(transport: any SyncTransport, outbox: SyncOutbox, inbox: SyncInbox, config: SyncConfig, node: NodeID,
@@ -87,6 +96,8 @@ public final class SyncClient: @unchecked Sendable {
         self.localHighest.store(localHighest, ordering: .relaxed)
     }
 
+    deinit { executor.stop() }
+
     public var state: State { lock.withLock { current } }
 
     /// The server's node id once connected (its acknowledgements are recorded under it).
@@ -97,6 +108,7 @@ public final class SyncClient: @unchecked Sendable {
     func start() {
         let thread = Thread { [self] in
             run()
+            executor.stop()
             finished.signal()
         }
         thread.name = "strata.sync"
@@ -197,6 +209,13 @@ public final class SyncClient: @unchecked Sendable {
         if self.server?.node != info.node { pullCursor = 0 }
         self.server = info
         lock.withLock { connectedNode = info.node }
+        if let status = try? outbox.status() {
+            let first = (status.failing + status.deadLetters).map(\.sequence).min()
+            update {
+                $0.acknowledgedThrough = first.map { min(status.pushedThrough, $0 - 1) } ?? status.pushedThrough
+                $0.failing = status.failing.count + status.deadLetters.count
+            }
+        }
         logger.info("sync: connected to \(info.description) (schema \(info.schemaVersion))")
     }
 
@@ -233,13 +252,15 @@ public final class SyncClient: @unchecked Sendable {
                 $0.pushedOperations += receipt.inserted
                 $0.duplicatesIgnored += receipt.duplicates
                 $0.lastPushAt = self.wallClock()
+                $0.acknowledgedThrough = max($0.acknowledgedThrough, acknowledgedThrough)
             }
             inbox.acknowledge(through: acknowledgedThrough)
         } catch let error as SyncError where error.kind == .rejected {
             guard batch.count > 1 else {
                 let operation = batch.first!
                 let dead = try outbox.refuse(operation, error: error.message, maxAttempts: config.maxAttempts, now: wallClock())
-                update { $0.refusals += 1; if dead { $0.deadLetters += 1 } }
+                let failing = (try? outbox.status()).map { $0.failing.count + $0.deadLetters.count }
+                update { $0.refusals += 1; $0.failing = failing ?? $0.failing; if dead { $0.deadLetters += 1 } }
                 lock.withLock { nextFailureDue = nextFailureDue ?? 0 }
                 logger.warning("sync: the server refused operation \(operation.seq) (\(operation.kind))\(dead ? ": a dead letter now" : ""): \(error.message)")
                 return
@@ -293,7 +314,7 @@ public final class SyncClient: @unchecked Sendable {
     private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, any Error>?
-        let task = Task {
+        let task = Task(executorPreference: executor) {
             do { result = .success(try await body()) } catch { result = .failure(error) }
             done.signal()
         }
@@ -307,7 +328,7 @@ public final class SyncClient: @unchecked Sendable {
 
     private func blocking(_ body: @escaping @Sendable () async -> Void) {
         let done = DispatchSemaphore(value: 0)
-        Task { await body(); done.signal() }
+        Task(executorPreference: executor) { await body(); done.signal() }
         _ = done.wait(timeout: .now() + config.requestTimeout.seconds)
     }
 }

@@ -81,7 +81,26 @@ struct PeerCursor: Component {
     init(from p: inout PayloadReader, version: Int) throws { x = try p.read(); y = try p.read() }
 }
 
+/// The operations last applied to a shape's transform and to its style (or to the
+/// document's metadata), for "the last writer wins" across devices (critical: written
+/// with the operation that set it).
+struct EditStamps: Component {
+    static let typeName = "canvas.edit_stamps"
+    static let tier = Tier.critical
+    var transform: OperationStamp, style: OperationStamp
+
+    init(transform: OperationStamp = .zero, style: OperationStamp = .zero) { self.transform = transform; self.style = style }
+    func encode(to p: inout PayloadWriter) {
+        for stamp in [transform, style] { p.write(stamp.timestamp); p.write(stamp.nodeHigh); p.write(stamp.nodeLow) }
+    }
+    init(from p: inout PayloadReader, version: Int) throws {
+        func stamp() throws -> OperationStamp { OperationStamp(timestamp: try p.read(), nodeHigh: try p.read(), nodeLow: try p.read()) }
+        transform = try stamp()
+        style = try stamp()
+    }
+}
+
 let canvasComponents: [any Component.Type] = [
     ShapeTransform.self, ShapeStyle.self, StrokeStyle.self, StrokePoints.self,
-    DocumentMetadata.self, Viewport.self, PeerCursor.self,
+    DocumentMetadata.self, Viewport.self, PeerCursor.self, EditStamps.self,
 ]

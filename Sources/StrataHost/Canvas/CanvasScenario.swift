@@ -7,14 +7,15 @@ import StrataBench
 /// flush event; a thumbnail job queued for each finished one; now and then one erased),
 /// document metadata edited, peer cursors moving (ephemeral).
 ///
-/// Every action is also an operation in the document's operation log, and a simulated
-/// peer's operations arrive now and then (some twice, some out of order).
+/// Every action is also an operation in the document's operation log, carrying what it
+/// set (so another device can apply it: `CanvasScenario+Sync.swift`). Without a sync, a
+/// simulated peer's operations arrive now and then (some twice, some out of order).
 ///
 /// Tick thread. Every critical change and every logged operation is reported to `trace`
 /// (the crash test checks them against the database after a SIGKILL).
 final class CanvasScenario {
-    private let engine: Engine
-    private var world: World { engine.world }
+    let engine: Engine
+    var world: World { engine.world }
     private var rng: SplitMix64
     private let targetShapes: Int
     private let hz: Double
@@ -23,20 +24,23 @@ final class CanvasScenario {
     /// runs busy canvases: more changes of every tier per second).
     private let activity: Double
 
-    private var shapes: [Entity] = []
-    private var document: Entity
+    var shapes: [Entity] = []
+    var document: Entity
     private var viewport: Entity
-    private var drag: (shape: Entity, ticksLeft: Int, dx: Float, dy: Float)?
-    private var stroke: (entity: Entity, ticksLeft: Int)?
+    var drag: (shape: Entity, ticksLeft: Int, dx: Float, dy: Float)?
+    var stroke: (entity: Entity, ticksLeft: Int)?
     /// Finished strokes (an eraser picks among them).
-    private var strokes: [Entity] = []
+    var strokes: [Entity] = []
+    /// Synced with other devices (`strata sim --sync`): their operations replace the simulated peer's.
+    let syncing: Bool
     /// The eraser's own random stream: the other actions' script stays what it was.
     private var eraserRNG: SplitMix64
     private var peer = SimulatedPeer()
     private(set) var tick = 0
 
-    init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?, activity: Double = 1) {
+    init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?, activity: Double = 1, syncing: Bool = false) {
         self.engine = engine
+        self.syncing = syncing
         self.activity = activity
         self.rng = SplitMix64(seed: seed)
         self.eraserRNG = SplitMix64(seed: seed ^ 0x5EED_E4A5)
@@ -51,7 +55,9 @@ final class CanvasScenario {
         if let existing = world.entities(with: DocumentMetadata.self).first {
             document = existing.entity
         } else {
-            document = world.spawn(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0))
+            // The same id in every document: devices that sync share one metadata entity.
+            document = world.spawn(id: Self.documentID)
+            world.insert(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0), for: document)
             trace?.record(.spawn, world.id(of: document)!)
         }
         if let existing = world.entities(with: Viewport.self).first {
@@ -87,6 +93,7 @@ final class CanvasScenario {
             world.mutate(ShapeTransform.self, of: current.shape) { $0.x += current.dx; $0.y += current.dy }
             drag = current.ticksLeft > 1 ? (current.shape, current.ticksLeft - 1, current.dx, current.dy) : nil
             engine.noteInput()
+            if drag == nil { endDrag(current.shape) }
         } else if !shapes.isEmpty, rng.chance(0.8 * perSecond) {
             let shape = shapes.randomElement(using: &rng)!
             drag = (shape, Int(hz * Double.random(in: 1 ... 3, using: &rng)),
@@ -105,7 +112,7 @@ final class CanvasScenario {
                 world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
                 let id = world.id(of: current.entity)!
                 trace?.record(.strokeEnd, id)
-                log("stroke.end", id)
+                logStrokeEnd(current.entity)
                 engine.flush(reason: .majorAction)
                 // Its thumbnail, rendered by a worker (Thumbnails.swift), durable within milliseconds.
                 engine.jobs.enqueueSoon(Thumbnails.kind, for: id, payload: Thumbnails.payload(world.get(StrokePoints.self, for: current.entity)?.xy ?? []))
@@ -127,7 +134,7 @@ final class CanvasScenario {
             let id = world.id(of: entity)!
             world.despawn(entity)
             trace?.record(.despawn, id)
-            log("stroke.delete", id)
+            log("stroke.delete", id) { _ in }
             engine.flush(reason: .majorAction)
         }
 
@@ -139,7 +146,7 @@ final class CanvasScenario {
                 return meta.revision
             } ?? 0
             trace?.record(.metadata(revision: revision), world.id(of: document)!)
-            log("document.edit", world.id(of: document)!)
+            logMetadata()
             engine.flush(reason: .majorAction)
         }
 
@@ -147,12 +154,12 @@ final class CanvasScenario {
         if !shapes.isEmpty, rng.chance(0.1 * perSecond) {
             let shape = shapes.randomElement(using: &rng)!
             world.mutate(ShapeStyle.self, of: shape) { $0.color ^= 0xFFFFFF }
-            log("shape.undo", world.id(of: shape)!)
+            logStyle(shape)
             engine.flush(reason: .majorAction)
         }
 
         // A peer's edits arrive over the network: critical, and they advance the vector clock.
-        if !shapes.isEmpty, rng.chance(0.3 * perSecond) {
+        if !syncing, !shapes.isEmpty, rng.chance(0.3 * perSecond) {
             let count = Int.random(in: 1 ... 3, using: &rng)
             for _ in 0 ..< count {
                 world.mutate(ShapeStyle.self, of: shapes.randomElement(using: &rng)!) { $0.kind = ($0.kind + 1) % 4 }
@@ -181,13 +188,18 @@ final class CanvasScenario {
             ShapeTransform(x: Float.random(in: 0 ... 2000, using: &rng), y: Float.random(in: 0 ... 2000, using: &rng)))
         shapes.append(entity)
         trace?.record(.spawn, world.id(of: entity)!)
-        log("shape.create", world.id(of: entity)!)
+        logCreate(entity)
     }
 
-    /// Appends a local operation about `subject` (its id is the payload).
-    private func log(_ kind: String, _ subject: EntityID) {
-        let operation = engine.appendOperation(kind: kind, payload: subject.withBytes { Array($0) })
+    /// Appends a local operation about `subject`: its id, then what `body` writes.
+    @discardableResult
+    func log(_ kind: String, _ subject: EntityID, _ body: (inout PayloadWriter) -> Void) -> LoggedOperation {
+        var payload = PayloadWriter()
+        payload.write(subject)
+        body(&payload)
+        let operation = engine.appendOperation(kind: kind, payload: payload.bytes)
         trace?.record(.logged(sequence: operation.seq), operation.node)
+        return operation
     }
 
     private func despawnShape() {
@@ -199,6 +211,6 @@ final class CanvasScenario {
         let id = world.id(of: entity)!
         world.despawn(entity)
         trace?.record(.despawn, id)
-        log("shape.delete", id)
+        log("shape.delete", id) { _ in }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Strata
+import StrataPostgres
 
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,6 +47,16 @@ struct SimCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Multiplies the rate of every action (strata torture runs busy canvases).", visibility: .hidden))
     var activity = 1.0
 
+    @Option(help: "Sync the document through this PostgreSQL server (overrides [sync] server), e.g. postgresql://me@/strata?host=/run/postgresql.")
+    var sync: String?
+
+    @Option(name: .customLong("sync-document"), help: "The shared document's name on the server (overrides [sync] document).")
+    var syncDocument: String?
+
+    @Option(name: .customLong("sync-settle"), parsing: .unconditional,
+            help: "With a sync and --duration: when the time is up, stop editing and keep syncing this many seconds before shutting down.")
+    var syncSettle = 2.0
+
     @Option(name: .customLong("trace-jobs"), help: ArgumentHelp("Append a line for every thumbnail rendered to this file (for crash tests).", visibility: .hidden))
     var traceJobs: String?
 
@@ -65,6 +76,8 @@ struct SimCommand: ParsableCommand {
             }
             if db != nil { throw ValidationError("--documents replaces --db: give one or the other") }
         }
+        if sync != nil && documents != nil { throw ValidationError("--sync syncs one document: it cannot be combined with --documents") }
+        if !(syncSettle >= 0 && syncSettle <= 3600) { throw ValidationError("--sync-settle must be between 0 and 3600 seconds") }
         if !(switchEvery > 0 && switchEvery <= Self.maxDuration) { throw ValidationError("--switch-every must be a positive number of seconds, at most \(Int(Self.maxDuration))") }
     }
 
@@ -89,6 +102,9 @@ struct SimCommand: ParsableCommand {
         let rotation = documents.map(documentPaths)
         if let first = rotation?.first { config.database.path = first }
         if let hz { config.simulation.tickHz = hz }
+        if let sync { config.sync.server = sync }
+        if let syncDocument { config.sync.document = syncDocument }
+        let syncing = !config.sync.server.isEmpty
 
         var engine: Engine
         do {
@@ -113,9 +129,27 @@ struct SimCommand: ParsableCommand {
             Thumbnails.start(on: engine, trace: traceJobs)
             Thumbnails.catchUp(engine)
             return CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace,
-                                  activity: activity)
+                                  activity: activity, syncing: syncing)
         }
         var scenario = makeScenario(engine)
+        if syncing {
+            let transport: PostgresTransport
+            do {
+                transport = try PostgresTransport(url: config.sync.server, document: config.sync.document, logger: logger)
+            } catch {
+                printError("strata sim: [sync] server: \(error)")
+                try? engine.shutdown()
+                throw ExitCode(64)
+            }
+            var network: NetworkMonitor?
+            if config.sync.networkSource == .networkmanager {
+                network = NetworkMonitor(timeout: config.persistence.power.dbusTimeout, logger: logger)
+                network?.start()
+            }
+            let canvas = scenario
+            engine.startSync(transport: transport, network: network) { canvas.apply($0) }
+            say("strata sim: syncing \"\(config.sync.document)\" through \(config.sync.server)")
+        }
         let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config) { engine, now in
             // Every --switch-every seconds, the next document of --documents.
             guard let rotation else { return nil }
@@ -168,6 +202,7 @@ struct SimCommand: ParsableCommand {
         var outcome = Outcome()
         let switchInterval = Duration.nanoseconds(Int64(switchEvery * 1e9))
         var nextSwitch = start + switchInterval
+        var settleUntil: Instant?
 
         while true {
             if let sig = signals.stopSignal {
@@ -185,14 +220,23 @@ struct SimCommand: ParsableCommand {
             }
             let now = clock.now()
             if let end, now >= end {
-                outcome.reason = "ran for \(duration!) s"
-                break
+                if engine.sync != nil, syncSettle > 0, settleUntil == nil {
+                    // Editing stops; the sync goes on, so every device ends with every operation.
+                    scenario.finishEdits()
+                    settleUntil = now + .nanoseconds(Int64(syncSettle * 1e9))
+                }
+                if let settleUntil, now < settleUntil {
+                    // Ticks go on (they take the pulled operations), without edits.
+                } else {
+                    outcome.reason = "ran for \(duration!) s" + (settleUntil == nil ? "" : ", then synced for \(syncSettle) s")
+                    break
+                }
             }
             let steps = timestep.advance(by: now.duration(since: previous))
             previous = now
             for _ in 0 ..< steps {
                 let tickStart = clock.now()
-                scenario.step()
+                if settleUntil == nil { scenario.step() }
                 engine.endTick()
                 outcome.maxTick = max(outcome.maxTick, clock.now().duration(since: tickStart))
                 outcome.ticks += 1

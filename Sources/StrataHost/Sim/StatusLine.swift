@@ -23,7 +23,15 @@ struct StatusLine {
             engine.powerState.description, tier, engine.derivedInterval.seconds)
         let disk = m.lowDiskSpace ? " | DISK LOW (\(Self.megabytes(m.freeDiskBytes ?? 0)) free): derived held" : ""
         let replaced = m.storeReplacements > 0 ? " | CORRUPT FILE REPLACED ×\(m.storeReplacements)" : ""
-        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)\(disk)\(replaced)")
+        writeAll(STDOUT_FILENO, "\r\u{1B}[2K\(line)\(disk)\(replaced)\(Self.sync(engine))")
+    }
+
+    /// " | sync online, outbox 3" (nothing without a sync).
+    static func sync(_ engine: Engine) -> String {
+        guard let sync = engine.sync else { return "" }
+        let online = sync.network == .offline ? "OFFLINE (network)" : sync.online ? "online" : "OFFLINE (server)"
+        let outbox = sync.outbox(highest: engine.vectorClock[engine.nodeID] ?? 0)
+        return " | sync \(online), outbox \(outbox)\(sync.failing > 0 ? ", \(sync.failing) refused" : "")"
     }
 
     func clear() {
@@ -71,6 +79,11 @@ struct StatusLine {
         if let vfs = m.vfs {
             lines.append("  disk         \(vfs.syncs) sync requests (WAL \(vfs.wal.syncs), database \(vfs.mainDatabase.syncs)), "
                 + "\(megabytes(vfs.writeBytes)) written in \(vfs.writes) writes, as SQLite asked (counting VFS)")
+        }
+        if let sync = engine.sync {
+            lines.append("  sync         \(sync.pushedOperations) operations pushed in \(sync.pushes) pushes (\(sync.duplicatesIgnored) the server had), "
+                + "\(sync.pulledOperations) pulled; outbox \(sync.outbox(highest: engine.vectorClock[engine.nodeID] ?? 0)), \(sync.deadLetters) dead letters"
+                + (sync.lastError.map { "; last error: \($0)" } ?? ""))
         }
         for alert in m.alerts { lines.append("  alert        \(alert)") }
         return lines.joined(separator: "\n")
