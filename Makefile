@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test run bench bench-docs bench-sweep bench-micro torture clean
+.PHONY: all deps deps-bench build test run bench bench-docs bench-sweep bench-micro bench-sync torture clean
 
 all: build
 
@@ -67,6 +67,16 @@ bench-docs: deps-bench
 # writer vs a raw sqlite3 loop, reload. A separate package: library users don't inherit it.
 bench-micro: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+# The sync against a private PostgreSQL server (release build, ~1 min): push throughput,
+# the outbox's memory and first-batch load, online→first acknowledged push, duplicates
+# and losses. Flags: make bench-sync SYNC_BENCH_ARGS="--operations 100000".
+SYNC_BENCH_DIR ?= /tmp/strata-bench-pg
+bench-sync: deps
+	$(SWIFT) build -c release --product strata
+	@url=$$(scripts/private-postgres.sh start $(SYNC_BENCH_DIR)); \
+	.build/release/strata bench-sync --server "$$url" $(SYNC_BENCH_ARGS); status=$$?; \
+	scripts/private-postgres.sh stop $(SYNC_BENCH_DIR); rm -rf $(SYNC_BENCH_DIR); exit $$status
 
 # The durability contract under faults (release build, ~15 min; docs/durability.md): 500
 # power cuts that drop unsynced writes, 500 that tear them, 1000 SIGKILLs of `strata sim`,

@@ -43,6 +43,14 @@ extension Engine {
         try SyncOutbox(lane: WriterLane(buffer: buffer), node: nodeID, server: config.sync.server).status()
     }
 
+    /// The operations the next push would send, at most `limit` (committed ones only):
+    /// refused ones whose retry is due, then the oldest not pushed. Any thread.
+    public func nextSyncBatch(limit: Int) throws -> [LoggedOperation] {
+        let config = config.sync
+        return try SyncOutbox(lane: WriterLane(buffer: buffer), node: nodeID, server: config.server)
+            .next(limit: limit, now: options.wallClock(), backoff: { SyncClient.backoff($0, config) })
+    }
+
     /// Dead letters are pushed again (their attempts start over). Returns how many.
     @discardableResult
     public func retrySyncDeadLetters() throws -> Int {

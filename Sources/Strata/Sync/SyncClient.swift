@@ -70,6 +70,8 @@ public final class SyncClient: @unchecked Sendable {
         /// When the last push was acknowledged (wall ms), and when the network last came online.
         public var lastPushAt: Int64?
         public var cameOnlineAt: Int64?
+        /// When the first push after coming online was acknowledged (wall ms).
+        public var firstPushAt: Int64?
         /// The server clock minus the local one at the last connect (ms).
         public var clockSkew: Int64?
         /// The server has every operation of this replica through this sequence.
@@ -151,7 +153,7 @@ public final class SyncClient: @unchecked Sendable {
                 } else if wasOffline {
                     wasOffline = false
                     logger.info("sync: network back: pushing now")
-                    update { $0.cameOnlineAt = wallClock() }
+                    update { $0.cameOnlineAt = wallClock(); $0.firstPushAt = nil }
                     retryAt = nil
                     consecutiveFailures = 0
                     nextPull = .now
@@ -252,6 +254,7 @@ public final class SyncClient: @unchecked Sendable {
                 $0.pushedOperations += receipt.inserted
                 $0.duplicatesIgnored += receipt.duplicates
                 $0.lastPushAt = self.wallClock()
+                if $0.firstPushAt == nil { $0.firstPushAt = $0.lastPushAt }
                 $0.acknowledgedThrough = max($0.acknowledgedThrough, acknowledgedThrough)
             }
             inbox.acknowledge(through: acknowledgedThrough)

@@ -7,7 +7,7 @@ struct StrataCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata",
         abstract: "Strata: tiered, battery-aware persistence for ECS simulations.",
-        subcommands: [SimCommand.self, InspectCommand.self, OplogCommand.self, SyncCommand.self, CheckConfigCommand.self, PowerCommand.self,
+        subcommands: [SimCommand.self, InspectCommand.self, OplogCommand.self, SyncCommand.self, SyncBenchCommand.self, CheckConfigCommand.self, PowerCommand.self,
                       BenchCommand.self, QueueBenchCommand.self, TortureCommand.self, JobsCommand.self])
 }
 
