@@ -11,24 +11,14 @@ public struct JobListing: Sendable, Codable {
 
     /// Reads the jobs of the document at `path`, oldest first, at most `limit`.
     public static func read(path: String, status: Job.Status? = nil, limit: Int = 1000) throws -> JobListing {
-        let location = StoreLocation(path: path)
-        guard FileManager.default.fileExists(atPath: location.path) else {
-            throw StoreError(.open, message: "no database file", path: location.path)
-        }
-        do {
-            let queue = try location.readOnlyQueue()
-            defer { try? queue.close() }
-            return try queue.read { db in
-                guard try db.tableExists("jobs") else { return JobListing(paused: false, counts: [:], jobs: []) }
-                let paused = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [Engine.jobsPausedKey])
-                    .flatMap(SettingValue.init(storageText:)) == .boolean(true)
-                let counts = Dictionary(uniqueKeysWithValues: try JobRows.counts(db).map { ($0.key.rawValue, $0.value) })
-                let jobs = try status.map { try JobRows.fetch(db, where: "jobs.status = ?", [$0.rawValue], limit: limit) }
-                    ?? JobRows.fetch(db, where: "1", limit: limit)
-                return JobListing(paused: paused, counts: counts, jobs: jobs)
-            }
-        } catch {
-            throw StoreError(.read, wrapping: error, path: location.path)
+        try StoreLocation(path: path).readExisting { db in
+            guard try db.tableExists("jobs") else { return JobListing(paused: false, counts: [:], jobs: []) }
+            let paused = try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [Engine.jobsPausedKey])
+                .flatMap(SettingValue.init(storageText:)) == .boolean(true)
+            let counts = Dictionary(uniqueKeysWithValues: try JobRows.counts(db).map { ($0.key.rawValue, $0.value) })
+            let jobs = try status.map { try JobRows.fetch(db, where: "jobs.status = ?", [$0.rawValue], limit: limit) }
+                ?? JobRows.fetch(db, where: "1", limit: limit)
+            return JobListing(paused: paused, counts: counts, jobs: jobs)
         }
     }
 }

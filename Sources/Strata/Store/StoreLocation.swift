@@ -56,4 +56,22 @@ extension StoreLocation {
         configuration.readonly = true
         return try DatabaseQueue(path: uri, configuration: configuration)
     }
+
+    /// Runs `body` in a read transaction on a read-only connection to the file, which must
+    /// exist (tools reading a document another process may have open). Errors come back as
+    /// ``StoreError``.
+    func readExisting<T>(_ body: (Database) throws -> T) throws -> T {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.open, message: "no database file", path: path)
+        }
+        do {
+            let queue = try readOnlyQueue()
+            defer { try? queue.close() }
+            return try queue.read(body)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.read, wrapping: error, path: path)
+        }
+    }
 }

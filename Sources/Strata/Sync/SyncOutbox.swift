@@ -179,21 +179,9 @@ extension SyncStatus {
     /// The sync status of the document at `path`, read without changing it (through a
     /// read-only connection: a running engine may have it open).
     public static func read(path: String) throws -> SyncStatus {
-        let location = StoreLocation(path: path)
-        guard FileManager.default.fileExists(atPath: location.path) else {
-            throw StoreError(.open, message: "no database file", path: location.path)
-        }
-        do {
-            let queue = try location.readOnlyQueue()
-            defer { try? queue.close() }
-            return try queue.read { db in
-                let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
-                return try SyncOutbox.status(db, node: node)
-            }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(.read, wrapping: error, path: location.path)
+        try StoreLocation(path: path).readExisting { db in
+            let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
+            return try SyncOutbox.status(db, node: node)
         }
     }
 }
