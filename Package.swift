@@ -23,18 +23,24 @@ let package = Package(
             pkgConfig: "upower-glib",
             providers: [.apt(["libupower-glib-dev"])]
         ),
-        // The power probe: libupower-glib and power-profiles-daemon, every D-Bus call bounded.
-        .target(
-            name: "CStrataPower",
-            dependencies: ["CUPowerGlib"],
-            linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
-        ),
-        // The network probe: NetworkManager's state and connectivity, every D-Bus call bounded.
+        // What the two D-Bus probes share: a private bus connection, bounded waits for signals.
         // GIO's headers come through libupower-glib's pkg-config (gio-2.0's own flags carry
         // -pthread, which SwiftPM refuses with a warning at every build).
         .target(
-            name: "CStrataNetwork",
+            name: "CStrataDBus",
             dependencies: ["CUPowerGlib"],
+            linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
+        ),
+        // The power probe: libupower-glib and power-profiles-daemon, every D-Bus call bounded.
+        .target(
+            name: "CStrataPower",
+            dependencies: ["CUPowerGlib", "CStrataDBus"],
+            linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
+        ),
+        // The network probe: NetworkManager's state and connectivity, every D-Bus call bounded.
+        .target(
+            name: "CStrataNetwork",
+            dependencies: ["CStrataDBus"],
             linkerSettings: [.linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0")]
         ),
         // The counting VFS: sync requests and bytes written per file kind (sqlite3.h via GRDBSQLite).

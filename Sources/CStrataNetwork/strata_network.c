@@ -2,6 +2,7 @@
 // connection (dropped and remade when the bus goes away, never exiting the process), an
 // own main context for the signals, every call bounded.
 #include "strata_network.h"
+#include "strata_dbus.h"
 
 #include <string.h>
 #include <gio/gio.h>
@@ -60,20 +61,12 @@ static gboolean ensure_bus(strata_network_probe *probe, strata_network_reading *
     if (probe->bus && !g_dbus_connection_is_closed(probe->bus)) return TRUE;
     drop_bus(probe);
     GError *error = NULL;
-    gchar *address = probe->bus_address ? g_strdup(probe->bus_address)
-                                        : g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SYSTEM, NULL, &error);
-    if (address) {
-        probe->bus = g_dbus_connection_new_for_address_sync(
-            address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-            NULL, NULL, &error);
-        g_free(address);
-    }
+    probe->bus = strata_dbus_connect(probe->bus_address, &error);
     if (!probe->bus) {
         set_message(reading, STRATA_NETWORK_NO_BUS, error ? error->message : "no system bus");
         g_clear_error(&error);
         return FALSE;
     }
-    g_dbus_connection_set_exit_on_close(probe->bus, FALSE);
     g_main_context_push_thread_default(probe->context);
     probe->state_subscription = g_dbus_connection_signal_subscribe(
         probe->bus, NULL, NM_NAME, "StateChanged", NM_PATH, NULL, G_DBUS_SIGNAL_FLAGS_NONE, on_signal, probe, NULL);
@@ -91,12 +84,9 @@ static gboolean get_u32(strata_network_probe *probe, const char *name, uint32_t 
                                                   g_variant_new("(ss)", NM_NAME, name), G_VARIANT_TYPE("(v)"),
                                                   G_DBUS_CALL_FLAGS_NO_AUTO_START, probe->timeout_ms, NULL, &error);
     if (!reply) {
-        gboolean absent = g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN)
-                       || g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER);
-        gboolean timeout = g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT)
-                        || g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY)
-                        || g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
-        set_message(reading, absent ? STRATA_NETWORK_NO_DAEMON : timeout ? STRATA_NETWORK_NOT_ANSWERING : STRATA_NETWORK_ERROR,
+        strata_dbus_failure failure = strata_dbus_classify(error);
+        set_message(reading, failure == STRATA_DBUS_ABSENT ? STRATA_NETWORK_NO_DAEMON
+                            : failure == STRATA_DBUS_TIMEOUT ? STRATA_NETWORK_NOT_ANSWERING : STRATA_NETWORK_ERROR,
                     error ? error->message : "Get failed");
         g_clear_error(&error);
         if (g_dbus_connection_is_closed(probe->bus)) drop_bus(probe);
@@ -122,22 +112,6 @@ void strata_network_probe_read(strata_network_probe *probe, strata_network_readi
     probe->changed = FALSE;
 }
 
-static gboolean on_timeout(gpointer data) {
-    *(gboolean *)data = TRUE;
-    return G_SOURCE_REMOVE;
-}
-
 int strata_network_probe_wait(strata_network_probe *probe, int timeout_ms) {
-    gboolean expired = FALSE;
-    GSource *timer = g_timeout_source_new(timeout_ms > 0 ? (guint)timeout_ms : 0);
-    g_source_set_callback(timer, on_timeout, &expired, NULL);
-    g_source_attach(timer, probe->context);
-    while (!probe->changed && !expired) {
-        g_main_context_iteration(probe->context, TRUE);
-    }
-    g_source_destroy(timer);
-    g_source_unref(timer);
-    int changed = probe->changed ? 1 : 0;
-    probe->changed = FALSE;
-    return changed;
+    return strata_dbus_wait(probe->context, &probe->changed, timeout_ms);
 }

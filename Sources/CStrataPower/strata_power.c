@@ -8,6 +8,7 @@
 // - Cached properties of a held proxy go stale without a GLib main context: the probe
 //   owns a context, iterates it, and fetches the display device again on every read.
 #include "strata_power.h"
+#include "strata_dbus.h"
 
 #include <string.h>
 #include <upower.h>
@@ -73,21 +74,12 @@ static gboolean ensure_bus(strata_power_probe *probe, strata_power_reading *read
     if (probe->bus && !g_dbus_connection_is_closed(probe->bus)) return TRUE;
     drop_bus(probe);
     GError *error = NULL;
-    gchar *address = g_dbus_address_get_for_bus_sync(G_BUS_TYPE_SYSTEM, NULL, &error);
-    if (address) {
-        // A private connection, not the process-wide singleton: it can be dropped and
-        // remade when the bus goes away, and its closing never exits the process.
-        probe->bus = g_dbus_connection_new_for_address_sync(
-            address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-            NULL, NULL, &error);
-        g_free(address);
-    }
+    probe->bus = strata_dbus_connect(NULL, &error);
     if (!probe->bus) {
         set_message(reading, STRATA_POWER_NO_BUS, error ? error->message : "no system bus");
         g_clear_error(&error);
         return FALSE;
     }
-    g_dbus_connection_set_exit_on_close(probe->bus, FALSE);
     g_main_context_push_thread_default(probe->context);
     probe->profile_subscription = g_dbus_connection_signal_subscribe(
         probe->bus, NULL, "org.freedesktop.DBus.Properties", "PropertiesChanged", NULL, NULL,
@@ -136,12 +128,9 @@ void strata_power_probe_read(strata_power_probe *probe, strata_power_reading *re
     GVariant *pong = call(probe, "org.freedesktop.UPower", "/org/freedesktop/UPower", "org.freedesktop.DBus.Peer",
                           "Ping", NULL, NULL, &error);
     if (!pong) {
-        gboolean absent = g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_SERVICE_UNKNOWN)
-                       || g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NAME_HAS_NO_OWNER);
-        gboolean timeout = g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT)
-                        || g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_NO_REPLY)
-                        || g_error_matches(error, G_DBUS_ERROR, G_DBUS_ERROR_TIMEOUT);
-        set_message(reading, absent ? STRATA_POWER_NO_UPOWER : timeout ? STRATA_POWER_NOT_ANSWERING : STRATA_POWER_ERROR,
+        strata_dbus_failure failure = strata_dbus_classify(error);
+        set_message(reading, failure == STRATA_DBUS_ABSENT ? STRATA_POWER_NO_UPOWER
+                            : failure == STRATA_DBUS_TIMEOUT ? STRATA_POWER_NOT_ANSWERING : STRATA_POWER_ERROR,
                     error ? error->message : "ping failed");
         g_clear_error(&error);
         drop_client(probe);
@@ -194,22 +183,6 @@ void strata_power_probe_read(strata_power_probe *probe, strata_power_reading *re
     probe->changed = FALSE;
 }
 
-static gboolean on_timeout(gpointer data) {
-    *(gboolean *)data = TRUE;
-    return G_SOURCE_REMOVE;
-}
-
 int strata_power_probe_wait(strata_power_probe *probe, int timeout_ms) {
-    gboolean expired = FALSE;
-    GSource *timer = g_timeout_source_new(timeout_ms > 0 ? (guint)timeout_ms : 0);
-    g_source_set_callback(timer, on_timeout, &expired, NULL);
-    g_source_attach(timer, probe->context);
-    while (!probe->changed && !expired) {
-        g_main_context_iteration(probe->context, TRUE);
-    }
-    g_source_destroy(timer);
-    g_source_unref(timer);
-    int changed = probe->changed ? 1 : 0;
-    probe->changed = FALSE;
-    return changed;
+    return strata_dbus_wait(probe->context, &probe->changed, timeout_ms);
 }
