@@ -55,8 +55,9 @@ import Testing
         for kind in kinds { engine.appendOperation(kind: kind, payload: Array(kind.utf8)) }
         #expect(engine.flushNow())
         engine.endTick()
-        // Offline: the reads work, nothing reaches the server.
+        // Offline: the reads work (the log, the outbox), nothing reaches the server.
         #expect(try engine.syncStatus().pending == 5)
+        #expect(try OperationLogReader(path: fixture.directory.databasePath).operations(of: engine.nodeID).map(\.kind) == kinds)
         Thread.sleep(forTimeInterval: 0.3)   // time a wrongly online client would use to push
         #expect((try? serverCount(server)) ?? 0 == 0)
         #expect(engine.sync?.network == .offline)
@@ -220,6 +221,25 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
 
 /// `strata sim --sync`: real processes, one server.
 @Suite(.serialized) struct SyncSimTests {
+    @Test func syncStatusAndRetryFromTheCommandLine() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        for i in 0 ..< 3 { engine.appendOperation(kind: "k\(i)", payload: []) }
+        try engine.shutdown()
+
+        let status = try ChildProcess.strata(["sync", "status", fixture.directory.databasePath, "--json"])
+        #expect(status.status == 0, "\(status.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect(object["pending"] as? Int == 3 && object["outbox"] as? Int == 3)
+        #expect((object["dead_letters"] as? [Any])?.isEmpty == true && object["pushed_through"] as? Int == 0)
+        let text = try ChildProcess.strata(["sync", "status", fixture.directory.databasePath])
+        #expect(text.stdout.contains("outbox        3 operations (3 not pushed yet"))
+        let retry = try ChildProcess.strata(["sync", "retry", fixture.directory.databasePath])
+        #expect(retry.status == 0 && retry.stdout.contains("0 dead letters back in the outbox"), "\(retry.stderr)")
+        let missing = try ChildProcess.strata(["sync", "status", fixture.directory.url.appendingPathComponent("none.db").path])
+        #expect(missing.status == 1 && missing.stderr.contains("no database file"))
+    }
+
     /// What devices share: every entity's synced components (the viewport and the peer
     /// cursor are each device's own).
     private func shared(_ path: String) throws -> [EntityID: [String: PersistedComponents.Value]] {
