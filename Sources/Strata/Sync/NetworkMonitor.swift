@@ -22,6 +22,7 @@ public final class NetworkMonitor: ConnectivitySource, @unchecked Sendable {
     private var stopping = false
     private var started = false
     private let changes = Atomic<Int>(0)
+    private let firstReading = DispatchSemaphore(value: 0)
     private let timeout: Duration
     private let poll: Duration
     private let logger: Logger
@@ -40,7 +41,8 @@ public final class NetworkMonitor: ConnectivitySource, @unchecked Sendable {
     /// Why the connectivity is unknown, or NetworkManager's state and connectivity.
     public var detail: String { lock.withLock { reason } }
 
-    /// Starts the monitor thread; the first reading follows within a D-Bus timeout.
+    /// Starts the monitor thread and waits for its first reading (a few D-Bus timeouts at
+    /// most): a sync started next must not take "not read yet" for "online".
     public func start() {
         let first = lock.withLock { () -> Bool in
             defer { started = true }
@@ -50,6 +52,7 @@ public final class NetworkMonitor: ConnectivitySource, @unchecked Sendable {
         let thread = Thread { [self] in run() }
         thread.name = "strata.network"
         thread.start()
+        _ = firstReading.wait(timeout: .now() + (timeout * 4).seconds)
     }
 
     /// Asks the thread to stop; returns at once (it ends within ~100 ms).
@@ -62,10 +65,13 @@ public final class NetworkMonitor: ConnectivitySource, @unchecked Sendable {
     private func run() {
         let probe = strata_network_probe_new(Int32(clamping: Int(timeout.milliseconds.rounded())), busAddress)
         defer { strata_network_probe_free(probe) }
+        var reads = 0
         while !shouldStop {
             var raw = strata_network_reading()
             strata_network_probe_read(probe, &raw)
             publish(Self.interpret(raw))
+            reads += 1
+            if reads == 1 { firstReading.signal() }
             let until = ContinuousClock.now + poll
             while !shouldStop && ContinuousClock.now < until {
                 if strata_network_probe_wait(probe, Int32(clamping: Int(min(.milliseconds(100), until - .now).milliseconds))) != 0 { break }
