@@ -88,10 +88,7 @@ struct JobsCommand: ParsableCommand {
     private func list() throws {
         let listing = try JobListing.read(path: path, status: status.flatMap(Job.Status.init(rawValue:)), limit: limit)
         if json {
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            say(String(decoding: try encoder.encode(listing), as: UTF8.self))
+            try sayJSON(listing)
             return
         }
         let counts = Job.Status.allCases.map { "\(listing.counts[$0.rawValue] ?? 0) \($0.rawValue)" }.joined(separator: ", ")

@@ -31,3 +31,16 @@ func writeAll(_ fd: Int32, _ text: String) {
 func ignoreBrokenPipes() {
     signal(SIGPIPE, SIG_IGN)
 }
+
+/// The commands' JSON: snake_case keys, sorted, indented.
+func jsonEncoder() -> JSONEncoder {
+    let encoder = JSONEncoder()
+    encoder.keyEncodingStrategy = .convertToSnakeCase
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return encoder
+}
+
+/// Prints `value` as the commands' JSON.
+func sayJSON<T: Encodable>(_ value: T) throws {
+    say(String(decoding: try jsonEncoder().encode(value), as: UTF8.self))
+}

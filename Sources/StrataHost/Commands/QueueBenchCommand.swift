@@ -142,10 +142,7 @@ struct QueueBenchCommand: ParsableCommand {
         try engine.shutdown()
 
         if json {
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            say(String(decoding: try encoder.encode(result), as: UTF8.self))
+            try sayJSON(result)
             return
         }
         say(String(format: "cycles (batches of %d)     %8.0f /s", batch, result.cyclesPerSecond))

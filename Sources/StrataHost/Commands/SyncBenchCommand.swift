@@ -53,10 +53,7 @@ struct SyncBenchCommand: ParsableCommand {
         var results: [Result] = []
         for size in sizes { results.append(try measure(batchSize: size)) }
         if json {
-            let encoder = JSONEncoder()
-            encoder.keyEncodingStrategy = .convertToSnakeCase
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            say(String(decoding: try encoder.encode(results), as: UTF8.self))
+            try sayJSON(results)
             return
         }
         say("batch  operations  push ops/s  pushes  online→first ack  first batch load  outbox memory  duplicates  missing")
