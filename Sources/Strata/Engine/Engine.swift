@@ -34,6 +34,10 @@ public final class Engine {
     /// The power monitor's `changeCount` when the engine last read it (-1: read it at
     /// the next end of tick).
     @usableFromInline var powerChangesSeen = -1
+    /// The sync with a server (`Engine+Sync.swift`), and its inbox's change count when the
+    /// tick thread last looked: read by every end of tick, so kept with the monitors.
+    @usableFromInline var syncClient: SyncClient?
+    @usableFromInline var syncChangesSeen = 0
     @usableFromInline var scheduler: FlushScheduler
 
     public let config: StrataConfig
@@ -68,11 +72,8 @@ public final class Engine {
     private(set) var isShutDown = false
     /// A replacement of a corrupt file that has not finished yet (it failed, and is retried).
     var pendingReplacement: StoreReplacement?
-    /// The sync with a server (`Engine+Sync.swift`), the host's hook for pulled operations,
-    /// and the inbox's change count when the tick thread last looked.
-    @usableFromInline var syncClient: SyncClient?
+    /// The host's hook for pulled operations (`Engine+Sync.swift`).
     var syncApply: ((LoggedOperation) -> Void)?
-    @usableFromInline var syncChangesSeen = 0
     /// The sync's state when it stopped (for a summary after shutdown).
     var stoppedSyncState: SyncClient.State?
 
