@@ -81,33 +81,3 @@ extension Engine {
         stoppedSyncState = client.state
     }
 }
-
-/// The order key of an operation, for "the last writer wins": keep the stamp of the
-/// operation last applied to a thing, and apply another only if its stamp is greater.
-/// Total, and the same on every device (``LoggedOperation/causallyPrecedes(_:)``).
-public struct OperationStamp: Comparable, Hashable, Sendable, Codable {
-    public var timestamp: Int64
-    /// The node's 16 bytes, as two big-endian halves (compared as bytes).
-    public var nodeHigh: UInt64
-    public var nodeLow: UInt64
-
-    public init(_ operation: LoggedOperation) {
-        timestamp = operation.timestamp.rawValue
-        (nodeHigh, nodeLow) = operation.node.withBytes { bytes in
-            (bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self).bigEndian, bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
-        }
-    }
-
-    public init(timestamp: Int64, nodeHigh: UInt64, nodeLow: UInt64) {
-        self.timestamp = timestamp
-        self.nodeHigh = nodeHigh
-        self.nodeLow = nodeLow
-    }
-
-    /// Before every operation.
-    public static let zero = OperationStamp(timestamp: .min, nodeHigh: 0, nodeLow: 0)
-
-    public static func < (a: OperationStamp, b: OperationStamp) -> Bool {
-        (a.timestamp, a.nodeHigh, a.nodeLow) < (b.timestamp, b.nodeHigh, b.nodeLow)
-    }
-}

@@ -45,7 +45,9 @@ public final class SyncClient: @unchecked Sendable {
     /// The highest sequence this replica has appended (the tick thread sets it): the
     /// outbox is only read when it moved past what was pushed, or a retry is due.
     let localHighest = Atomic<Int64>(0)
-    private let wakes = Atomic<Int>(0)
+    /// Wakes a pause early: ``wake()`` and ``stop()`` (`wakeCount` is guarded by it).
+    private let waker = NSCondition()
+    private var wakeCount = 0
 
     private var server: SyncServerInfo?
     private var pullCursor: Int64 = 0
@@ -125,13 +127,14 @@ public final class SyncClient: @unchecked Sendable {
             return thread != nil
         }
         guard started else { return }
+        signalWaker()
         _ = finished.wait(timeout: .now() + (config.requestTimeout * 2 + .seconds(1)).seconds)
     }
 
     /// Looks at the outbox now (new operations were committed, or dead letters retried).
     func wake() {
-        wakes.wrappingAdd(1, ordering: .releasing)
         lock.withLock { nextFailureDue = 0 }
+        signalWaker()
     }
 
     // MARK: The loop
@@ -297,12 +300,20 @@ public final class SyncClient: @unchecked Sendable {
         lock.withLock { body(&current) }
     }
 
+    /// Waits `duration`, or less if woken or stopped (a condition wait: no polling).
     private func pause(_ duration: Duration) {
-        let seen = wakes.load(ordering: .acquiring)
-        let until = ContinuousClock.now + duration
-        while ContinuousClock.now < until && !shouldStop && wakes.load(ordering: .acquiring) == seen {
-            Thread.sleep(forTimeInterval: min(0.01, (until - .now).seconds))
-        }
+        let deadline = Date(timeIntervalSinceNow: duration.seconds)
+        waker.lock()
+        let seen = wakeCount
+        while wakeCount == seen && !shouldStop && waker.wait(until: deadline) {}
+        waker.unlock()
+    }
+
+    private func signalWaker() {
+        waker.lock()
+        wakeCount += 1
+        waker.broadcast()
+        waker.unlock()
     }
 
     private func backoff(_ attempts: Int) -> Duration { Self.backoff(attempts, config) }
