@@ -32,6 +32,61 @@ struct Style: Component {
     init(from p: inout PayloadReader, version: Int) throws { color = try p.read(); kind = try p.read() }
 }
 
+/// `Transform` with the default `Codable` payload instead of a hand-written one (same 16 bytes).
+struct CodableTransform: Component, Codable {
+    static let typeName = "bench.codable_transform"
+    static let tier = Tier.derived
+    var x: Float, y: Float, rotation: Float, scale: Float
+}
+
+/// A richer component, hand-written: a name, a level, an optional title, a dictionary.
+struct Inventory: Component {
+    static let typeName = "bench.inventory"
+    static let tier = Tier.critical
+    var owner: String, level: Int, title: String?, items: [String: Int]
+    init(owner: String, level: Int, title: String?, items: [String: Int]) {
+        self.owner = owner; self.level = level; self.title = title; self.items = items
+    }
+    func encode(to p: inout PayloadWriter) {
+        p.write(owner); p.write(level)
+        p.write(title != nil); if let title { p.write(title) }
+        p.write(items.count); for (key, value) in items { p.write(key); p.write(value) }
+    }
+    init(from p: inout PayloadReader, version: Int) throws {
+        owner = try p.read(); level = try p.read()
+        title = try p.read() as Bool ? try p.read() as String : nil
+        let count: Int = try p.read()
+        items = [:]
+        for _ in 0 ..< count { items[try p.read() as String] = try p.read() as Int }
+    }
+}
+
+/// The same, `Codable`: no payload code.
+struct CodableInventory: Component, Codable {
+    static let typeName = "bench.codable_inventory"
+    static let tier = Tier.critical
+    var owner: String, level: Int, title: String?, items: [String: Int]
+}
+
+/// Encodes `value` `count` times into one reused buffer, then decodes it `count` times.
+func roundTrips<C: Component>(_ value: C, _ benchmark: Benchmark, encode: Bool) {
+    var writer = PayloadWriter()
+    if !encode { value.encode(to: &writer) }
+    let bytes = writer.bytes
+    for _ in benchmark.scaledIterations {
+        if encode {
+            writer.reset()
+            value.encode(to: &writer)
+            blackHole(writer.bytes.count)
+        } else {
+            bytes.withUnsafeBytes { buffer in
+                var reader = PayloadReader(buffer)
+                blackHole(try! C(from: &reader, version: 1))
+            }
+        }
+    }
+}
+
 // MARK: Fixtures
 
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
@@ -254,6 +309,26 @@ let benchmarks: @Sendable () -> Void = {
                       blackHole(writer.bytes.count)
                   }
               })
+
+    // Codable components against hand-written payloads (`Component+Codable.swift`): the
+    // cost of the Codable machinery per component encoded (at a flush, writer thread) or
+    // decoded (at reload).
+    let inventoryItems = ["arrow": 20, "potion": 3, "gem": 1, "key": 2]
+    let codecs: [(String, Bool, (Benchmark) -> Void)] = [
+        ("Transform, hand-written", true, { roundTrips(Transform(x: 1, y: 2, rotation: 3, scale: 4), $0, encode: true) }),
+        ("Transform, Codable", true, { roundTrips(CodableTransform(x: 1, y: 2, rotation: 3, scale: 4), $0, encode: true) }),
+        ("Transform, hand-written", false, { roundTrips(Transform(x: 1, y: 2, rotation: 3, scale: 4), $0, encode: false) }),
+        ("Transform, Codable", false, { roundTrips(CodableTransform(x: 1, y: 2, rotation: 3, scale: 4), $0, encode: false) }),
+        ("Inventory, hand-written", true, { roundTrips(Inventory(owner: "ærin", level: 42, title: "scout", items: inventoryItems), $0, encode: true) }),
+        ("Inventory, Codable", true, { roundTrips(CodableInventory(owner: "ærin", level: 42, title: "scout", items: inventoryItems), $0, encode: true) }),
+        ("Inventory, hand-written", false, { roundTrips(Inventory(owner: "ærin", level: 42, title: "scout", items: inventoryItems), $0, encode: false) }),
+        ("Inventory, Codable", false, { roundTrips(CodableInventory(owner: "ærin", level: 42, title: "scout", items: inventoryItems), $0, encode: false) }),
+    ]
+    for (name, encode, body) in codecs {
+        Benchmark("\(encode ? "Encode" : "Decode") a payload: \(name)",
+                  configuration: .init(scalingFactor: .kilo),
+                  closure: { benchmark in body(benchmark) })
+    }
 
     // Writer throughput: 10k component writes in one transaction, through the whole
     // engine (drain, hand-off, encode, append to the segment log, commit NORMAL).

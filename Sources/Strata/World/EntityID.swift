@@ -54,3 +54,20 @@ public struct Entity: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "Entity(\(index)v\(generation))" }
 }
+
+/// As a UUID string in JSON and other formats; 16 bytes in a component's payload
+/// (``PayloadEncoder``).
+extension EntityID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard let uuid = UUID(uuidString: text) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a UUID: \(text)"))
+        }
+        self.init(uuid)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -70,6 +70,18 @@ public struct PayloadWriter: Sendable {
     mutating func append(_ raw: UnsafeRawBufferPointer) {
         bytes.append(contentsOf: raw)
     }
+
+    /// Appends a little-endian `UInt32` (a count patched later: ``patchUInt32(_:at:)``).
+    mutating func appendUInt32(_ value: UInt32) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Overwrites the four bytes at `offset` with a little-endian `UInt32`.
+    mutating func patchUInt32(_ value: UInt32, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { raw in
+            for index in 0 ..< 4 { bytes[offset + index] = raw[index] }
+        }
+    }
 }
 
 /// Reads a payload written by ``PayloadWriter``, failing cleanly on truncated input.
@@ -135,7 +147,13 @@ public struct PayloadReader {
         Double(bitPattern: UInt64(littleEndian: try take(8).loadUnaligned(as: UInt64.self)))
     }
 
-    private mutating func readCount() throws -> Int {
+    /// A little-endian `UInt32` (``PayloadWriter/appendUInt32(_:)``).
+    mutating func readFixedUInt32() throws -> UInt32 {
+        UInt32(littleEndian: try take(4).loadUnaligned(as: UInt32.self))
+    }
+
+    /// A varint count, no larger than the bytes left (each element takes at least one).
+    mutating func readCount() throws -> Int {
         let count: UInt64 = try read()
         guard count <= UInt64(buffer.count - offset) else {
             throw PayloadError.truncated(needed: Int(clamping: count), offset: offset, size: buffer.count)

@@ -60,18 +60,3 @@ public struct RejectedWrite: Sendable, Equatable, Codable {
                                kind: kind, payload: payload ?? [])
     }
 }
-
-extension EntityID: Codable {
-    public init(from decoder: any Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let uuid = UUID(uuidString: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not a UUID: \(text)"))
-        }
-        self.init(uuid)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(description)
-    }
-}
