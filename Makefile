@@ -25,9 +25,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Builds everything (the crash tests run the real `strata` binary), then runs every test.
+# Builds everything (the crash tests run the real `strata` binary) and the embedding example
+# (a package of its own; ExampleTests runs it), then runs every test.
 test: deps
 	$(SWIFT) build
+	$(SWIFT) build --package-path Examples/GameHost
 	$(SWIFT) test
 
 # Runs the simulation host on the default config for DURATION seconds (release build).

@@ -117,6 +117,7 @@ final class WriterEvents: PersistenceObserver, @unchecked Sendable {
             for e in entities { engine.world.mutate(Position.self, of: e) { $0.x = Float(100 + round) } }
             engine.flushNow()
         }
+        engine.noteInput()   // idle detection starts with the host's first input
         fixture.clock.advance(by: fixture.config.persistence.idleAfter + .seconds(1))
         engine.endTick()
         #expect(eventually { engine.metrics.compactionsByMethod["fold", default: 0] >= 1 && engine.metrics.segmentBacklogRows == 0 },

@@ -112,10 +112,29 @@ import Testing
         try engine.shutdown()
     }
 
+    @Test func aHostThatNeverReportsInputIsNeverIdle() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.powerState = .discharging(80)   // 10 s while active
+        let e = engine.world.spawn(Position(x: 0, y: 0))
+        engine.flushNow(reason: .majorAction)
+        fixture.clock.advance(by: fixture.config.persistence.idleAfter * 10)
+        engine.endTick()
+        #expect(engine.activity == .active, "no noteInput(): no idle user, whatever the time")
+        #expect(engine.derivedInterval == .seconds(10))
+        engine.world.mutate(Position.self, of: e) { $0.x = 1 }
+        fixture.clock.advance(by: .seconds(10))
+        engine.endTick()
+        #expect(engine.metrics.flushesByReason[.derivedInterval] == 1)
+        #expect(engine.metrics.flushesByReason[.idleInterval] == nil)
+        try engine.shutdown()
+    }
+
     @Test func idleUsesTheIdleIntervalAndSaysSo() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
         engine.powerState = .discharging(80)   // 10 s while active
+        engine.noteInput()                     // a host that reports input: idle detection starts
         let e = engine.world.spawn(Position(x: 0, y: 0))
         engine.flushNow(reason: .majorAction)
         fixture.clock.advance(by: fixture.config.persistence.idleAfter + .seconds(1))

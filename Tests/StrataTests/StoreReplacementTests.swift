@@ -125,6 +125,7 @@ struct Annotation: Component, Equatable {
         let engine = try fixture.open()
         try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)
 
+        engine.noteInput()   // idle detection starts with the host's first input
         fixture.clock.advance(by: .seconds(61))
         engine.endTick()
         #expect(eventually(timeout: .seconds(120)) { engine.metrics.integrityCheck != nil })

@@ -283,6 +283,7 @@ import Testing
         let engine = try fixture.open()
         #expect(engine.recovery.setAsideCorruptFile == nil, "a clean open does not read the index: \(engine.recovery.corruption ?? "")")
         #expect(engine.world.entityCount == 3000)
+        engine.noteInput()   // idle detection starts with the host's first input
         #expect(engine.metrics.integrityCheck == nil, "not while the user is active")
         fixture.clock.advance(by: .seconds(61))
         engine.endTick()

@@ -76,7 +76,8 @@ public struct DatabaseConfig: Sendable, Equatable {
 
 /// `[simulation]`: the host's fixed-tick loop.
 public struct SimulationConfig: Sendable, Equatable {
-    /// `tick_hz`: fixed simulation ticks per second.
+    /// `tick_hz`: the host's fixed ticks per second. The engine hands a tier to the writer
+    /// one tick (plus the commit budget) ahead of its deadline, so a host sets its loop's rate.
     public var tickHz = 60
     /// `max_catch_up_ticks`: ticks run at most per frame after a stall ("spiral of death" guard).
     public var maxCatchUpTicks = 5

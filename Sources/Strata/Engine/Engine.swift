@@ -173,10 +173,15 @@ public final class Engine {
     /// The row of RFC 0002's battery table in force now.
     public var powerTier: PowerTier { scheduler.policy.tier(power: powerState) }
 
-    /// Whether the user counts as idle now.
+    /// Whether the user counts as idle now: no ``noteInput()`` for `idle_after_secs`.
+    /// Never idle before the first ``noteInput()``.
     public var activity: Activity { scheduler.activity(now: clock.now()) }
 
-    /// Records user input (for idle detection).
+    /// Records user input (for idle detection). Idle detection starts with the first
+    /// call: idle (no input for `idle_after_secs`), the derived interval is at least
+    /// `idle_flush_interval_secs`, the segment log is compacted eagerly on mains power,
+    /// and the file's integrity is checked once a session. A host that never calls this
+    /// is never idle.
     @inlinable
     public func noteInput() {
         owner.check("Engine")
@@ -272,10 +277,17 @@ public final class Engine {
     /// app transition, checkpointed).
     ///
     /// For explicit saves and transitions that may precede termination. Blocks the
-    /// calling thread for the commit (and anything queued before it), at most `timeout`.
-    /// - Returns: false if the timeout passed first (the batch stays queued).
+    /// calling thread for the commit (and anything queued before it).
+    ///
+    /// - Parameter timeout: the longest wait. `nil` (the default) waits as long as the
+    ///   commit takes (the first save of a large world can take most of a minute), but
+    ///   not past a failed attempt: a commit that fails is retried by the writer with
+    ///   backoff, so waiting for it could mean waiting for the disk to be freed.
+    /// - Returns: true once committed; false if `timeout` passed first or an attempt
+    ///   failed. Either way the batch stays queued and is committed later, nothing is
+    ///   dropped, and the reason is logged as a warning.
     @discardableResult
-    public func flushNow(reason: FlushReason = .explicitSave, timeout: Duration = .seconds(30)) -> Bool {
+    public func flushNow(reason: FlushReason = .explicitSave, timeout: Duration? = nil) -> Bool {
         owner.check("Engine")
         guard !isShutDown else { return true }
         scheduler.drainAll(world: world, reasons: [reason], into: nextBatch)
@@ -305,12 +317,31 @@ public final class Engine {
     /// Waits until every batch handed off so far is committed (tests, explicit saves).
     /// If the file is found corrupt meanwhile, replaces it (the tick thread's work; the
     /// writer only reports it), then goes on waiting.
+    ///
+    /// - Parameter timeout: the longest wait; `nil`: until committed, or until a commit
+    ///   attempt fails (the writer retries it with backoff).
+    /// - Returns: false, with a warning logged, if the batches are not committed yet.
     @discardableResult
-    public func waitForWriter(timeout: Duration = .seconds(30)) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
+    public func waitForWriter(timeout: Duration? = .seconds(30)) -> Bool {
+        let deadline = timeout.map { Date(timeIntervalSinceNow: $0.seconds) }
+        let failuresBefore = recorder.snapshot.failedCommits
         while true {
-            if buffer.waitForCommit(buffer.lastSubmitted, until: deadline) { return true }
-            guard buffer.reportedCorruption != nil, Date() < deadline, replaceCorruptStore() else { return false }
+            // Without a deadline, look up every second whether an attempt failed.
+            let slice = deadline ?? Date(timeIntervalSinceNow: 1)
+            if buffer.waitForCommit(buffer.lastSubmitted, until: slice) { return true }
+            if buffer.reportedCorruption != nil {
+                if (deadline.map { Date() < $0 } ?? true), replaceCorruptStore() { continue }
+                logger.warning("flush: not committed: the file was found corrupt and could not be replaced yet (the changes stay in memory)")
+                return false
+            }
+            if let timeout, let deadline, Date() >= deadline {
+                logger.warning("flush: not committed within \(timeout) (the batch stays queued; the writer commits it later)")
+                return false
+            }
+            if deadline == nil, recorder.snapshot.failedCommits > failuresBefore {
+                logger.warning("flush: a commit attempt failed (the batch stays queued and is retried; see the writer's warnings)")
+                return false
+            }
         }
     }
 

@@ -30,6 +30,9 @@ struct FlushScheduler {
     @usableFromInline var quietWhileIdle = false
     @usableFromInline var lastInput: Instant
     /// When the user turns idle without further input: `lastInput + idle_after_secs`.
+    /// Never before the first input: a host that does not report input (no
+    /// ``Engine/noteInput()``) has no idle user, so its derived interval stays the one
+    /// its power state gives.
     @usableFromInline var idleAt: Instant
     /// `idle_after_secs` in nanoseconds: input is noted every tick while the user plays,
     /// and `Instant + Duration` goes through the standard library's 128-bit arithmetic.
@@ -52,7 +55,7 @@ struct FlushScheduler {
     init(policy: FlushPolicy, now: Instant, lookahead: Duration) {
         self.policy = policy
         self.lastInput = now
-        self.idleAt = now + policy.config.idleAfter
+        self.idleAt = Instant(nanoseconds: .max)
         self.idleAfterNanoseconds = policy.config.idleAfter.nanoseconds
         self.lookahead = lookahead
         self.vectorClock = VectorClockTrigger(everyOperations: policy.config.vectorClockEveryOperations,
@@ -66,9 +69,11 @@ struct FlushScheduler {
     /// Records user input (for idle detection).
     @inlinable
     mutating func noteInput(at now: Instant) {
+        // The first input starts idle detection: a quiet period decided without an idle
+        // instant must end so that the next decision has one.
+        if quietWhileIdle || idleAt.nanoseconds == .max { quietUntil = nil }
         lastInput = now
         idleAt = Instant(nanoseconds: now.nanoseconds &+ idleAfterNanoseconds)
-        if quietWhileIdle { quietUntil = nil }
     }
 
     /// Records operation-log activity for the vector-clock trigger.
