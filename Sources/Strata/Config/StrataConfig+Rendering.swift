@@ -98,6 +98,7 @@ extension StrataConfig {
 
             [metrics]
             count_fsyncs = \(metrics.countFsyncs)
+            export_interval_ms = \(ms(metrics.exportInterval))
 
             """
     }

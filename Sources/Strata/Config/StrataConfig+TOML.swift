@@ -89,7 +89,9 @@ extension StrataConfig {
         }
         if var metrics = try reader.table("metrics") {
             config.metrics.countFsyncs = try metrics.bool("count_fsyncs", default: config.metrics.countFsyncs)
-            try metrics.rejectUnknownKeys(known: ["count_fsyncs"])
+            config.metrics.exportInterval = try metrics.duration("export_interval_ms", default: config.metrics.exportInterval,
+                                                                 unit: .milliseconds, allowZero: true, max: .seconds(3600))
+            try metrics.rejectUnknownKeys(known: ["count_fsyncs", "export_interval_ms"])
         }
         try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "jobs", "sync", "assets", "metrics"])
         return config

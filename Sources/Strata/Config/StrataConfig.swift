@@ -59,6 +59,10 @@ public struct MetricsConfig: Sendable, Equatable {
     /// requests and bytes written (``PersistenceMetrics/vfs``). The cost is an atomic
     /// increment per write and per sync.
     public var countFsyncs = true
+    /// `export_interval_ms`: how often the counters and gauges are reported through
+    /// swift-metrics (to the backend the host bootstrapped; durations are reported as they
+    /// happen). 0: not at all.
+    public var exportInterval: Duration = .seconds(2)
 
     public init() {}
 }

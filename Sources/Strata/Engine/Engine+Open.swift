@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import Logging
 
@@ -71,7 +72,8 @@ extension Engine {
         recovery.interruptedJobsTime = MonotonicClock().now().duration(since: marking)
         if recovery.interruptedJobs > 0 { logger.warning("\(recovery.interruptedJobs) jobs were running when the last session ended: marked interrupted") }
 
-        let recorder = MetricsRecorder()
+        let metricsFactory = options.metricsFactory ?? MetricsSystem.factory
+        let recorder = MetricsRecorder(timers: MetricsTimers(factory: metricsFactory))
         recorder.update {
             $0.crashRecoveryCount = session.crashCount
             $0.cleanShutdownCount = session.cleanShutdownCount
@@ -109,9 +111,11 @@ extension Engine {
                 logger.error("assets: the reconciliation at open failed: \(error)")
             }
         }
-        return Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
-                      assets: assets,
-                      recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
+        let engine = Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
+                            assets: assets,
+                            recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
+        engine.startMetricsExport(factory: metricsFactory)
+        return engine
     }
 
     /// The store's options, from the configuration and the engine's options.

@@ -31,6 +31,7 @@ extension Engine {
         syncApply = apply
         syncClient = client
         syncChangesSeen = client.inbox.changes.load(ordering: .relaxed)
+        metricsExporter?.setSyncSource { (client.state, (try? outbox.status().pending) ?? 0) }
         client.start()
     }
 
@@ -77,6 +78,7 @@ extension Engine {
     func stopSync() {
         guard let client = syncClient else { return }
         syncClient = nil
+        metricsExporter?.setSyncSource(nil)
         client.stop()
         stoppedSyncState = client.state
     }

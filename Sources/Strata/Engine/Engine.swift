@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import GRDB
 import Logging
@@ -76,6 +77,8 @@ public final class Engine {
     var syncApply: ((LoggedOperation) -> Void)?
     /// The sync's state when it stopped (for a summary after shutdown).
     var stoppedSyncState: SyncClient.State?
+    /// Reports the figures through swift-metrics on a thread of its own (`Engine+Metrics.swift`).
+    var metricsExporter: MetricsExporter?
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
@@ -120,6 +123,9 @@ public final class Engine {
         /// Reads the free bytes on the filesystem of the document at a path; nil: `statvfs`
         /// (tests simulate a disk filling up and emptying).
         public var freeDiskSpace: (@Sendable (String) -> Int?)?
+        /// Where the figures go through swift-metrics; nil: the factory the host
+        /// bootstrapped (`MetricsSystem.factory`, no-op handlers if none).
+        public var metricsFactory: (any MetricsFactory)?
         /// Once a session, when the user is idle on mains power, check the whole file
         /// (`PRAGMA integrity_check`) on a connection and thread of its own (`Writer+IntegrityCheck.swift`).
         public var idleIntegrityCheck = true
@@ -151,6 +157,12 @@ public final class Engine {
 
     /// A snapshot of the persistence metrics.
     public var metrics: PersistenceMetrics {
+        Self.metrics(recorder: recorder, buffer: buffer, countingVFS: countingVFS, baseline: vfsBaseline)
+    }
+
+    /// The snapshot from the pieces that hold it (any thread: the metrics exporter's too).
+    static func metrics(recorder: MetricsRecorder, buffer: WriteBuffer, countingVFS: CountingVFS?,
+                        baseline vfsBaseline: VFSCounts) -> PersistenceMetrics {
         var snapshot = recorder.snapshot
         let flushes = buffer.flushCounts
         snapshot.flushCount = flushes.flushes
@@ -371,12 +383,14 @@ public final class Engine {
         isShutDown = true
         powerMonitor?.stop()
         memoryMonitor?.stop()
+        stopMetricsExport()
         var error = writer.stop()
         if buffer.reportedCorruption != nil {
             // Found corrupt in the last moments: the new file gets everything, or it is parked.
             error = replaceCorruptStore(closing: true) ? writer.stop() : parkAfterFailedReplacement()
         }
         if error == nil { recorder.update { $0.cleanShutdownCount += 1 } }
+        reportFinalMetrics()
         try? store.close()
         if let error { throw error }
         logger.info("clean shutdown of \(store.location.path)")
@@ -394,6 +408,7 @@ public final class Engine {
         stopSync()
         powerMonitor?.stop()
         memoryMonitor?.stop()
+        stopMetricsExport()
         writer.abandon()
         try? store.close()
     }
@@ -401,6 +416,7 @@ public final class Engine {
     deinit {
         if !isShutDown {
             logger.warning("engine released without shutdown(): undrained changes are lost; the next open will report a crash")
+            metricsExporter?.stop()
             writer.abandon()
             try? store.close()
         }

@@ -155,6 +155,12 @@ final class MetricsRecorder: @unchecked Sendable {
     // @unchecked Sendable: `metrics` is only touched under `lock`.
     private let lock = Lock()
     private var metrics = PersistenceMetrics()
+    /// The durations reported to swift-metrics as they happen (writer thread).
+    let timers: MetricsTimers
+
+    init(timers: MetricsTimers) {
+        self.timers = timers
+    }
 
     func update(_ body: (inout PersistenceMetrics) -> Void) { lock.withLock { body(&metrics) } }
     var snapshot: PersistenceMetrics { lock.withLock { metrics } }

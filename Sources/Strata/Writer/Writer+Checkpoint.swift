@@ -52,6 +52,7 @@ extension Writer {
             logger.notice("writer: \(mode.rawValue) checkpoint incomplete (code \(code), \(copied)/\(log) frames); streak \(incompleteStreak)")
         }
         let elapsed = lastCheckpoint.duration(since: started)
+        metrics.timers.checkpoint(mode.rawValue, took: elapsed)
         observer?.didCheckpoint(CheckpointRecord(at: lastCheckpoint, mode: mode.rawValue, complete: complete))
         let walBytes = store.location.walBytes
         metrics.update {

@@ -71,6 +71,7 @@ extension Writer {
             $0.walSizeBytes = walBytes
             $0.maxWalSizeBytes = max($0.maxWalSizeBytes, walBytes)
         }
+        metrics.timers.commit(batch.durability, took: elapsed)
         observer?.didCommit(CommitRecord(drained: batch.drainedAt, committedAt: started + elapsed,
                                          durability: batch.durability, rows: batch.rowCount, reasons: batch.reasons))
     }

@@ -138,6 +138,7 @@ extension Writer {
             $0.maxCompactionStepDuration = max($0.maxCompactionStepDuration, elapsed)
             $0.recordBacklog(log)
         }
+        metrics.timers.compactionStep(current.method.rawValue, took: elapsed)
         observer?.didCompact(CompactionRecord(
             at: clock.now(), duration: elapsed, method: current.method.rawValue, consumedRows: result.consumedRows,
             consumedBytes: result.consumedBytes, outputBytes: result.outputBytes, keysFolded: result.keysFolded,

@@ -53,6 +53,10 @@ struct SimCommand: ParsableCommand {
     @Option(name: .customLong("sync-document"), help: "The shared document's name on the server (overrides [sync] document).")
     var syncDocument: String?
 
+    @Option(name: .customLong("metrics-port"), parsing: .unconditional,
+            help: "Serve the engine's metrics to Prometheus at http://127.0.0.1:PORT/metrics (0: any free port, printed).")
+    var metricsPort: Int?
+
     @Option(name: .customLong("sync-settle"), parsing: .unconditional,
             help: "With a sync and --duration: when the time is up, stop editing and keep syncing this many seconds before shutting down.")
     var syncSettle = 2.0
@@ -78,6 +82,7 @@ struct SimCommand: ParsableCommand {
         }
         if sync != nil && documents != nil { throw ValidationError("--sync syncs one document: it cannot be combined with --documents") }
         if !(syncSettle >= 0 && syncSettle <= 3600) { throw ValidationError("--sync-settle must be between 0 and 3600 seconds") }
+        if let metricsPort, !(0 ... 65535).contains(metricsPort) { throw ValidationError("--metrics-port must be between 0 and 65535") }
         if !(switchEvery > 0 && switchEvery <= Self.maxDuration) { throw ValidationError("--switch-every must be a positive number of seconds, at most \(Int(Self.maxDuration))") }
     }
 
@@ -105,6 +110,17 @@ struct SimCommand: ParsableCommand {
         if let sync { config.sync.server = sync }
         if let syncDocument { config.sync.document = syncDocument }
         let syncing = !config.sync.server.isEmpty
+
+        // Before the engine opens: its metrics are made through the factory bootstrapped here.
+        let metricsServer: MetricsServer?
+        do {
+            metricsServer = try metricsPort.map { try MetricsServer.start(port: $0) }
+        } catch {
+            printError("strata sim: --metrics-port: \(error)")
+            throw ExitCode.failure
+        }
+        defer { metricsServer?.stop() }
+        if let metricsServer { say("strata sim: metrics at http://127.0.0.1:\(metricsServer.port)/metrics") }
 
         var engine: Engine
         do {
