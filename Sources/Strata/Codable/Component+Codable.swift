@@ -24,7 +24,9 @@ extension Component where Self: Codable {
         let encoder = PayloadEncoder(writer: payload)
         payload = PayloadWriter(capacity: 0)
         do {
-            try encoder.encodeValue(self)
+            // The component itself is a struct of fields, not one of the shapes `encodeValue`
+            // looks for first (those casts cost more than encoding a small struct).
+            try self.encode(to: encoder)
         } catch {
             // Only a hand-written `encode(to: Encoder)` can fail here (a bare nil, or an
             // error of its own), and a component's encoding cannot: it is a programming error.
@@ -34,7 +36,9 @@ extension Component where Self: Codable {
     }
 
     public init(from payload: inout PayloadReader, version: Int) throws {
-        self = try payload.decode(Self.self)
+        let decoder = PayloadDecoder(reader: payload)
+        try self.init(from: decoder)
+        payload = decoder.reader
     }
 }
 
