@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
+        .library(name: "StrataServiceLifecycle", targets: ["StrataServiceLifecycle"]),
         .executable(name: "strata", targets: ["StrataHost"]),
     ],
     dependencies: [
@@ -17,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // libupower-glib, UPower's client library (Debian: libupower-glib-dev).
@@ -73,6 +75,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The engine as a swift-service-lifecycle Service (a ServiceGroup, SIGTERM = clean shutdown).
+        .target(
+            name: "StrataServiceLifecycle",
+            dependencies: [
+                "Strata",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The fsync benchmark runner: the workload, the strategies, the report.
         .target(
             name: "StrataBench",
@@ -100,6 +111,8 @@ let package = Package(
                 "Strata",
                 "StrataBench",
                 "StrataPostgres",
+                "StrataServiceLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

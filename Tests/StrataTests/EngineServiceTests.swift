@@ -1,0 +1,67 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+@testable import Strata
+import StrataServiceLifecycle
+
+/// The engine as a swift-service-lifecycle `Service` in a real `ServiceGroup`.
+@Suite struct EngineServiceTests {
+    static func config(_ directory: TestDirectory) -> StrataConfig {
+        var config = StrataConfig()
+        config.database.path = directory.databasePath
+        config.simulation.tickHz = 200
+        config.persistence.flushInterval = .seconds(3600)     // nothing derived is written before the shutdown
+        config.persistence.batteryAdaptive = false
+        return config
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aGracefulShutdownFlushesEveryTickCheckpointsAndMarksTheSessionClean() async throws {
+        let directory = TestDirectory()
+        let config = Self.config(directory)
+        let ticks = Atomic<Int>(0)
+        let service = EngineService(config: config, components: testComponents, logger: quietLogger, monitors: false,
+                                    setUp: { engine in engine.world.spawn(Title("service"), Position(x: 0, y: 0)) },
+                                    tick: { engine in
+                                        let world = engine.world
+                                        let player = world.entities(with: Position.self)[0].entity
+                                        world.mutate(Position.self, of: player) { $0.x += 1 }
+                                        ticks.add(1, ordering: .relaxed)
+                                    })
+        let group = ServiceGroup(services: [service], logger: quietLogger)
+        let running = Task { try await group.run() }
+        #expect(eventually { ticks.load(ordering: .relaxed) >= 50 })
+        await group.triggerGracefulShutdown()
+        try await running.value
+        let ticked = ticks.load(ordering: .relaxed)
+
+        // The WAL was checkpointed and truncated by the shutdown; the next open finds a clean session.
+        let wal = (try? FileManager.default.attributesOfItem(atPath: directory.databasePath + "-wal")[.size] as? Int) ?? 0
+        #expect(wal == 0)
+        let engine = try Engine.open(config: config, components: testComponents, logger: quietLogger)
+        defer { try? engine.shutdown() }
+        #expect(!engine.recovery.crashed)
+        let reloaded = engine.world.entities(with: Position.self)
+        #expect(reloaded.count == 1)
+        #expect(reloaded.first?.value.x == Float(ticked), "every tick's change, derived ones too: the shutdown flushed them")
+        #expect(engine.world.count(of: Title.self) == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aTickThatThrowsEndsTheServiceAfterACleanShutdown() async throws {
+        struct Broken: Error {}
+        let directory = TestDirectory()
+        let config = Self.config(directory)
+        let ticks = Atomic<Int>(0)
+        let service = EngineService(config: config, components: testComponents, logger: quietLogger, monitors: false,
+                                    tick: { engine in
+                                        engine.world.spawn(Title("tick"))
+                                        if ticks.add(1, ordering: .relaxed).newValue == 10 { throw Broken() }
+                                    })
+        await #expect(throws: (any Error).self) { try await ServiceGroup(services: [service], logger: quietLogger).run() }
+        let engine = try Engine.open(config: config, components: testComponents, logger: quietLogger)
+        defer { try? engine.shutdown() }
+        #expect(!engine.recovery.crashed)
+        #expect(engine.world.count(of: Title.self) == 10, "the failing tick's own spawn too")
+    }
+}
