@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test run bench bench-docs bench-sweep bench-micro bench-sync torture clean
+.PHONY: all deps deps-bench build test docs run bench bench-docs bench-sweep bench-micro bench-sync torture clean
 
 all: build
 
@@ -31,6 +31,12 @@ test: deps
 	$(SWIFT) build
 	$(SWIFT) build --package-path Examples/GameHost
 	$(SWIFT) test
+	$(MAKE) docs
+
+# The library's documentation (DocC: Sources/Strata/Strata.docc and the symbols' comments);
+# a broken symbol link fails it. Writes .build/plugins/Swift-DocC/outputs/Strata.doccarchive.
+docs: deps
+	$(SWIFT) package generate-documentation --target Strata --warnings-as-errors
 
 # Runs the simulation host on the default config for DURATION seconds (release build).
 run: deps

@@ -225,7 +225,7 @@ public struct WriterConfig: Sendable, Equatable {
 
 /// `[jobs]`: the document's job queue and its worker pool (`Sources/Strata/Jobs`).
 public struct JobsConfig: Sendable, Equatable {
-    /// `workers`: threads that run job handlers (``Engine/startWorkers()``).
+    /// `workers`: threads that run job handlers (``Engine/startWorkers(_:)``).
     public var workers = 2
     /// `max_attempts`: runs a job gets before it is dead (kept for inspection, never run again
     /// unless retried by hand). A run cut short by a crash counts.
@@ -245,7 +245,7 @@ public struct JobsConfig: Sendable, Equatable {
 }
 
 /// `[sync]`: the outbox pushed to a server and the operations pulled from it
-/// (`Sources/Strata/Sync`). Off unless `server` is set (or ``Engine/startSync(transport:applying:)``
+/// (`Sources/Strata/Sync`). Off unless `server` is set (or ``Engine/startSync(transport:network:applying:)``
 /// is called with a transport).
 public struct SyncConfig: Sendable, Equatable {
     /// `server`: where to sync, e.g. `postgresql://user@/strata?host=/run/postgresql`; empty: no sync.

@@ -11,11 +11,14 @@ extension Engine {
     /// and replaced by a new one; nothing is deleted.
     ///
     /// - Throws: ``StoreError`` with code `.locked` if another process or engine has the
-    ///   document open (``DocumentLock``), `.newerSchema` or `.foreign` if the file is not
+    ///   document open (`DocumentLock`), `.newerSchema` or `.foreign` if the file is not
     ///   one this build may write (``DocumentKind``); the file is then left unchanged.
     ///
     /// - Parameters:
+    ///   - config: the configuration (``StrataConfig/load(path:)``, or `StrataConfig()` for the defaults).
     ///   - components: the component types to reload; rows of other types stay untouched.
+    ///   - logger: where the engine says what it does (recovery at `info`/`warning`, failures at `error`).
+    ///   - options: what is not configuration: the clock, the VFS, a metrics factory, test hooks.
     public static func open(config: StrataConfig, components: [any Component.Type] = [],
                             logger: Logger = Logger(label: "strata"), options: Options = Options()) throws -> Engine {
         let countingVFS = config.metrics.countFsyncs && options.vfs == nil ? try CountingVFS.registerUnique() : nil

@@ -291,10 +291,12 @@ public final class Engine {
     /// For explicit saves and transitions that may precede termination. Blocks the
     /// calling thread for the commit (and anything queued before it).
     ///
-    /// - Parameter timeout: the longest wait. `nil` (the default) waits as long as the
-    ///   commit takes (the first save of a large world can take most of a minute), but
-    ///   not past a failed attempt: a commit that fails is retried by the writer with
-    ///   backoff, so waiting for it could mean waiting for the disk to be freed.
+    /// - Parameters:
+    ///   - reason: why (counted in the metrics); an app transition also checkpoints.
+    ///   - timeout: the longest wait. `nil` (the default) waits as long as the
+    ///     commit takes (the first save of a large world can take most of a minute), but
+    ///     not past a failed attempt: a commit that fails is retried by the writer with
+    ///     backoff, so waiting for it could mean waiting for the disk to be freed.
     /// - Returns: true once committed; false if `timeout` passed first or an attempt
     ///   failed. Either way the batch stays queued and is committed later, nothing is
     ///   dropped, and the reason is logged as a warning.

@@ -5,7 +5,7 @@ import Logging
 /// The document's durable job queue (ADR-022's "app crash proof" queue, in the document):
 /// ``Engine/jobs``. Callable from any thread.
 ///
-/// Every call is a ``WriterRequest``: SQL on the engine's one write connection, run by
+/// Every call is a `WriterRequest`: SQL on the engine's one write connection, run by
 /// the writer thread between the tick thread's batches, with the calls of other threads
 /// that arrive meanwhile in ONE transaction (group commit). What each call waits for:
 ///
@@ -13,7 +13,7 @@ import Logging
 /// |---|---|---|
 /// | ``enqueue(_:for:payload:priority:timeout:)`` | committed | FULL: survives a power loss |
 /// | ``enqueueSoon(_:for:payload:priority:)`` | at once | FULL, committed within milliseconds (or once its entity's spawn is) |
-/// | ``claim(kinds:limit:)``, ``complete(_:)`` (one or many), ``fail(_:error:)`` | committed | NORMAL: survives a crash at once, a power loss after the next sync |
+/// | ``claim(kinds:limit:)``, `complete(_:)` (one or many), ``fail(_:error:)`` | committed | NORMAL: survives a crash at once, a power loss after the next sync |
 /// | ``retry(_:)``, ``cancel(_:)``, by entity too | committed | FULL |
 ///
 /// A claim lost to a power cut leaves its job pending (it runs again); a completion lost

@@ -16,7 +16,7 @@ public struct LoadSummary: Sendable, Equatable {
     /// Segment rows replayed over the base rows, and the records in them.
     public var segments = 0
     public var segmentRecords = 0
-    /// Segment rows that cannot be read (see ``SegmentDamage``): kept, skipped.
+    /// Segment rows that cannot be read (see `SegmentDamage`): kept, skipped.
     public var unreadableSegments = 0
     /// Settings loaded, and those whose stored text this build cannot read (kept, not loaded).
     public var settings = 0

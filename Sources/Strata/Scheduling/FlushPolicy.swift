@@ -16,7 +16,7 @@ public enum PowerTier: String, Sendable, Equatable, CaseIterable {
 /// The pure decision "is a flush due?" (RFC 0002 "Battery-Adaptive Flushing", "Flush Events").
 ///
 /// A function of (config, power, activity, clock) with no I/O, so it is tested over
-/// tables in virtual time. ``FlushScheduler`` is the thin stateful shell around it.
+/// tables in virtual time. `FlushScheduler` is the thin stateful shell around it.
 ///
 /// Deadlines run from the first pending change of a tier:
 /// - critical: `first + critical_flush_delay`;

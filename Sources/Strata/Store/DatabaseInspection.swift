@@ -13,7 +13,7 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     /// read) or `foreign` (not a Strata document); `document_detail` says why.
     public var document = "strata"
     public var documentDetail: String?
-    /// The process that has the document open now, if any (``DocumentLock``).
+    /// The process that has the document open now, if any (`DocumentLock`).
     public var owner: DocumentOwner?
     public var journalMode: String
     public var pageSize: Int

@@ -88,7 +88,7 @@ final class DocumentLock: @unchecked Sendable {
     deinit { release() }
 }
 
-/// The process that owns a document (``DocumentLock``).
+/// The process that owns a document (`DocumentLock`).
 public struct DocumentOwner: Codable, Sendable, Equatable, CustomStringConvertible {
     public var pid: Int32
     /// Unix milliseconds.

@@ -21,7 +21,7 @@ import Logging
 /// without).
 ///
 /// Before SQLite touches the file, the store takes the document's owner lock
-/// (``DocumentLock``) and checks what the file is (``DocumentKind``): a document owned
+/// (`DocumentLock`) and checks what the file is (``DocumentKind``): a document owned
 /// by another process, written by a newer Strata, or belonging to another application
 /// is refused, and left as it was.
 public final class Store: Sendable {

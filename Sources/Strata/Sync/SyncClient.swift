@@ -5,7 +5,7 @@ import Synchronization
 /// Pushes the outbox to a ``SyncTransport`` and pulls the other devices' operations, on
 /// a thread of its own (`strata.sync`); every call to the server is bounded by
 /// `request_timeout_ms`. The tick thread never waits on it: pulled operations reach the
-/// world through ``SyncInbox`` at an end of tick (``Engine/startSync(transport:network:applying:)``).
+/// world through `SyncInbox` at an end of tick (``Engine/startSync(transport:network:applying:)``).
 ///
 /// The loop, while not stopped:
 /// 1. Offline (the network monitor says so): wait for it to come back. Coming online
