@@ -71,6 +71,17 @@ extension StrataConfig {
             retention = "\(operationLog.retention.rawValue)"
             retention_min_age_secs = \(secs(operationLog.retentionMinAge))
 
+            [maintenance]
+            interval_secs = \(secs(maintenance.interval))
+            size_warning_mb = \(mb(maintenance.sizeWarningBytes))
+            vacuum_min_free_mb = \(mb(maintenance.vacuumMinFreeBytes))
+            vacuum_max_free_mb = \(mb(maintenance.vacuumMaxFreeBytes))
+            vacuum_step_pages = \(maintenance.vacuumStepPages)
+            retention_step_rows = \(maintenance.retentionStepRows)
+            analysis_limit = \(maintenance.analysisLimit)
+            keep_dead_jobs_secs = \(secs(maintenance.keepDeadJobs))
+            keep_rejected_writes_secs = \(secs(maintenance.keepRejectedWrites))
+
             [jobs]
             workers = \(jobs.workers)
             max_attempts = \(jobs.maxAttempts)

@@ -76,6 +76,9 @@ extension StrataConfig {
                                                                   unit: .seconds, allowZero: true, max: .seconds(100 * 365 * 86_400))
             try log.rejectUnknownKeys(known: ["retention", "retention_min_age_secs"])
         }
+        if var maintenance = try reader.table("maintenance") {
+            config.maintenance = try readMaintenance(&maintenance)
+        }
         if var jobs = try reader.table("jobs") {
             config.jobs = try readJobs(&jobs)
         }
@@ -93,7 +96,7 @@ extension StrataConfig {
                                                                  unit: .milliseconds, allowZero: true, max: .seconds(3600))
             try metrics.rejectUnknownKeys(known: ["count_fsyncs", "export_interval_ms"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "jobs", "sync", "assets", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "maintenance", "jobs", "sync", "assets", "metrics"])
         return config
     }
 
@@ -204,6 +207,28 @@ extension StrataConfig {
             throw r.error(.invalidValue, "step_budget_ms", "must be at most 1000 (a step holds up every write behind it), got \(Int(c.stepBudget.milliseconds))")
         }
         try r.rejectUnknownKeys(known: ["idle_backlog_mb", "backlog_mb", "max_backlog_mb", "step_budget_ms"])
+        return c
+    }
+
+    private static func readMaintenance(_ r: inout ConfigReader) throws -> MaintenanceConfig {
+        var c = MaintenanceConfig()
+        c.interval = try r.duration("interval_secs", default: c.interval, unit: .seconds, max: .seconds(30 * 86_400))
+        c.sizeWarningBytes = try r.megabytes("size_warning_mb", default: c.sizeWarningBytes)
+        c.vacuumMinFreeBytes = try r.megabytes("vacuum_min_free_mb", default: c.vacuumMinFreeBytes)
+        c.vacuumMaxFreeBytes = try r.megabytes("vacuum_max_free_mb", default: c.vacuumMaxFreeBytes)
+        if c.vacuumMaxFreeBytes < c.vacuumMinFreeBytes {
+            throw r.error(.invalidValue, "vacuum_max_free_mb", "must be at least vacuum_min_free_mb")
+        }
+        c.vacuumStepPages = try r.int("vacuum_step_pages", default: c.vacuumStepPages, range: 1 ... 1_000_000, unit: " pages")
+        c.retentionStepRows = try r.int("retention_step_rows", default: c.retentionStepRows, range: 1 ... 1_000_000, unit: " rows")
+        c.analysisLimit = try r.int("analysis_limit", default: c.analysisLimit, range: 0 ... 1_000_000, unit: " rows")
+        c.keepDeadJobs = try r.duration("keep_dead_jobs_secs", default: c.keepDeadJobs, unit: .seconds, allowZero: true,
+                                        max: .seconds(100 * 365 * 86_400))
+        c.keepRejectedWrites = try r.duration("keep_rejected_writes_secs", default: c.keepRejectedWrites, unit: .seconds,
+                                              allowZero: true, max: .seconds(100 * 365 * 86_400))
+        try r.rejectUnknownKeys(known: ["interval_secs", "size_warning_mb", "vacuum_min_free_mb", "vacuum_max_free_mb",
+                                        "vacuum_step_pages", "retention_step_rows", "analysis_limit", "keep_dead_jobs_secs",
+                                        "keep_rejected_writes_secs"])
         return c
     }
 

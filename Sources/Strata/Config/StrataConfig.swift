@@ -11,6 +11,7 @@ public struct StrataConfig: Sendable, Equatable {
     public var writer = WriterConfig()
     public var compaction = CompactionConfig()
     public var operationLog = OperationLogConfig()
+    public var maintenance = MaintenanceConfig()
     public var jobs = JobsConfig()
     public var sync = SyncConfig()
     public var assets = AssetsConfig()
@@ -49,6 +50,37 @@ public struct OperationLogConfig: Sendable, Equatable {
     public var retention = Retention.acknowledged
     /// `retention_min_age_secs`: an acknowledged operation stays at least this long.
     public var retentionMinAge: Duration = .seconds(3600)
+
+    public init() {}
+}
+
+/// `[maintenance]`: retention, space and statistics, on the writer thread between
+/// batches (`Writer+Maintenance.swift`): when the user is idle on mains power or
+/// charging, and on battery only past the hard limits.
+public struct MaintenanceConfig: Sendable, Equatable {
+    /// `interval_secs`: a maintenance round (retention, free pages returned, `PRAGMA
+    /// optimize`) runs at most this often, when idle on mains.
+    public var interval: Duration = .seconds(3600)
+    /// `size_warning_mb`: a file larger than this is reported (a warning, the metrics) and
+    /// cleaned up at once, whatever the power (the persistence-layer seed's 50 MB).
+    public var sizeWarningBytes = 50 * 1024 * 1024
+    /// `vacuum_min_free_mb`: free pages worth returning to the filesystem when idle on mains.
+    public var vacuumMinFreeBytes = 1024 * 1024
+    /// `vacuum_max_free_mb`: the hard limit: past this many free bytes, they are returned
+    /// on battery too.
+    public var vacuumMaxFreeBytes = 32 * 1024 * 1024
+    /// `vacuum_step_pages`: pages one `PRAGMA incremental_vacuum` step returns.
+    public var vacuumStepPages = 256
+    /// `retention_step_rows`: rows one retention step deletes at most (one transaction).
+    public var retentionStepRows = 1000
+    /// `analysis_limit`: rows `PRAGMA optimize`'s ANALYZE looks at per index (SQLite 3.40
+    /// does not bound its own work before 3.46).
+    public var analysisLimit = 400
+    /// `keep_dead_jobs_secs`: dead jobs are deleted this long after they died; 0: kept until retried.
+    public var keepDeadJobs: Duration = .zero
+    /// `keep_rejected_writes_secs`: parked rejected writes are deleted this long after they
+    /// were parked; 0: kept until replayed.
+    public var keepRejectedWrites: Duration = .zero
 
     public init() {}
 }

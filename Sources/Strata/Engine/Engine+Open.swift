@@ -151,7 +151,10 @@ extension Engine {
                 minFreeDiskBytes: config.writer.minFreeDiskBytes,
                 freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace,
                 checkpointAtStart: checkpointAtStart,
-                idleIntegrityCheck: options.idleIntegrityCheck),
+                idleIntegrityCheck: options.idleIntegrityCheck,
+                maintenance: config.maintenance,
+                keepFinishedJobs: config.jobs.keepFinished,
+                wallClock: options.wallClock),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
         for method in CompactionPolicy.Method.allCases { writer.compactionStepBytes[method] = options.compactionStepBytes }
         return writer

@@ -264,6 +264,21 @@ public final class Engine {
         return writer.compactNow(timeout: timeout - clock.now().duration(since: started))
     }
 
+    /// Runs a maintenance round now (retention, free pages returned, `PRAGMA optimize`),
+    /// after flushing every tier, whatever the power, and waits for it: for a host with
+    /// time to spare, and `strata maintain`. The writer runs it in bounded steps,
+    /// committing batches between them as usual.
+    ///
+    /// - Returns: false if `timeout` passed first (the round goes on).
+    @discardableResult
+    public func maintainNow(timeout: Duration = .seconds(120)) -> Bool {
+        owner.check("Engine")
+        guard !isShutDown else { return false }
+        let started = clock.now()
+        guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
+        return writer.maintainNow(timeout: timeout - clock.now().duration(since: started))
+    }
+
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
     ///
     /// - major actions (stroke end, undo, redo, metadata change), operations from peers,

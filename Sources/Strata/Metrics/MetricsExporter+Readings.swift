@@ -29,6 +29,16 @@ extension MetricsExporter {
             .counter("strata_compaction_bytes_written_total", m.compactionBytesWritten),
             .counter("strata_compaction_keys_folded_total", m.compactionKeysFolded),
             .gauge("strata_compaction_step_max_seconds", m.maxCompactionStepDuration.seconds),
+            // Maintenance
+            .counter("strata_maintenance_rounds_total", m.maintenanceRounds),
+            .counter("strata_maintenance_steps_total", m.maintenanceSteps),
+            .counter("strata_maintenance_failed_steps_total", m.failedMaintenanceSteps),
+            .counter("strata_retention_rows_deleted_total", m.retentionRowsDeleted),
+            .counter("strata_pages_vacuumed_total", m.pagesVacuumed),
+            .counter("strata_optimize_runs_total", m.optimizeRuns),
+            .gauge("strata_file_bytes", Double(m.fileBytes)),
+            .gauge("strata_free_bytes", Double(m.freeBytes)),
+            .gauge("strata_alert", m.fileSizeWarning ? 1 : 0, ("alert", "file_size")),
             // Flushes and commits
             .counter("strata_commits_total", m.fullCommitCount, ("durability", "full")),
             .counter("strata_commits_total", m.commitCount - m.fullCommitCount, ("durability", "normal")),

@@ -49,6 +49,24 @@ public struct PersistenceMetrics: Sendable, Equatable {
     /// The longest step: what a batch that arrives during one may wait.
     public var maxCompactionStepDuration: Duration = .zero
 
+    // Maintenance (`Writer+Maintenance.swift`)
+    /// Rounds finished and steps run (one transaction or pragma each), failed steps.
+    public var maintenanceRounds = 0
+    public var maintenanceSteps = 0
+    public var failedMaintenanceSteps = 0
+    /// Rows deleted by retention (dead and finished jobs, parked rejected writes past their age).
+    public var retentionRowsDeleted = 0
+    /// Free pages returned to the filesystem (`incremental_vacuum`), and `PRAGMA optimize` runs.
+    public var pagesVacuumed = 0
+    public var optimizeRuns = 0
+    public var totalMaintenanceDuration: Duration = .zero
+    public var maxMaintenanceStepDuration: Duration = .zero
+    /// The file's pages and free pages in bytes at the last look, and whether it is past
+    /// `size_warning_mb`.
+    public var fileBytes = 0
+    public var freeBytes = 0
+    public var fileSizeWarning = false
+
     // Flushes and commits
     /// Batches handed to the writer (RFC `flush_count`).
     public var flushCount = 0
@@ -130,6 +148,9 @@ public struct PersistenceMetrics: Sendable, Equatable {
         }
         if maxWalSizeBytes > 5 * 1024 * 1024 {
             alerts.append("WAL reached \(maxWalSizeBytes / 1024 / 1024) MB (> 5 MB): checkpoint more often")
+        }
+        if fileSizeWarning {
+            alerts.append("the file is \(fileBytes / 1024 / 1024) MB (past size_warning_mb): see `strata doctor`")
         }
         let sessions = crashRecoveryCount + cleanShutdownCount
         if sessions > 0 && Double(crashRecoveryCount) / Double(sessions) > 0.1 {

@@ -9,7 +9,7 @@ import Logging
 /// on the queue's own dispatch queue as well).
 ///
 /// Pragmas (DESIGN.md, "Storage"; <https://sqlite.org/pragma.html>):
-/// `page_size` before the first table, `journal_mode=WAL`, `synchronous=NORMAL`,
+/// `auto_vacuum=INCREMENTAL` and `page_size` before the first table, `journal_mode=WAL`, `synchronous=NORMAL`,
 /// `wal_autocheckpoint=0` (the writer checkpoints by hand), `foreign_keys=ON`, a
 /// `journal_size_limit` so a checkpointed WAL is truncated back to a bounded size, and
 /// `secure_delete=FAST`: Debian builds SQLite with `SQLITE_SECURE_DELETE`, which zeroes
@@ -57,6 +57,10 @@ public final class Store: Sendable {
         configuration.prepareDatabase { db in
             // Before any pragma that writes (journal_mode = WAL rewrites the header).
             try DocumentKind.classify(db).requireWritable(path: path)
+            // Both take effect only in a file without tables (a new one): free pages are then
+            // returned to the filesystem step by step (`Writer+Maintenance.swift`); an older
+            // file keeps its mode until `strata maintain --vacuum`.
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute(sql: "PRAGMA page_size = \(pageSize)")
             let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard mode == "wal" else {

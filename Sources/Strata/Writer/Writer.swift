@@ -70,6 +70,12 @@ final class Writer: @unchecked Sendable {
         var checkpointAtStart = false
         /// See `Writer+IntegrityCheck.swift`.
         var idleIntegrityCheck = false
+        /// Retention, space and statistics (`Writer+Maintenance.swift`).
+        var maintenance = MaintenanceConfig()
+        /// `[jobs] keep_finished_secs`: finished jobs older than this go at retention.
+        var keepFinishedJobs: Duration = .zero
+        /// Unix milliseconds, for the ages retention compares (the rows' own timestamps).
+        var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
     }
 
     enum State: Equatable {
@@ -90,6 +96,9 @@ final class Writer: @unchecked Sendable {
     var forcedCompactionsRequested = 0
     var forcedCompactionsServed = 0
     var forcedCompactionFailed = false
+    /// `maintainNow()` requests made, and served (a forced round finished).
+    var forcedMaintenanceRequested = 0
+    var forcedMaintenanceServed = 0
 
     // Writer thread only.
     let segmentLog: SegmentLog
@@ -110,6 +119,8 @@ final class Writer: @unchecked Sendable {
     var integrityCheckStarted = false
     /// Requests waiting for the next batch (`Writer+Requests.swift`).
     var deferredRequests: [WriterRequest] = []
+    /// The maintenance round in progress, the last one, the file's size (`Writer+Maintenance.swift`).
+    var maintenance: MaintenanceState
     let walFrames = WalFrameCounter()
 
     init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
@@ -126,6 +137,7 @@ final class Writer: @unchecked Sendable {
         self.parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: settings.operationLog), RejectedRowsPart(),
                       SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
         self.lastCheckpoint = clock.now()
+        self.maintenance = MaintenanceState(openedAt: clock.now())
         metrics.update { $0.recordBacklog(segmentLog) }
     }
 
@@ -202,9 +214,10 @@ final class Writer: @unchecked Sendable {
             startIntegrityCheckIfDue()
             let now = Date()
             let compaction = compactionDue()
+            let maintenanceTask = compaction == nil ? maintenanceDue() : nil
             let polling = settings.pollInterval > .zero && now.timeIntervalSince(lastBatch) < settings.pollLinger.seconds
             expireDeferredRequests(now: now)
-            let wake = if compaction != nil {
+            let wake = if compaction != nil || maintenanceTask != nil {
                 now   // look at the slot, then run a step
             } else if polling {
                 min(checkpointCheck, now.addingTimeInterval(nextPollDelay().seconds))
@@ -213,7 +226,7 @@ final class Writer: @unchecked Sendable {
             }
             // A request waiting for a batch gives up at its deadline, batch or not.
             let deadline = min(wake, deferredRequests.lazy.map(\.deadline).min() ?? .distantFuture)
-            switch buffer.take(until: deadline, parked: !polling && compaction == nil) {
+            switch buffer.take(until: deadline, parked: !polling && compaction == nil && maintenanceTask == nil) {
             case .batch(let batch):
                 if holdForDiskSpace(batch) {
                     // Held in the hand-off: look again after a poll's time (a critical batch
@@ -257,6 +270,11 @@ final class Writer: @unchecked Sendable {
             case .timedOut:
                 if let compaction {
                     runCompactionStep(compaction)
+                    checkpointIfNeeded()
+                    continue loop
+                }
+                if let maintenanceTask {
+                    runMaintenanceStep(maintenanceTask)
                     checkpointIfNeeded()
                     continue loop
                 }
@@ -318,6 +336,7 @@ final class Writer: @unchecked Sendable {
         let skipMark = corrupt || controlLock.withLock { shutdownError != nil || abandoned }
         if !skipMark {
             do {
+                optimizeAtShutdown()
                 try markCleanShutdown()
                 checkpoint(.truncate)
             } catch {
