@@ -271,3 +271,11 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
         return lines.joined(separator: "\n")
     }
 }
+
+extension DatabaseInspection {
+    /// Nothing read: a file whose contents could not be read (`strata doctor` goes on without them).
+    init(path: String) {
+        self.init(path: path, journalMode: "", pageSize: 0, schemaVersion: 0, walBytes: 0, entityCount: 0, components: [:],
+                  crashCount: 0, cleanShutdownCount: 0)
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import GRDB
+
+/// What `strata doctor` finds in a document, read without changing it: integrity, free
+/// pages and fragmentation, the WAL, table sizes, the segment backlog, the outbox, the
+/// job queue, parked rows and statistics, each finding with what to do about it.
+///
+/// The JSON form is a stable interface for scripts (keys snake_case, only ever added).
+public struct DoctorReport: Codable, Sendable {
+    public struct Finding: Codable, Sendable, Equatable {
+        public enum Severity: String, Codable, Sendable, Comparable {
+            case info, warning, error
+            public static func < (a: Self, b: Self) -> Bool { a.order < b.order }
+            private var order: Int { self == .info ? 0 : self == .warning ? 1 : 2 }
+        }
+        public var severity: Severity
+        /// What it is about: `integrity`, `free_pages`, `auto_vacuum`, `wal`, `size`,
+        /// `segments`, `outbox`, `jobs`, `rejected_writes`, `statistics`, `owner`.
+        public var subject: String
+        public var detail: String
+        public var recommendation: String
+    }
+
+    public var path: String
+    /// `PRAGMA integrity_check`: "ok", or the first problems it lists.
+    public var integrity: String
+    public var pageSize: Int
+    public var pages: Int
+    public var freePages: Int
+    /// Free pages over all pages, 0…1.
+    public var fragmentation: Double
+    /// `none`, `full` or `incremental`.
+    public var autoVacuum: String
+    public var fileBytes: Int
+    public var walBytes: Int
+    /// Bytes per table and index (SQLite's `dbstat`), largest first; empty if the SQLite
+    /// build lacks it.
+    public var tables: [String: Int]
+    public var segments: Int
+    public var segmentBytes: Int
+    public var unreadableSegments: Int
+    public var outboxPending: Int?
+    public var outboxDeadLetters: Int?
+    public var jobs: [String: Int]
+    /// Age of the oldest job waiting to run, in seconds.
+    public var oldestPendingJobSecs: Double?
+    public var rejectedWrites: Int
+    /// Rows in `sqlite_stat1` (0: the planner has no statistics).
+    public var statisticsRows: Int
+    public var findings: [Finding]
+
+    /// The most severe finding (`info` if none).
+    public var worst: Finding.Severity { findings.map(\.severity).max() ?? .info }
+
+    /// Examines the document at `path` (read-only; a running engine may hold it).
+    /// `sizeWarningBytes`: the `[maintenance] size_warning_mb` to judge the size by.
+    public static func examine(path: String, sizeWarningBytes: Int = MaintenanceConfig().sizeWarningBytes,
+                               now: Date = Date()) throws -> DoctorReport {
+        // A damaged file may fail the inspection's reads: the doctor goes on with what reads.
+        var unreadable: String?
+        let inspection: DatabaseInspection
+        do {
+            inspection = try DatabaseInspection.inspect(path: path)
+        } catch let error as StoreError where error.isCorruption {
+            unreadable = error.message
+            inspection = DatabaseInspection(path: path)
+        }
+        guard inspection.document == "strata" else {
+            throw StoreError(.open, message: "not a Strata document this build reads (\(inspection.document): \(inspection.documentDetail ?? ""))", path: path)
+        }
+        // Outside the read transaction below: a check that fails on a damaged page fails the
+        // transaction it runs in.
+        let location = StoreLocation(path: path)
+        var problems = ["the integrity check itself failed: the file is damaged"]
+        do {
+            let queue = try location.readOnlyQueue()
+            defer { try? queue.close() }
+            problems = try queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA integrity_check(20)") }
+        } catch {
+            problems.append("\(error)")
+        }
+        var report = try location.readExisting { db -> DoctorReport in
+            let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
+            let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0
+            let tables = (try? Row.fetchAll(db, sql: "SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name"))
+                .map { Dictionary($0.map { ($0["name"] as String, $0["bytes"] as Int) }, uniquingKeysWith: +) } ?? [:]
+            let jobs = Dictionary(((try? Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status")) ?? [])
+                .map { ($0["status"] as String, $0["n"] as Int) }, uniquingKeysWith: +)
+            let oldest = try? Int64.fetchOne(db, sql: "SELECT min(created_at) FROM jobs WHERE status IN ('pending', 'failed')")
+            let stats = (try? Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_stat1")) ?? 0
+            // The outbox of a document that syncs (one that never did has no server to push to).
+            let outbox: SyncStatus? = (try? {
+                let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
+                return try SyncOutbox.status(db, node: node)
+            }()).flatMap { $0.server.isEmpty ? nil : $0 }
+            return DoctorReport(
+                path: path, integrity: problems == ["ok"] ? "ok" : problems.joined(separator: "; "),
+                pageSize: pageSize, pages: pages, freePages: free,
+                fragmentation: pages == 0 ? 0 : Double(free) / Double(pages),
+                autoVacuum: ["none", "full", "incremental"][min(max(mode, 0), 2)],
+                fileBytes: pages * pageSize, walBytes: inspection.walBytes, tables: tables,
+                segments: inspection.segments, segmentBytes: inspection.segmentBytes,
+                unreadableSegments: inspection.unreadableSegments,
+                outboxPending: outbox?.pending, outboxDeadLetters: outbox?.deadLetters.count,
+                jobs: jobs, oldestPendingJobSecs: oldest.flatMap { $0 }.map { max(0, now.timeIntervalSince1970 - Double($0) / 1000) },
+                rejectedWrites: inspection.rejectedWrites + inspection.rejectedWritesInSideFile,
+                statisticsRows: stats, findings: [])
+        }
+        if let unreadable, report.integrity == "ok" { report.integrity = unreadable }
+        report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner,
+                                       entities: inspection.entityCount)
+        return report
+    }
+
+    /// A finding per thing worth knowing, with what to do about it.
+    func judge(sizeWarningBytes: Int, owner: DocumentOwner?, entities: Int) -> [Finding] {
+        var f: [Finding] = []
+        func add(_ severity: Finding.Severity, _ subject: String, _ detail: String, _ recommendation: String) {
+            f.append(Finding(severity: severity, subject: subject, detail: detail, recommendation: recommendation))
+        }
+        let mb = { (bytes: Int) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
+        if integrity != "ok" {
+            add(.error, "integrity", "PRAGMA integrity_check: \(integrity)",
+                "open it with the engine (or `strata maintain PATH`): the damaged file is set aside, salvaged and replaced; nothing is deleted")
+        }
+        if let owner {
+            add(.info, "owner", "open now by process \(owner.pid) (\(owner.command))", "the figures may move while it runs")
+        }
+        let freeBytes = freePages * pageSize
+        if freeBytes > 1_048_576 && fragmentation > 0.1 {
+            add(.warning, "free_pages", "\(freePages) free pages (\(mb(freeBytes)), \(Int(fragmentation * 100)) % of the file)",
+                autoVacuum == "incremental"
+                    ? "`strata maintain PATH` returns them to the filesystem (the engine does when idle on mains)"
+                    : "`strata maintain PATH --vacuum` rewrites the file once with auto_vacuum=INCREMENTAL and returns them")
+        }
+        if autoVacuum != "incremental" {
+            add(.info, "auto_vacuum", "auto_vacuum is \(autoVacuum): free pages are never returned on their own (a file made before Strata set it)",
+                "`strata maintain PATH --vacuum` once (a full VACUUM: about the file's size in writes)")
+        }
+        if walBytes > 5 * 1_048_576 {
+            add(.warning, "wal", "the WAL holds \(mb(walBytes)) (above RFC 0002's 5 MB)",
+                "the next open checkpoints it; if an engine runs, a long reader may hold checkpoints back")
+        }
+        if fileBytes > sizeWarningBytes {
+            add(.warning, "size", "the file is \(mb(fileBytes)), past size_warning_mb (\(mb(sizeWarningBytes)))",
+                "look at the largest tables below; set [maintenance] keep_dead_jobs_secs / keep_rejected_writes_secs and [operation_log] retention, then `strata maintain PATH`")
+        }
+        if unreadableSegments > 0 {
+            add(.error, "segments", "\(unreadableSegments) segment rows cannot be read (kept; compaction stops before them)",
+                "a newer build may read them; otherwise report it: nothing is dropped on its own")
+        } else if segmentBytes > 16 * 1_048_576 {
+            add(.info, "segments", "\(segments) segment rows hold \(mb(segmentBytes)) not yet compacted (the reload replays them)",
+                "`strata maintain PATH` folds them (the engine does on mains power)")
+        }
+        if let dead = outboxDeadLetters, dead > 0 {
+            add(.warning, "outbox", "\(dead) operations the server refused [sync] max_attempts times (dead letters)",
+                "fix the cause on the server, then `strata sync retry PATH`")
+        }
+        if let pending = outboxPending, pending > 0 {
+            add(.info, "outbox", "\(pending) operations not yet pushed to the server", "they go at the next sync session")
+        }
+        if let dead = jobs["dead"], dead > 0 {
+            add(.warning, "jobs", "\(dead) dead jobs (failed their last attempt)", "`strata jobs PATH` shows why; `strata jobs PATH retry ID` runs one again")
+        }
+        if let age = oldestPendingJobSecs, age > 3600 {
+            add(.info, "jobs", "the oldest job waiting to run was enqueued \(Int(age / 3600)) h ago",
+                "jobs run while an engine with workers has the document open (or the queue is paused: `strata jobs PATH resume`)")
+        }
+        if rejectedWrites > 0 {
+            add(.warning, "rejected_writes", "\(rejectedWrites) rows a commit refused are parked (`strata inspect` lists them)",
+                "fix the cause, then `engine.replayRejectedWrites()` puts them back")
+        }
+        if statisticsRows == 0 && entities > 10_000 {
+            add(.info, "statistics", "the query planner has no statistics (sqlite_stat1 is empty)",
+                "`strata maintain PATH` runs PRAGMA optimize (the engine does at every clean shutdown)")
+        }
+        return f
+    }
+
+    /// The report for a person.
+    public var text: String {
+        var lines = ["\(path)"]
+        lines.append("integrity        \(integrity)")
+        lines.append("size             \(fileBytes) bytes (\(pages) pages of \(pageSize)), WAL \(walBytes) bytes")
+        lines.append("free pages       \(freePages) (\(String(format: "%.1f", fragmentation * 100)) %), auto_vacuum \(autoVacuum)")
+        lines.append("segments         \(segments) rows, \(segmentBytes) bytes\(unreadableSegments > 0 ? ", \(unreadableSegments) unreadable" : "")")
+        if let outboxPending { lines.append("outbox           \(outboxPending) pending, \(outboxDeadLetters ?? 0) dead letters") }
+        lines.append("jobs             \(jobs.isEmpty ? "none" : jobs.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
+        lines.append("rejected writes  \(rejectedWrites)")
+        lines.append("statistics       \(statisticsRows) rows in sqlite_stat1")
+        if !tables.isEmpty {
+            lines.append("largest tables   " + tables.sorted { $0.value > $1.value }.prefix(5)
+                .map { "\($0.key) \($0.value / 1024) KB" }.joined(separator: ", "))
+        }
+        lines.append("")
+        if findings.isEmpty {
+            lines.append("nothing to do")
+        } else {
+            for finding in findings.sorted(by: { $0.severity > $1.severity }) {
+                lines.append("\(finding.severity.rawValue.uppercased()): \(finding.subject): \(finding.detail)")
+                lines.append("    → \(finding.recommendation)")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

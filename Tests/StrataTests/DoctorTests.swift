@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// `strata doctor` and `strata maintain` from the command line, on real files.
+@Suite struct DoctorTests {
+    /// A document as an older Strata made it (auto_vacuum = NONE), with a few MB of free pages.
+    func fragmentedOldFile(_ fixture: EngineFixture) throws {
+        let engine = try fixture.open()
+        let long = String(repeating: "z", count: 2000)
+        let entities = (0 ..< 2000).map { engine.world.spawn(Title("\(long)\($0)")) }
+        #expect(engine.compactNow())
+        try engine.shutdown()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA auto_vacuum = NONE; VACUUM; PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        try queue.close()
+        let reopened = try fixture.open()
+        for entity in reopened.world.entities where reopened.world.has(Title.self, entity) { reopened.world.despawn(entity) }
+        #expect(reopened.compactNow())
+        try reopened.shutdown()
+        _ = entities
+    }
+
+    @Test func doctorFindsFreePagesAndMaintainVacuumReturnsThem() throws {
+        let fixture = EngineFixture()
+        try fragmentedOldFile(fixture)
+        let path = fixture.directory.databasePath
+
+        let before = try ChildProcess.strata(["doctor", path, "--json"])
+        #expect(before.status == 1, "a warning: \(before.stdout)\(before.stderr)")
+        let report = try JSONDecoder.snakeCase.decode(DoctorReport.self, from: Data(before.stdout.utf8))
+        #expect(report.integrity == "ok")
+        #expect(report.autoVacuum == "none")
+        #expect(report.freePages > 500)
+        let free = try #require(report.findings.first { $0.subject == "free_pages" })
+        #expect(free.severity == .warning)
+        #expect(free.recommendation.contains("strata maintain PATH --vacuum"))
+        #expect(report.findings.contains { $0.subject == "auto_vacuum" })
+        #expect(report.tables["components"] ?? report.tables["segments"] ?? 0 > 0, "table sizes from dbstat: \(report.tables)")
+
+        let text = try ChildProcess.strata(["doctor", path])
+        #expect(text.stdout.contains("WARNING: free_pages"))
+        #expect(text.stdout.contains("→ `strata maintain PATH --vacuum`"))
+
+        let maintained = try ChildProcess.strata(["maintain", path, "--vacuum", "--json"])
+        #expect(maintained.status == 0, "\(maintained.stdout)\(maintained.stderr)")
+        let result = try JSONSerialization.jsonObject(with: Data(maintained.stdout.utf8)) as! [String: Any]
+        let vacuum = try #require(result["vacuum"] as? [String: Any])
+        #expect(vacuum["auto_vacuum_before"] as? String == "none")
+        #expect(vacuum["auto_vacuum_after"] as? String == "incremental")
+        #expect((result["bytes_after"] as! Int) < (result["bytes_before"] as! Int) / 2, "\(result)")
+
+        let after = try ChildProcess.strata(["doctor", path, "--json"])
+        #expect(after.status == 0, "\(after.stdout)")
+        let healthy = try JSONDecoder.snakeCase.decode(DoctorReport.self, from: Data(after.stdout.utf8))
+        #expect(healthy.autoVacuum == "incremental")
+        #expect(healthy.freePages == 0)
+        #expect(healthy.statisticsRows >= 0)
+        #expect(!healthy.findings.contains { $0.severity != .info })
+
+        // The world is still there, and the document opens clean.
+        let engine = try fixture.open()
+        #expect(!engine.recovery.crashed)
+        try engine.shutdown()
+    }
+
+    @Test func doctorReportsDamageAsAnErrorAndChangesNothing() throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 3000)
+        let path = fixture.directory.databasePath
+        _ = try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+
+        let run = try ChildProcess.strata(["doctor", path, "--json"])
+        #expect(run.status == 2, "an error: \(run.stdout)\(run.stderr)")
+        let report = try JSONDecoder.snakeCase.decode(DoctorReport.self, from: Data(run.stdout.utf8))
+        #expect(report.integrity != "ok")
+        let finding = try #require(report.findings.first { $0.subject == "integrity" })
+        #expect(finding.severity == .error)
+        #expect(finding.recommendation.contains("salvaged"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes, "read-only")
+    }
+
+    @Test func maintainRefusesADocumentOpenElsewhere() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let run = try ChildProcess.strata(["maintain", fixture.directory.databasePath])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("open"), "\(run.stderr)")
+    }
+}
+
+extension JSONDecoder {
+    static var snakeCase: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
+    }
+}
