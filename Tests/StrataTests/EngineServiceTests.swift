@@ -31,7 +31,12 @@ import StrataServiceLifecycle
                                     })
         let group = ServiceGroup(services: [service], logger: quietLogger)
         let running = Task { try await group.run() }
-        #expect(eventually { ticks.load(ordering: .relaxed) >= 50 })
+        // Waits without blocking a thread of the cooperative pool (the group runs on it).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ticks.load(ordering: .relaxed) < 50 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(ticks.load(ordering: .relaxed) >= 50)
         await group.triggerGracefulShutdown()
         try await running.value
         let ticked = ticks.load(ordering: .relaxed)

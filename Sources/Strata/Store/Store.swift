@@ -60,8 +60,8 @@ public final class Store: Sendable {
             // Both take effect only in a file without tables (a new one): free pages are then
             // returned to the filesystem step by step (`Writer+Maintenance.swift`); an older
             // file keeps its mode until `strata maintain --vacuum`.
-            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             try db.execute(sql: "PRAGMA page_size = \(pageSize)")
+            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
             let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard mode == "wal" else {
                 throw StoreError(.open, message: "could not enable WAL (journal_mode is \(mode ?? "unknown"))", path: db.description)
