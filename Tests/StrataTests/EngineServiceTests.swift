@@ -7,7 +7,15 @@ import Testing
 import StrataServiceLifecycle
 
 /// The engine as a swift-service-lifecycle `Service` in a real `ServiceGroup`.
+///
+/// The group runs on a thread of its own (a task executor): under the full suite, other
+/// tests block the cooperative pool's two threads for seconds at a time, and the group's
+/// tasks waited behind them past the time limit (the first full run found it).
 @Suite struct EngineServiceTests {
+    static func run(_ group: ServiceGroup, on executor: SyncExecutor) -> Task<Void, any Error> {
+        Task(executorPreference: executor) { try await group.run() }
+    }
+
     static func config(_ directory: TestDirectory) -> StrataConfig {
         var config = StrataConfig()
         config.database.path = directory.databasePath
@@ -17,7 +25,7 @@ import StrataServiceLifecycle
         return config
     }
 
-    @Test(.timeLimit(.minutes(1))) func aGracefulShutdownFlushesEveryTickCheckpointsAndMarksTheSessionClean() async throws {
+    @Test(.timeLimit(.minutes(5))) func aGracefulShutdownFlushesEveryTickCheckpointsAndMarksTheSessionClean() async throws {
         let directory = TestDirectory()
         let config = Self.config(directory)
         let ticks = Atomic<Int>(0)
@@ -30,7 +38,9 @@ import StrataServiceLifecycle
                                         ticks.add(1, ordering: .relaxed)
                                     })
         let group = ServiceGroup(services: [service], logger: quietLogger)
-        let running = Task { try await group.run() }
+        let executor = SyncExecutor(name: "test.service-group")
+        defer { executor.stop() }
+        let running = Self.run(group, on: executor)
         // Waits without blocking a thread of the cooperative pool (the group runs on it).
         let deadline = ContinuousClock.now + .seconds(60)
         while ticks.load(ordering: .relaxed) < 50 && ContinuousClock.now < deadline {
@@ -53,7 +63,7 @@ import StrataServiceLifecycle
         #expect(engine.world.count(of: Title.self) == 1)
     }
 
-    @Test(.timeLimit(.minutes(1))) func aTickThatThrowsEndsTheServiceAfterACleanShutdown() async throws {
+    @Test(.timeLimit(.minutes(5))) func aTickThatThrowsEndsTheServiceAfterACleanShutdown() async throws {
         struct Broken: Error {}
         let directory = TestDirectory()
         let config = Self.config(directory)
@@ -63,7 +73,10 @@ import StrataServiceLifecycle
                                         engine.world.spawn(Title("tick"))
                                         if ticks.add(1, ordering: .relaxed).newValue == 10 { throw Broken() }
                                     })
-        await #expect(throws: (any Error).self) { try await ServiceGroup(services: [service], logger: quietLogger).run() }
+        let executor = SyncExecutor(name: "test.service-group")
+        defer { executor.stop() }
+        let running = Self.run(ServiceGroup(services: [service], logger: quietLogger), on: executor)
+        await #expect(throws: (any Error).self) { try await running.value }
         let engine = try Engine.open(config: config, components: testComponents, logger: quietLogger)
         defer { try? engine.shutdown() }
         #expect(!engine.recovery.crashed)

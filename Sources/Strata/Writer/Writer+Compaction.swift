@@ -32,17 +32,27 @@ extension Writer {
     /// Returns false if `timeout` passed first, or compaction cannot run (an unreadable
     /// segment in the way, a writer that stopped).
     func compactNow(timeout: Duration) -> Bool {
+        requestAndWait(\.forcedCompactionsRequested, served: \.forcedCompactionsServed, timeout: timeout) {
+            $0.state != .finished && !$0.forcedCompactionFailed
+        }
+    }
+
+    /// Takes the next ticket of a forced round (`requested`), wakes the writer, and waits
+    /// until `served` reaches it (the writer serves it under `controlLock`, broadcasting).
+    /// False if `timeout` passed first, the writer stopped, or `succeeded` says the round failed.
+    func requestAndWait(_ requested: ReferenceWritableKeyPath<Writer, Int>, served: KeyPath<Writer, Int>, timeout: Duration,
+                        succeeded: (Writer) -> Bool) -> Bool {
         let deadline = Date(timeIntervalSinceNow: timeout.seconds)
         let ticket = controlLock.withLock {
-            forcedCompactionsRequested += 1
-            return forcedCompactionsRequested
+            self[keyPath: requested] += 1
+            return self[keyPath: requested]
         }
         buffer.nudge()
         return controlLock.withLock {
-            while forcedCompactionsServed < ticket && state != .finished {
+            while self[keyPath: served] < ticket && state != .finished {
                 if !controlLock.wait(until: deadline) { return false }
             }
-            return forcedCompactionsServed >= ticket && state != .finished && !forcedCompactionFailed
+            return self[keyPath: served] >= ticket && succeeded(self)
         }
     }
 

@@ -44,18 +44,7 @@ extension Writer {
     /// Runs a maintenance round now, whatever the power (after the batches handed so
     /// far), and waits for it. False if `timeout` passed first or the writer stopped.
     func maintainNow(timeout: Duration) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout.seconds)
-        let ticket = controlLock.withLock {
-            forcedMaintenanceRequested += 1
-            return forcedMaintenanceRequested
-        }
-        buffer.nudge()
-        return controlLock.withLock {
-            while forcedMaintenanceServed < ticket && state != .finished {
-                if !controlLock.wait(until: deadline) { return false }
-            }
-            return forcedMaintenanceServed >= ticket
-        }
+        requestAndWait(\.forcedMaintenanceRequested, served: \.forcedMaintenanceServed, timeout: timeout) { _ in true }
     }
 
     /// The task of the step to run now, if any (starting a round if one is due). Writer thread.
