@@ -157,6 +157,42 @@ import Testing
         try engine.shutdown()
     }
 
+    @Test func aCriticalBatchDoesNotWaitForTheRound() throws {
+        var (fixture, wall) = fixture()
+        fixture.config.maintenance.retentionStepRows = 1
+        do {
+            let engine = try fixture.open()
+            _ = try populate(engine, dead: 100)
+            try engine.shutdown()
+        }
+        // Each retention step (one row) now takes 20 ms: the round takes two seconds at least.
+        fixture.options.prepareConnection = { db in
+            db.add(function: DatabaseFunction("sleep_ms", argumentCount: 1, pure: false) { arguments in
+                usleep(UInt32(Int.fromDatabaseValue(arguments[0]) ?? 0) * 1000)
+                return nil
+            })
+            try db.execute(sql: "CREATE TEMP TRIGGER slow_delete BEFORE DELETE ON jobs BEGIN SELECT sleep_ms(20); END")
+        }
+        let engine = try fixture.open()
+        wall.advance(by: .seconds(7200))
+        engine.powerState = .charging(80)
+        engine.noteInput()
+        fixture.clock.advance(by: .seconds(3700))
+        engine.endTick()
+        #expect(eventually { engine.metrics.maintenanceSteps >= 5 }, "the round is under way")
+
+        // A critical change, flushed at once: committed between two steps, not after the round.
+        engine.world.spawn(Title("urgent"))
+        #expect(engine.flushNow(reason: .majorAction))
+        #expect(engine.metrics.maintenanceRounds == 0, "the round goes on after the commit")
+        #expect(engine.metrics.maintenanceSteps < 100)
+        #expect(try fixture.count("SELECT count(*) FROM entities") == 102)
+
+        #expect(eventually(timeout: .seconds(60)) { engine.metrics.maintenanceRounds == 1 })
+        #expect(engine.metrics.retentionRowsDeleted == 100)
+        try engine.shutdown()
+    }
+
     @Test func newFilesAreIncrementalAndOptimizeRunsAtShutdown() throws {
         let (fixture, _) = fixture()
         let engine = try fixture.open()

@@ -88,6 +88,43 @@ struct Shield: Component {
         }
     }
 
+    @Test func maintenanceRewritesOlderPayloadsWhileIdleOnMains() throws {
+        let directory = TestDirectory()
+        var config = try Self.copyOfFixture(directory)
+        config.maintenance.rewriteOldPayloads = true
+        config.maintenance.rewriteStepRows = 6   // four decision ticks' worth
+        let clock = ManualClock()
+        var options = Engine.Options()
+        options.clock = clock
+        do {
+            let engine = try Engine.open(config: config, components: [Title.self, Shield.self], logger: quietLogger, options: options)
+            #expect(engine.recovery.loaded.olderPayloadRows == Self.shields)
+            #expect(engine.olderPayloadsPending == Self.shields)
+            // Active on battery: nothing.
+            engine.powerState = .discharging(80)
+            engine.noteInput()
+            engine.endTick()
+            #expect(engine.olderPayloadsPending == Self.shields)
+            // Idle on mains: a step per decision, until none is left.
+            engine.powerState = .charging(80)
+            clock.advance(by: config.persistence.idleAfter + .seconds(1))
+            for _ in 0 ..< 200 where engine.olderPayloadsPending > 0 {
+                clock.advance(by: .seconds(1))
+                engine.endTick()
+            }
+            #expect(engine.olderPayloadsPending == 0)
+            try engine.shutdown()
+        }
+        // Every row is version 2 now: a version-1 build cannot read one of them (and keeps them all).
+        let older = try Engine.open(config: config, components: [Title.self, ShieldV1.self], logger: quietLogger)
+        #expect(older.recovery.loaded.undecodableRows == Self.shields)
+        try older.shutdown()
+        let newer = try Engine.open(config: config, components: [Title.self, Shield.self], logger: quietLogger)
+        defer { try? newer.shutdown() }
+        #expect(newer.recovery.loaded.olderPayloadRows == 0)
+        #expect(Self.byTitle(Shield.self, in: newer.world)["shield 7"] == Shield(strength: 70, durability: 100))
+    }
+
     @Test func rowsAreRewrittenAtTheirNextChangeAndAnOlderBuildKeepsWhatItCannotRead() throws {
         let directory = TestDirectory()
         let config = try Self.copyOfFixture(directory)

@@ -79,6 +79,8 @@ extension StrataConfig {
             vacuum_step_pages = \(maintenance.vacuumStepPages)
             retention_step_rows = \(maintenance.retentionStepRows)
             analysis_limit = \(maintenance.analysisLimit)
+            rewrite_old_payloads = \(maintenance.rewriteOldPayloads)
+            rewrite_step_rows = \(maintenance.rewriteStepRows)
             keep_dead_jobs_secs = \(secs(maintenance.keepDeadJobs))
             keep_rejected_writes_secs = \(secs(maintenance.keepRejectedWrites))
 

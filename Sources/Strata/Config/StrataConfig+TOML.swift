@@ -222,12 +222,15 @@ extension StrataConfig {
         c.vacuumStepPages = try r.int("vacuum_step_pages", default: c.vacuumStepPages, range: 1 ... 1_000_000, unit: " pages")
         c.retentionStepRows = try r.int("retention_step_rows", default: c.retentionStepRows, range: 1 ... 1_000_000, unit: " rows")
         c.analysisLimit = try r.int("analysis_limit", default: c.analysisLimit, range: 0 ... 1_000_000, unit: " rows")
+        c.rewriteOldPayloads = try r.bool("rewrite_old_payloads", default: c.rewriteOldPayloads)
+        c.rewriteStepRows = try r.int("rewrite_step_rows", default: c.rewriteStepRows, range: 1 ... 1_000_000, unit: " rows")
         c.keepDeadJobs = try r.duration("keep_dead_jobs_secs", default: c.keepDeadJobs, unit: .seconds, allowZero: true,
                                         max: .seconds(100 * 365 * 86_400))
         c.keepRejectedWrites = try r.duration("keep_rejected_writes_secs", default: c.keepRejectedWrites, unit: .seconds,
                                               allowZero: true, max: .seconds(100 * 365 * 86_400))
         try r.rejectUnknownKeys(known: ["interval_secs", "size_warning_mb", "vacuum_min_free_mb", "vacuum_max_free_mb",
-                                        "vacuum_step_pages", "retention_step_rows", "analysis_limit", "keep_dead_jobs_secs",
+                                        "vacuum_step_pages", "retention_step_rows", "analysis_limit", "rewrite_old_payloads",
+                                        "rewrite_step_rows", "keep_dead_jobs_secs",
                                         "keep_rejected_writes_secs"])
         return c
     }

@@ -76,6 +76,11 @@ public struct MaintenanceConfig: Sendable, Equatable {
     /// `analysis_limit`: rows `PRAGMA optimize`'s ANALYZE looks at per index (SQLite 3.40
     /// does not bound its own work before 3.46).
     public var analysisLimit = 400
+    /// `rewrite_old_payloads`: rewrite rows written with an older payload version while
+    /// the user is idle on mains power (false: each at its next change).
+    public var rewriteOldPayloads = false
+    /// `rewrite_step_rows`: keys of older payloads marked for rewriting per decision tick.
+    public var rewriteStepRows = 1000
     /// `keep_dead_jobs_secs`: dead jobs are deleted this long after they died; 0: kept until retried.
     public var keepDeadJobs: Duration = .zero
     /// `keep_rejected_writes_secs`: parked rejected writes are deleted this long after they

@@ -90,8 +90,8 @@ public final class Engine {
             powerChangesSeen = -1   // a monitor, if attached, still has the last word
         }
     }
-    /// On mains power or charging, without the power-saver profile (for compaction).
-    private var onMains = true
+    /// On mains power or charging, without the power-saver profile (for compaction and maintenance).
+    var onMains = true
 
     /// Knobs that are not configuration: the clock, the VFS, and test hooks.
     public struct Options: Sendable {
@@ -235,6 +235,7 @@ public final class Engine {
         guard !isShutDown else { return }
         pollMonitors()
         reportCompactionContext(now: now)
+        if !world.olderPayloads.isEmpty { rewriteOlderPayloadsIfIdle() }
         guard scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) else { return }
         hand(at: now)
     }
@@ -262,21 +263,6 @@ public final class Engine {
         let started = clock.now()
         guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
         return writer.compactNow(timeout: timeout - clock.now().duration(since: started))
-    }
-
-    /// Runs a maintenance round now (retention, free pages returned, `PRAGMA optimize`),
-    /// after flushing every tier, whatever the power, and waits for it: for a host with
-    /// time to spare, and `strata maintain`. The writer runs it in bounded steps,
-    /// committing batches between them as usual.
-    ///
-    /// - Returns: false if `timeout` passed first (the round goes on).
-    @discardableResult
-    public func maintainNow(timeout: Duration = .seconds(120)) -> Bool {
-        owner.check("Engine")
-        guard !isShutDown else { return false }
-        let started = clock.now()
-        guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
-        return writer.maintainNow(timeout: timeout - clock.now().duration(since: started))
     }
 
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:

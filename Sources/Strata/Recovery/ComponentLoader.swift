@@ -20,6 +20,9 @@ struct ComponentLoader {
     private let versions: [Int]
     var unknownTypeRows = 0
     var undecodableRows = 0
+    /// Keys whose newest value was written with an older payload version than this
+    /// build's (rewritten at their next change, or by maintenance: `rewrite_old_payloads`).
+    var olderPayloads: Set<OlderPayload> = []
     private var warned: Set<Int> = []
     /// Rows queued per column, and their payload bytes.
     private var queued: [[LoadedRow]]
@@ -63,6 +66,7 @@ struct ComponentLoader {
             put(column: column, version: version, payload: payload, at: entityIndex)   // counted and reported there
             return
         }
+        if version < versions[column] { olderPayloads.insert(OlderPayload(column: column, entity: entityIndex)) }
         queued[column].append(LoadedRow(entity: entityIndex, version: version, start: queuedBytes[column].count, count: payload.count))
         queuedBytes[column].append(contentsOf: payload)
         if queued[column].count >= Self.run { flush(column) }
@@ -99,16 +103,33 @@ struct ComponentLoader {
             }
             var reader = PayloadReader(payload)
             try target.load(from: &reader, version: version, at: entityIndex)
+            if version < versions[column] {
+                olderPayloads.insert(OlderPayload(column: column, entity: entityIndex))
+            } else if !olderPayloads.isEmpty {
+                olderPayloads.remove(OlderPayload(column: column, entity: entityIndex))   // a newer record of the key
+            }
         } catch {
             undecodable(column: column, entity: entityIndex, error: error)
         }
     }
 
+    /// The key has no value any more (removed by a newer record, or undecodable).
+    mutating func forget(column: Int, entity: UInt32) {
+        columns[column].forget(entity)
+        if !olderPayloads.isEmpty { olderPayloads.remove(OlderPayload(column: column, entity: entity)) }
+    }
+
     private mutating func undecodable(column: Int, entity: UInt32, error: any Error) {
         undecodableRows += 1
-        columns[column].forget(entity)
+        forget(column: column, entity: entity)
         if warned.insert(column).inserted {
             logger.warning("reload: rows of \(columns[column].componentType.typeName) kept but not loaded: \(error)")
         }
     }
+}
+
+/// A key loaded from a payload of an older version: its column and entity index.
+struct OlderPayload: Hashable, Sendable {
+    var column: Int
+    var entity: UInt32
 }

@@ -37,6 +37,7 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         var loadedLine = "recovered \(loaded.entities) entities and \(loaded.components) components"
         if loaded.unknownTypeRows > 0 { loadedLine += "; kept \(loaded.unknownTypeRows) rows of unregistered types" }
         if loaded.undecodableRows > 0 { loadedLine += "; kept \(loaded.undecodableRows) rows that did not decode" }
+        if loaded.olderPayloadRows > 0 { loadedLine += "; \(loaded.olderPayloadRows) in an older payload version" }
         if loaded.settings > 0 { loadedLine += "; \(loaded.settings) settings" }
         if loaded.unreadableSettings > 0 { loadedLine += "; kept \(loaded.unreadableSettings) settings this build cannot read" }
         lines.append(loadedLine)

@@ -13,6 +13,9 @@ public struct LoadSummary: Sendable, Equatable {
     public var unknownTypeRows = 0
     /// Rows and records whose payload is newer than this build, or does not decode: kept, not loaded.
     public var undecodableRows = 0
+    /// Rows written with an older payload version than this build's: loaded, and
+    /// rewritten at their next change (or by maintenance, `[maintenance] rewrite_old_payloads`).
+    public var olderPayloadRows = 0
     /// Segment rows replayed over the base rows, and the records in them.
     public var segments = 0
     public var segmentRecords = 0
@@ -100,7 +103,7 @@ extension Store {
                         if let version = record.version {
                             loader.put(column: column, version: version, payload: record.payload, at: entity)
                         } else {
-                            loader.columns[column].forget(entity)
+                            loader.forget(column: column, entity: entity)
                         }
                     } else {
                         loader.unknownTypeRows += record.isRemoval ? 0 : 1
@@ -114,6 +117,8 @@ extension Store {
                 world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber) + 1
                 summary.unknownTypeRows = loader.unknownTypeRows
                 summary.undecodableRows = loader.undecodableRows
+                summary.olderPayloadRows = loader.olderPayloads.count
+                world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
                 let settings = try Store.readSettings(db)
                 world.loadSettings(settings.values)
                 summary.settings = settings.values.count

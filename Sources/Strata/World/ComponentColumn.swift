@@ -131,6 +131,8 @@ protocol AnyComponentColumn: AnyObject {
     func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func snapshot(records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func queuedCount(_ tier: Tier) -> Int
+    func denseIndex(_ entityIndex: UInt32) -> Int?
+    func markDirty(_ entityIndex: UInt32, tier: Tier) -> Bool
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
     func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure])
 }

@@ -90,6 +90,18 @@ extension World {
         return result
     }
 
+    /// Marks a key dirty without changing it, through its type-erased column (the
+    /// maintenance rewrite of older payloads); nothing if the entity has no such value.
+    func markDirty(column: Int, entityIndex: UInt32) {
+        let target = columns[column]
+        let tierOfType = target.componentType.tier
+        guard tierOfType != .ephemeral, target.denseIndex(entityIndex) != nil else { return }
+        let tier: Tier = records[Int(entityIndex)].spawnPending ? .critical : tierOfType
+        if target.markDirty(entityIndex, tier: tier) {
+            tracker.noteColumnDirty(tier, typeIndex: target.typeIndex, clock: clock)
+        }
+    }
+
     /// Sets the key's dirty bit and queues it for its tier: the critical tier while the
     /// entity's spawn is pending, the type's tier otherwise; never for ephemeral types.
     @inlinable @inline(__always)

@@ -56,6 +56,9 @@ public final class World {
     /// The number the next spawn gets. Numbers are never reused while a record in the
     /// file may still refer to them: the reload starts above every number it saw.
     var nextEntityNumber: EntityNumber = 1
+    /// Keys the reload found written with an older payload version, the next to rewrite
+    /// last (`Engine+Maintenance.swift`; `[maintenance] rewrite_old_payloads`).
+    var olderPayloads: [OlderPayload] = []
 
     /// A world whose change instants come from `clock`.
     public init(clock: any StrataClock = MonotonicClock()) {
