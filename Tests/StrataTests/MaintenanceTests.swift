@@ -147,6 +147,8 @@ import Testing
         let long = String(repeating: "y", count: 1000)
         for index in 0 ..< 1500 { engine.world.spawn(Title("\(long)\(index)")) }   // 1.5 MB
         engine.powerState = .discharging(50)
+        #expect(engine.flushNow())
+        fixture.clock.advance(by: MaintenanceState.statsInterval)   // the writer looks at the file's size again
         engine.endTick()
         #expect(engine.flushNow())
         #expect(eventually { engine.metrics.maintenanceRounds >= 1 })
@@ -193,7 +195,7 @@ import Testing
         try engine.shutdown()
     }
 
-    @Test func newFilesAreIncrementalAndOptimizeRunsAtShutdown() throws {
+    @Test func newFilesAreIncremental() throws {
         let (fixture, _) = fixture()
         let engine = try fixture.open()
         engine.world.spawn(Title("a"))

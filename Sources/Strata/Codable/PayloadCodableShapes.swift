@@ -35,19 +35,31 @@ extension Optional: _PayloadDecodableOptional where Wrapped: Decodable {
     }
 }
 
-extension Array: _PayloadEncodableSequence where Element: Encodable {
-    func _encodeElements(to encoder: PayloadEncoder) throws {
-        encoder.writer.write(UInt64(count))
-        for element in self { try encoder.encodeValue(element) }
+extension PayloadEncoder {
+    /// A varint count, then each element.
+    func encodeCounted<C: Collection>(_ elements: C) throws where C.Element: Encodable {
+        writer.write(UInt64(elements.count))
+        for element in elements { try encodeValue(element) }
     }
+}
+
+extension PayloadDecoder {
+    /// A varint count, then each element, handed to `add`; the count for a reserve.
+    func decodeCounted<E: Decodable>(_ type: E.Type, reserve: (Int) -> Void, add: (E) -> Void) throws {
+        let count = try readCount()
+        reserve(Self.reserve(count))
+        for _ in 0 ..< count { add(try decodeValue(type)) }
+    }
+}
+
+extension Array: _PayloadEncodableSequence where Element: Encodable {
+    func _encodeElements(to encoder: PayloadEncoder) throws { try encoder.encodeCounted(self) }
 }
 
 extension Array: _PayloadDecodableSequence where Element: Decodable {
     static func _decodeElements(from decoder: PayloadDecoder) throws -> Self {
-        let count = try decoder.readCount()
         var result = [Element]()
-        result.reserveCapacity(PayloadDecoder.reserve(count))
-        for _ in 0 ..< count { result.append(try decoder.decodeValue(Element.self)) }
+        try decoder.decodeCounted(Element.self, reserve: { result.reserveCapacity($0) }, add: { result.append($0) })
         return result
     }
 }
@@ -75,17 +87,13 @@ extension Dictionary: _PayloadDecodableSequence where Key: Decodable, Value: Dec
 }
 
 extension Set: _PayloadEncodableSequence where Element: Encodable {
-    func _encodeElements(to encoder: PayloadEncoder) throws {
-        encoder.writer.write(UInt64(count))
-        for element in self { try encoder.encodeValue(element) }
-    }
+    func _encodeElements(to encoder: PayloadEncoder) throws { try encoder.encodeCounted(self) }
 }
 
 extension Set: _PayloadDecodableSequence where Element: Decodable {
     static func _decodeElements(from decoder: PayloadDecoder) throws -> Self {
-        let count = try decoder.readCount()
-        var result = Set(minimumCapacity: PayloadDecoder.reserve(count))
-        for _ in 0 ..< count { result.insert(try decoder.decodeValue(Element.self)) }
+        var result = Set()
+        try decoder.decodeCounted(Element.self, reserve: { result.reserveCapacity($0) }, add: { result.insert($0) })
         return result
     }
 }

@@ -153,6 +153,16 @@ enum JobRows {
         return db.changesCount
     }
 
+    /// Retention: deletes at most `limit` jobs of `status` that finished before `before`
+    /// (Unix ms; `dead` and `done` only). Returns how many.
+    static func deleteFinished(_ db: Database, status: Job.Status, before: Int64, limit: Int) throws -> Int {
+        precondition(status == .dead || status == .done, "only finished jobs are deleted by age")
+        try db.execute(sql: """
+            DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = ? AND finished_at < ? LIMIT ?)
+            """, arguments: [status.rawValue, before, limit])
+        return db.changesCount
+    }
+
     static func counts(_ db: Database) throws -> [Job.Status: Int] {
         var result: [Job.Status: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status") {

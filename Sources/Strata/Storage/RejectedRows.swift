@@ -12,3 +12,14 @@ final class RejectedRowsPart: BatchPart {
     func didCommit() {}
     func didRollBack() {}
 }
+
+/// The `rejected_writes` table's retention (`Maintenance/`). Writer thread.
+enum RejectedRows {
+    /// Deletes at most `limit` parked rows rejected before `before` (Unix ms). Returns how many.
+    static func deleteParked(_ db: Database, before: Int64, limit: Int) throws -> Int {
+        try db.execute(sql: """
+            DELETE FROM rejected_writes WHERE id IN (SELECT id FROM rejected_writes WHERE rejected_at < ? LIMIT ?)
+            """, arguments: [before, limit])
+        return db.changesCount
+    }
+}

@@ -1,23 +1,10 @@
 import Foundation
-import GRDB
 
 /// Maintenance on the writer thread: retention, free pages returned to the filesystem,
 /// and statistics, between batches, one bounded step at a time (as compaction's steps,
 /// which go first): a batch that arrives waits for one step at most. When a round runs
 /// is ``MaintenancePolicy``'s decision (idle on mains; on battery only past the hard
-/// limits); `maintainNow()` forces one.
-///
-/// - retention: one transaction deleting at most `retention_step_rows` of dead jobs
-///   older than `keep_dead_jobs_secs`, finished jobs older than `[jobs]
-///   keep_finished_secs`, and parked rejected writes older than
-///   `keep_rejected_writes_secs` (0: kept). Never a pending, failed or running job, and
-///   never an operation: the operation log's retention (only what every peer
-///   acknowledged) runs with the commits.
-/// - vacuum: `PRAGMA incremental_vacuum(vacuum_step_pages)` until no page is free, in a
-///   file with `auto_vacuum = INCREMENTAL` (new files; older ones after `strata maintain
-///   --vacuum`).
-/// - optimize: `PRAGMA analysis_limit`, then `PRAGMA optimize` (also at every clean
-///   shutdown).
+/// limits); `maintainNow()` forces one. What a step does is `Maintenance/MaintenanceSteps.swift`.
 struct MaintenanceState {
     /// The engine's clock when the writer was made: the first round waits a little after it.
     var openedAt: Instant
@@ -25,15 +12,16 @@ struct MaintenanceState {
     var round: [MaintenancePolicy.Task]?
     var forcedTicket: Int?
     var lastRound: Instant?
-    /// The file's pages and free pages (bytes) and its auto_vacuum mode, read at most every
-    /// few seconds; and whether the file was past `size_warning_mb` at the last round.
-    var fileBytes = 0
-    var freeBytes = 0
-    var incrementalVacuum = false
-    var statsReadAt = Date.distantPast
+    /// The file's pages, free pages and auto_vacuum mode, read at most every
+    /// `statsInterval` of the engine's clock; and whether the file was past
+    /// `size_warning_mb` at the last round.
+    var stats = MaintenanceSteps.FileStats()
+    var statsReadAt: Instant?
     var sizeWarned = false
     var failures = 0
     var retryAt: Date?
+
+    static let statsInterval: Duration = .seconds(5)
 
     init(openedAt: Instant) {
         self.openedAt = openedAt
@@ -53,34 +41,32 @@ extension Writer {
             guard Date() >= retry else { return nil }
             maintenance.retryAt = nil
         }
-        let (context, requested) = controlLock.withLock { (compactionContext, forcedMaintenanceRequested) }
+        let (context, requested, served) = controlLock.withLock {
+            (compactionContext, forcedMaintenanceRequested, forcedMaintenanceServed)
+        }
         if maintenance.round == nil {
-            if requested > forcedMaintenanceServedNow() {
-                maintenance.round = MaintenancePolicy.Task.allCases
+            var tasks = MaintenancePolicy.Task.allCases
+            if requested > served {
                 maintenance.forcedTicket = requested
-                readFileStats()
             } else {
-                if Date().timeIntervalSince(maintenance.statsReadAt) >= 5 { readFileStats() }
-                let policy = MaintenancePolicy(config: settings.maintenance)
-                let tasks = policy.due(MaintenancePolicy.Input(
+                if maintenance.statsReadAt.map({ clock.now() >= $0 + MaintenanceState.statsInterval }) ?? true { readFileStats() }
+                tasks = MaintenancePolicy(config: settings.maintenance).due(MaintenancePolicy.Input(
                     now: clock.now(), lastRound: maintenance.lastRound, onMains: context?.onMains ?? false,
-                    idle: context?.idle ?? false, fileBytes: maintenance.fileBytes, freeBytes: maintenance.freeBytes,
-                    incrementalVacuum: maintenance.incrementalVacuum, sizeWarned: maintenance.sizeWarned), openedAt: maintenance.openedAt)
+                    idle: context?.idle ?? false, fileBytes: fileBytes, freeBytes: freeBytes,
+                    incrementalVacuum: maintenance.stats.autoVacuum == 2, sizeWarned: maintenance.sizeWarned),
+                    openedAt: maintenance.openedAt)
                 guard !tasks.isEmpty else { return nil }
-                if maintenance.fileBytes > settings.maintenance.sizeWarningBytes && !maintenance.sizeWarned {
+                if fileBytes > settings.maintenance.sizeWarningBytes && !maintenance.sizeWarned {
                     logger.warning("""
-                        maintenance: the file is \(maintenance.fileBytes / 1024 / 1024) MB, past size_warning_mb \
+                        maintenance: the file is \(fileBytes / 1024 / 1024) MB, past size_warning_mb \
                         (\(settings.maintenance.sizeWarningBytes / 1024 / 1024) MB): cleaning up now
                         """)
                 }
-                maintenance.round = tasks
             }
+            maintenance.round = tasks
+            readFileStats()   // the round's vacuum starts from the file as it is now
         }
         return maintenance.round?.first
-    }
-
-    private func forcedMaintenanceServedNow() -> Int {
-        controlLock.withLock { forcedMaintenanceServed }
     }
 
     /// Runs one step of `task`; the task stays first in the round until it has nothing left to do.
@@ -92,13 +78,20 @@ extension Writer {
         do {
             switch task {
             case .retention:
-                deleted = try retentionStep()
+                let retained = try store.withConnection { db in
+                    try MaintenanceSteps.retention(db, config: settings.maintenance, keepFinishedJobs: settings.keepFinishedJobs,
+                                                   now: settings.wallClock(), limit: settings.maintenance.retentionStepRows)
+                }
+                if retained.rejectedWrites > 0 {
+                    logger.notice("maintenance: \(retained.rejectedWrites) parked rejected writes older than keep_rejected_writes_secs deleted")
+                }
+                deleted = retained.total
                 done = deleted < settings.maintenance.retentionStepRows
             case .vacuum:
                 vacuumed = try vacuumStep()
-                done = vacuumed == 0 || maintenance.freeBytes == 0
+                done = vacuumed == 0 || maintenance.stats.freePages == 0
             case .optimize:
-                try optimize()
+                try store.withConnection { db in try MaintenanceSteps.optimize(db, analysisLimit: settings.maintenance.analysisLimit) }
             }
         } catch {
             maintenance.failures += 1
@@ -129,7 +122,7 @@ extension Writer {
 
     private func finishMaintenanceRound() {
         readFileStats()
-        maintenance.sizeWarned = maintenance.fileBytes > settings.maintenance.sizeWarningBytes
+        maintenance.sizeWarned = fileBytes > settings.maintenance.sizeWarningBytes
         maintenance.round = nil
         maintenance.lastRound = clock.now()
         maintenance.failures = 0
@@ -143,85 +136,36 @@ extension Writer {
         }
     }
 
+    private var fileBytes: Int { maintenance.stats.pages * settings.pageSize }
+    private var freeBytes: Int { maintenance.stats.freePages * settings.pageSize }
+
     /// The file's size, free pages and auto_vacuum mode, into the state and the metrics.
     func readFileStats() {
-        guard let (pages, free, mode) = try? store.withConnection({ db in
-            (try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0,
-             try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0,
-             try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0)
-        }) else { return }
-        maintenance.fileBytes = pages * settings.pageSize
-        maintenance.freeBytes = free * settings.pageSize
-        maintenance.incrementalVacuum = mode == 2
-        maintenance.statsReadAt = Date()
-        let (file, freeBytes, warning) = (maintenance.fileBytes, maintenance.freeBytes, maintenance.fileBytes > settings.maintenance.sizeWarningBytes)
+        guard let stats = try? store.withConnection({ try MaintenanceSteps.fileStats($0) }) else { return }
+        maintenance.stats = stats
+        maintenance.statsReadAt = clock.now()
+        let (file, free, warning) = (fileBytes, freeBytes, fileBytes > settings.maintenance.sizeWarningBytes)
         metrics.update {
             $0.fileBytes = file
-            $0.freeBytes = freeBytes
+            $0.freeBytes = free
             $0.fileSizeWarning = warning
         }
     }
 
-    /// One transaction: rows past their configured age, at most `retention_step_rows`.
-    private func retentionStep() throws -> Int {
-        let config = settings.maintenance
-        let now = settings.wallClock()
-        let limit = config.retentionStepRows
-        return try store.withConnection { db in
-            var deleted = 0
-            try db.inTransaction(.immediate) {
-                if config.keepDeadJobs > .zero {
-                    try db.execute(sql: """
-                        DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'dead' AND finished_at < ? LIMIT ?)
-                        """, arguments: [now - Int64(config.keepDeadJobs.milliseconds), limit])
-                    deleted += db.changesCount
-                }
-                if settings.keepFinishedJobs > .zero, deleted < limit {
-                    try db.execute(sql: """
-                        DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' AND finished_at < ? LIMIT ?)
-                        """, arguments: [now - Int64(settings.keepFinishedJobs.milliseconds), limit - deleted])
-                    deleted += db.changesCount
-                }
-                if config.keepRejectedWrites > .zero, deleted < limit {
-                    try db.execute(sql: """
-                        DELETE FROM rejected_writes WHERE id IN (SELECT id FROM rejected_writes WHERE rejected_at < ? LIMIT ?)
-                        """, arguments: [now - Int64(config.keepRejectedWrites.milliseconds), limit - deleted])
-                    let rejected = db.changesCount
-                    if rejected > 0 {
-                        logger.notice("maintenance: \(rejected) parked rejected writes older than keep_rejected_writes_secs deleted")
-                    }
-                    deleted += rejected
-                }
-                return .commit
-            }
-            return deleted
-        }
-    }
-
     /// One `PRAGMA incremental_vacuum` step; the pages it returned (0: nothing to do, or
-    /// the file is not in incremental mode).
+    /// the file is not in incremental mode). The stats are those the last step left.
     private func vacuumStep() throws -> Int {
+        guard maintenance.stats.autoVacuum == 2, maintenance.stats.freePages > 0 else { return 0 }
+        let before = maintenance.stats.freePages
+        try store.withConnection { db in try MaintenanceSteps.incrementalVacuum(db, pages: settings.maintenance.vacuumStepPages) }
         readFileStats()
-        guard maintenance.incrementalVacuum, maintenance.freeBytes > 0 else { return 0 }
-        let before = maintenance.freeBytes
-        try store.withConnection { db in
-            try db.execute(sql: "PRAGMA incremental_vacuum(\(settings.maintenance.vacuumStepPages))")
-        }
-        readFileStats()
-        return max(0, (before - maintenance.freeBytes) / settings.pageSize)
-    }
-
-    /// `PRAGMA optimize`, its ANALYZE bounded by `analysis_limit`.
-    private func optimize() throws {
-        try store.withConnection { db in
-            try db.execute(sql: "PRAGMA analysis_limit = \(settings.maintenance.analysisLimit); PRAGMA optimize")
-        }
+        return max(0, before - maintenance.stats.freePages)
     }
 
     /// At a clean shutdown (SQLite's advice: optimize before closing); a failure is only logged.
     func optimizeAtShutdown() {
         do {
-            try optimize()
+            try store.withConnection { db in try MaintenanceSteps.optimize(db, analysisLimit: settings.maintenance.analysisLimit) }
         } catch {
             logger.notice("maintenance: PRAGMA optimize at shutdown failed: \(error)")
         }

@@ -68,45 +68,53 @@ public struct DoctorReport: Codable, Sendable {
         guard inspection.document == "strata" else {
             throw StoreError(.open, message: "not a Strata document this build reads (\(inspection.document): \(inspection.documentDetail ?? ""))", path: path)
         }
+        let queue: DatabaseQueue
+        do {
+            queue = try StoreLocation(path: path).readOnlyQueue()
+        } catch {
+            throw StoreError(.read, wrapping: error, path: path)
+        }
+        defer { try? queue.close() }
         // Outside the read transaction below: a check that fails on a damaged page fails the
         // transaction it runs in.
-        let location = StoreLocation(path: path)
         var problems = ["the integrity check itself failed: the file is damaged"]
         do {
-            let queue = try location.readOnlyQueue()
-            defer { try? queue.close() }
             problems = try queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA integrity_check(20)") }
         } catch {
             problems.append("\(error)")
         }
-        var report = try location.readExisting { db -> DoctorReport in
-            let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
-            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-            let free = try Int.fetchOne(db, sql: "PRAGMA freelist_count") ?? 0
-            let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0
-            let tables = (try? Row.fetchAll(db, sql: "SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name"))
-                .map { Dictionary($0.map { ($0["name"] as String, $0["bytes"] as Int) }, uniquingKeysWith: +) } ?? [:]
-            let jobs = Dictionary(((try? Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status")) ?? [])
-                .map { ($0["status"] as String, $0["n"] as Int) }, uniquingKeysWith: +)
-            let oldest = try? Int64.fetchOne(db, sql: "SELECT min(created_at) FROM jobs WHERE status IN ('pending', 'failed')")
-            let stats = (try? Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_stat1")) ?? 0
-            // The outbox of a document that syncs (one that never did has no server to push to).
-            let outbox: SyncStatus? = (try? {
-                let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
-                return try SyncOutbox.status(db, node: node)
-            }()).flatMap { $0.server.isEmpty ? nil : $0 }
-            return DoctorReport(
-                path: path, integrity: problems == ["ok"] ? "ok" : problems.joined(separator: "; "),
-                pageSize: pageSize, pages: pages, freePages: free,
-                fragmentation: pages == 0 ? 0 : Double(free) / Double(pages),
-                autoVacuum: ["none", "full", "incremental"][min(max(mode, 0), 2)],
-                fileBytes: pages * pageSize, walBytes: inspection.walBytes, tables: tables,
-                segments: inspection.segments, segmentBytes: inspection.segmentBytes,
-                unreadableSegments: inspection.unreadableSegments,
-                outboxPending: outbox?.pending, outboxDeadLetters: outbox?.deadLetters.count,
-                jobs: jobs, oldestPendingJobSecs: oldest.flatMap { $0 }.map { max(0, now.timeIntervalSince1970 - Double($0) / 1000) },
-                rejectedWrites: inspection.rejectedWrites + inspection.rejectedWritesInSideFile,
-                statisticsRows: stats, findings: [])
+        var report: DoctorReport
+        do {
+            report = try queue.read { db -> DoctorReport in
+                let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
+                let file = try MaintenanceSteps.fileStats(db)
+                let (pages, free) = (file.pages, file.freePages)
+                let tables = (try? Row.fetchAll(db, sql: "SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name"))
+                    .map { Dictionary($0.map { ($0["name"] as String, $0["bytes"] as Int) }, uniquingKeysWith: +) } ?? [:]
+                let jobs = Dictionary(((try? Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status")) ?? [])
+                    .map { ($0["status"] as String, $0["n"] as Int) }, uniquingKeysWith: +)
+                let oldest = try? Int64.fetchOne(db, sql: "SELECT min(created_at) FROM jobs WHERE status IN ('pending', 'failed')")
+                let stats = (try? Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_stat1")) ?? 0
+                // The outbox of a document that syncs (one that never did has no server to push to).
+                let outbox: SyncStatus? = (try? {
+                    let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
+                    return try SyncOutbox.status(db, node: node)
+                }()).flatMap { $0.server.isEmpty ? nil : $0 }
+                return DoctorReport(
+                    path: path, integrity: problems == ["ok"] ? "ok" : problems.joined(separator: "; "),
+                    pageSize: pageSize, pages: pages, freePages: free,
+                    fragmentation: pages == 0 ? 0 : Double(free) / Double(pages),
+                    autoVacuum: file.autoVacuumName,
+                    fileBytes: pages * pageSize, walBytes: inspection.walBytes, tables: tables,
+                    segments: inspection.segments, segmentBytes: inspection.segmentBytes,
+                    unreadableSegments: inspection.unreadableSegments,
+                    outboxPending: outbox?.pending, outboxDeadLetters: outbox?.deadLetters.count,
+                    jobs: jobs, oldestPendingJobSecs: oldest.flatMap { $0 }.map { max(0, now.timeIntervalSince1970 - Double($0) / 1000) },
+                    rejectedWrites: inspection.rejectedWrites + inspection.rejectedWritesInSideFile,
+                    statisticsRows: stats, findings: [])
+            }
+        } catch {
+            throw StoreError(.read, wrapping: error, path: path)
         }
         if let unreadable, report.integrity == "ok" { report.integrity = unreadable }
         report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner,

@@ -34,14 +34,10 @@ struct MaintenancePolicy: Sendable {
     }
 
     let config: MaintenanceConfig
+
     /// The first round of a session waits this long after the open (the open itself, the
     /// reload, the first flushes come first).
-    var firstRoundAfterOpen: Duration
-
-    init(config: MaintenanceConfig) {
-        self.config = config
-        firstRoundAfterOpen = min(config.interval, .seconds(60))
-    }
+    var firstRoundAfterOpen: Duration { min(config.interval, .seconds(60)) }
 
     /// The tasks of the round to start now, in order; empty: none.
     func due(_ input: Input, openedAt: Instant) -> [Task] {

@@ -27,15 +27,14 @@ extension Store {
             defer { try? queue.close() }
             return try queue.writeWithoutTransaction { db in
                 try DocumentKind.classify(db).requireWritable(path: path)
-                let modes = ["none", "full", "incremental"]
-                let before = (try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0) * (try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0)
-                let modeBefore = modes[min(max(try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0, 0), 2)]
+                let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+                let before = try MaintenanceSteps.fileStats(db)
                 try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
                 try db.execute(sql: "VACUUM")
                 try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                let after = (try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0) * (try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0)
-                let modeAfter = modes[min(max(try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0, 0), 2)]
-                return VacuumResult(bytesBefore: before, bytesAfter: after, autoVacuumBefore: modeBefore, autoVacuumAfter: modeAfter)
+                let after = try MaintenanceSteps.fileStats(db)
+                return VacuumResult(bytesBefore: before.pages * pageSize, bytesAfter: after.pages * pageSize,
+                                    autoVacuumBefore: before.autoVacuumName, autoVacuumAfter: after.autoVacuumName)
             }
         } catch let error as StoreError {
             throw error
