@@ -17,8 +17,8 @@ final class MetricsExporter: @unchecked Sendable {
 
     /// Where the figures come from; each is read on the exporter's thread.
     struct Sources: Sendable {
-        /// nil once the engine is gone.
-        var metrics: @Sendable () -> PersistenceMetrics?
+        /// The snapshot (from the pieces that hold it, not the engine: it may be gone).
+        var metrics: @Sendable () -> PersistenceMetrics
         /// Jobs by status (a query through the writer's request lane), if the host wants them.
         var jobs: (@Sendable () -> [Job.Status: Int]?)?
     }
@@ -91,8 +91,7 @@ final class MetricsExporter: @unchecked Sendable {
 
     /// One report of every figure (the exporter's thread; tests call it directly).
     func exportNow() {
-        guard let metrics = sources.metrics() else { return }
-        var readings = Self.readings(metrics)
+        var readings = Self.readings(sources.metrics())
         if let jobs = sources.jobs?() { readings += Self.readings(jobs: jobs) }
         if let sync = lock.withLock({ sync })?() { readings += Self.readings(sync: sync.state, outbox: sync.outbox) }
         report(readings)
