@@ -10,7 +10,9 @@ import Testing
     /// instants it keeps decide a flush when it runs out by time as the policy would:
     /// driven through the same random changes, events, operations, input, idling and
     /// power changes, a scheduler that keeps it and one that forgets it before every tick
-    /// (so it always asks the policy) flush the same tiers at the same ticks.
+    /// (so it always asks the policy) flush the same tiers at the same ticks. The quiet
+    /// one also takes a first critical change into its quiet period as ``Engine/endTick()``
+    /// does (`admitCriticalChange`), without asking the policy.
     @Test(arguments: 0 ..< 8)
     func theQuietPeriodNeverChangesADecision(seed: Int) {
         var rng = SplitMix64(seed: UInt64(seed) + 100)
@@ -23,7 +25,7 @@ import Testing
         var entities: [[Entity]] = [[], []]
         let powers: [PowerState] = [.assumedAC, .discharging(80), .discharging(30), .discharging(10), .charging(50)]
         var power = PowerState.assumedAC
-        var flushes = 0
+        var flushes = 0, admitted = 0
         for tick in 0 ..< 3000 {
             let roll = Int.random(in: 0 ..< 100, using: &rng)
             for side in 0 ..< 2 {
@@ -45,6 +47,9 @@ import Testing
             }
             clock.advance(by: roll == 98 ? .seconds(70) : .milliseconds(Int64.random(in: 1 ... 400, using: &rng)))
             schedulers[1].reconsider()
+            let now = clock.now()
+            if schedulers[0].admitCriticalChange(now: now, critical: worlds[0].tracker.firstCritical,
+                                                 derived: worlds[0].tracker.firstDerived) { admitted += 1 }
             let batches = [WriteBatch(), WriteBatch()]
             let due = (0 ..< 2).map { schedulers[$0].endTick(world: worlds[$0], now: clock.now(), power: power, into: batches[$0]) }
             #expect(due[0] == due[1], "seed \(seed), tick \(tick): the quiet scheduler decided \(due[0]), the fresh one \(due[1])")
@@ -54,6 +59,7 @@ import Testing
             if due[0] != due[1] { return }
         }
         #expect(flushes > 50)
+        #expect(admitted > 10)
     }
 
     @Test func criticalChangesAreCommittedByTheDelayAndNotBefore() throws {

@@ -214,13 +214,19 @@ public final class Engine {
     public func endTick() {
         owner.check("Engine")
         let now = now()
-        if scheduler.isQuiet(now: now, critical: world.tracker.firstCritical, derived: world.tracker.firstDerived),
-           powerMonitor.map({ $0.changeCount == powerChangesSeen }) ?? true,
-           memoryMonitor.map({ $0.warningCount == memoryWarningsSeen }) ?? true,
-           syncClient.map({ $0.inbox.changes.load(ordering: .relaxed) == syncChangesSeen }) ?? true {
-            return
-        }
+        let critical = world.tracker.firstCritical, derived = world.tracker.firstDerived
+        if scheduler.isQuiet(now: now, critical: critical, derived: derived), monitorsUnchanged { return }
+        // The first critical change since the last flush: its due instant is known.
+        if monitorsUnchanged, scheduler.admitCriticalChange(now: now, critical: critical, derived: derived) { return }
         endTickDeciding(at: now)
+    }
+
+    /// No monitor has news for the tick thread (power, memory, peers' changes).
+    @inlinable @inline(__always)
+    var monitorsUnchanged: Bool {
+        (powerMonitor.map({ $0.changeCount == powerChangesSeen }) ?? true)
+            && (memoryMonitor.map({ $0.warningCount == memoryWarningsSeen }) ?? true)
+            && (syncClient.map({ $0.inbox.changes.load(ordering: .relaxed) == syncChangesSeen }) ?? true)
     }
 
     /// The clock's now; a ``MonotonicClock`` is read inline.

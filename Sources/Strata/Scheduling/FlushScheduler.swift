@@ -17,7 +17,10 @@
 /// (``Engine/endTick()``). Every input that could change the decision ends the quiet
 /// period: an event, operations, a power change, input after idling, a drain of every
 /// tier. A quiet period that runs out by time alone keeps its due instants, so the
-/// flush tick itself does not run the policy either.
+/// flush tick itself does not run the policy either. Neither do the two other ticks of
+/// a critical change: the critical tier's due instant depends on nothing but its first
+/// change, so that change joins the quiet period (``admitCriticalChange(now:critical:derived:)``),
+/// and a flush of the critical tier alone goes on with the derived tier's due instant.
 @usableFromInline
 struct FlushScheduler {
     // What every tick reads (``noteInput(at:)``, ``isQuiet(now:critical:derived:)``)
@@ -41,7 +44,7 @@ struct FlushScheduler {
     /// The last decision's due instants: when its quiet period runs out by time alone,
     /// they say what is due without asking the policy again (see `endTick`). Valid
     /// while `quietUntil` is set.
-    var quietDue = FlushPolicy.DueInstants()
+    @usableFromInline var quietDue = FlushPolicy.DueInstants()
 
     var policy: FlushPolicy
     /// Captured when the derived tier first became dirty; cleared when it is drained.
@@ -50,10 +53,14 @@ struct FlushScheduler {
     private(set) var eventDeadline: Instant?
     private(set) var eventReasons = FlushReasonSet()
     private(set) var vectorClock: VectorClockTrigger
-    var lookahead: Duration
+    let lookahead: Duration
+    /// `critical_flush_delay − lookahead` in nanoseconds: a critical tier dirty since
+    /// `first` falls due at `first` plus this (``FlushPolicy/dueInstants(_:)``).
+    @usableFromInline let criticalDueAfterNanoseconds: Int64
 
     init(policy: FlushPolicy, now: Instant, lookahead: Duration) {
         self.policy = policy
+        self.criticalDueAfterNanoseconds = (policy.config.criticalFlushDelay - lookahead).nanoseconds
         self.lastInput = now
         self.idleAt = Instant(nanoseconds: .max)
         self.idleAfterNanoseconds = policy.config.idleAfter.nanoseconds
@@ -117,6 +124,28 @@ struct FlushScheduler {
         return critical == quietFirstDirty.critical && derived == quietFirstDirty.derived
     }
 
+    /// The critical tier went from clean to dirty inside the quiet period, and nothing
+    /// else changed: the policy would give the critical tier `first + critical_flush_delay
+    /// − lookahead` and every other due instant as before (a tier's due instant does not
+    /// depend on the other's), so the quiet period only ends earlier, at the critical
+    /// one, and the decision is not asked again. Returns false, changing nothing, where
+    /// that does not hold (the caller then decides in full).
+    ///
+    /// This is the tick of every first critical change after a flush (once a second in a
+    /// game that edits something critical all the time): without it, that tick ran the
+    /// monitors, the activity and the policy, cold, for a decision known in advance.
+    @inlinable
+    mutating func admitCriticalChange(now: Instant, critical: Instant?, derived: Instant?) -> Bool {
+        guard let until = quietUntil, now < until, quietFirstDirty.critical == nil,
+              let critical, derived == quietFirstDirty.derived else { return false }
+        let due = Instant(nanoseconds: critical.nanoseconds &+ criticalDueAfterNanoseconds)
+        guard now < due else { return false }
+        quietFirstDirty.critical = critical
+        quietDue.critical = due
+        if due < until { quietUntil = due }
+        return true
+    }
+
     /// Decides and drains the due tiers into `batch`, which must be empty. Returns false
     /// if nothing is due (the batch is untouched).
     mutating func endTick(world: World, now: Instant, power currentPower: @autoclosure () -> PowerState, into batch: WriteBatch) -> Bool {
@@ -138,9 +167,8 @@ struct FlushScheduler {
         // or activity change): the due instants of the last decision still hold, and the
         // policy, whose code and data are cold on a tick thread that slept, need not
         // run on the flush tick (the next tick asks it afresh).
-        if expiredByTime, quietUntil != nil, activity == (quietWhileIdle ? .idle : .active) {
-            decision = quietDue.decision(now: now, activity: activity)
-        }
+        let fromQuietDue = expiredByTime && quietUntil != nil && activity == (quietWhileIdle ? .idle : .active)
+        if fromQuietDue { decision = quietDue.decision(now: now, activity: activity) }
         if decision.isEmpty {
             let power = currentPower()   // read only past the quiet period: a copy that costs on the tick
             if let derivedFirst, derivedDeadline == nil {
@@ -155,19 +183,7 @@ struct FlushScheduler {
             let due = policy.dueInstants(input)
             decision = due.decision(now: now, activity: activity)
             guard !decision.isEmpty else {
-                // Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
-                // (No array of candidates: this runs on the tick after every flush, and an
-                // allocation there shows in the tick's p99.)
-                var until = Instant(nanoseconds: .max)
-                func consider(_ candidate: Instant?) { if let candidate, candidate < until { until = candidate } }
-                consider(due.first)
-                consider(eventDeadline.map { $0 - lookahead })
-                consider(vectorClock.dueAt)
-                consider(activity == .active ? idleAt : nil)
-                quietUntil = until
-                quietFirstDirty = (criticalFirst, derivedFirst)
-                quietWhileIdle = activity == .idle
-                quietDue = due
+                beginQuietPeriod(due: due, firstDirty: (criticalFirst, derivedFirst), activity: activity)
                 return false
             }
         }
@@ -182,6 +198,34 @@ struct FlushScheduler {
             world.drain(.derived, into: batch, at: now)
             derivedDeadline = nil
         }
+        // Only the critical tier was due, by time alone: what remains (the derived tier's
+        // due instant, events, the vector clock, idling) is what the last decision knew,
+        // so the quiet period goes on from here, and the tick after the flush does not
+        // ask the policy (cold) for it.
+        // (A critical drain can take a spawned entity's other components along: the tiers'
+        // first dirty instants are read again.)
+        if fromQuietDue, decision.flushCritical, !decision.flushDerived,
+           world.firstPendingChange(.critical) == nil, world.firstPendingChange(.derived) == derivedFirst {
+            beginQuietPeriod(due: FlushPolicy.DueInstants(critical: nil, derived: quietDue.derived),
+                             firstDirty: (nil, derivedFirst), activity: activity)
+        }
         return true
+    }
+
+    /// Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
+    /// (No array of candidates: this runs on the tick after every flush, and an allocation
+    /// there shows in the tick's p99.)
+    private mutating func beginQuietPeriod(due: FlushPolicy.DueInstants, firstDirty: (critical: Instant?, derived: Instant?),
+                                           activity: Activity) {
+        var until = Instant(nanoseconds: .max)
+        func consider(_ candidate: Instant?) { if let candidate, candidate < until { until = candidate } }
+        consider(due.first)
+        consider(eventDeadline.map { $0 - lookahead })
+        consider(vectorClock.dueAt)
+        consider(activity == .active ? idleAt : nil)
+        quietUntil = until
+        quietFirstDirty = firstDirty
+        quietWhileIdle = activity == .idle
+        quietDue = due
     }
 }
