@@ -22,14 +22,16 @@ extension Engine {
     /// With `[maintenance] rewrite_old_payloads`, while the user is idle on mains power:
     /// marks up to `rewrite_step_rows` keys of older payloads dirty, so the next flushes
     /// write them in this build's version (a decision tick at a time; without it, each is
-    /// rewritten at its next change).
-    func rewriteOlderPayloadsIfIdle() {
+    /// rewritten at its next change). Returns whether it marked any.
+    @discardableResult
+    func rewriteOlderPayloadsIfIdle() -> Bool {
         let config = config.maintenance
-        guard config.rewriteOldPayloads, onMains, activity == .idle else { return }
+        guard config.rewriteOldPayloads, onMains, activity == .idle else { return false }
         for _ in 0 ..< min(config.rewriteStepRows, world.olderPayloads.count) {
             let key = world.olderPayloads.removeLast()
             world.markDirty(column: key.column, entityIndex: key.entity)
         }
         if world.olderPayloads.isEmpty { logger.info("maintenance: every older payload rewritten") }
+        return true
     }
 }

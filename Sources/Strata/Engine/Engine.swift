@@ -241,9 +241,12 @@ public final class Engine {
         guard !isShutDown else { return }
         pollMonitors()
         reportCompactionContext(now: now)
-        if !world.olderPayloads.isEmpty { rewriteOlderPayloadsIfIdle() }
+        let rewriting = !world.olderPayloads.isEmpty && rewriteOlderPayloadsIfIdle()
         guard scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) else { return }
         hand(at: now)
+        // The rewrite of older payloads takes its steps on decision ticks: the flush of a
+        // step's rows must not start a quiet period that holds while the tiers are clean.
+        if rewriting, !world.olderPayloads.isEmpty { scheduler.reconsider() }
     }
 
     /// Tells the writer when the power source or the user's activity changes: compaction
