@@ -92,7 +92,7 @@ struct Shield: Component {
         let directory = TestDirectory()
         var config = try Self.copyOfFixture(directory)
         config.maintenance.rewriteOldPayloads = true
-        config.maintenance.rewriteStepRows = 6   // four decision ticks' worth
+        config.maintenance.rewriteStepRows = 6   // four steps, each after the last one's flush
         let clock = ManualClock()
         var options = Engine.Options()
         options.clock = clock
@@ -105,7 +105,7 @@ struct Shield: Component {
             engine.noteInput()
             engine.endTick()
             #expect(engine.olderPayloadsPending == Self.shields)
-            // Idle on mains: a step per decision, until none is left.
+            // Idle on mains: a step, its flush, the next step, until none is left.
             engine.powerState = .charging(80)
             clock.advance(by: config.persistence.idleAfter + .seconds(1))
             for _ in 0 ..< 200 where engine.olderPayloadsPending > 0 {

@@ -79,7 +79,7 @@ public struct MaintenanceConfig: Sendable, Equatable {
     /// `rewrite_old_payloads`: rewrite rows written with an older payload version while
     /// the user is idle on mains power (false: each at its next change).
     public var rewriteOldPayloads = false
-    /// `rewrite_step_rows`: keys of older payloads marked for rewriting per decision tick.
+    /// `rewrite_step_rows`: keys of older payloads marked for rewriting at a time (the next step follows their flush).
     public var rewriteStepRows = 1000
     /// `keep_dead_jobs_secs`: dead jobs are deleted this long after they died; 0: kept until retried.
     public var keepDeadJobs: Duration = .zero

@@ -9,11 +9,7 @@ extension Engine {
     /// - Returns: false if `timeout` passed first (the round goes on).
     @discardableResult
     public func maintainNow(timeout: Duration = .seconds(120)) -> Bool {
-        owner.check("Engine")
-        guard !isShutDown else { return false }
-        let started = clock.now()
-        guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
-        return writer.maintainNow(timeout: timeout - clock.now().duration(since: started))
+        flushThenWait(timeout: timeout, for: writer.maintainNow(timeout:))
     }
 
     /// Rows the reload found written with an older payload version and not rewritten yet.
@@ -21,17 +17,16 @@ extension Engine {
 
     /// With `[maintenance] rewrite_old_payloads`, while the user is idle on mains power:
     /// marks up to `rewrite_step_rows` keys of older payloads dirty, so the next flushes
-    /// write them in this build's version (a decision tick at a time; without it, each is
-    /// rewritten at its next change). Returns whether it marked any.
-    @discardableResult
-    func rewriteOlderPayloadsIfIdle() -> Bool {
+    /// write them in this build's version (without it, each is rewritten at its next
+    /// change). Runs at the end of a decision tick: the first once the user turns idle,
+    /// then each tick that flushes the last step's rows.
+    func rewriteOlderPayloadsIfIdle() {
         let config = config.maintenance
-        guard config.rewriteOldPayloads, onMains, activity == .idle else { return false }
+        guard config.rewriteOldPayloads, onMains, activity == .idle else { return }
         for _ in 0 ..< min(config.rewriteStepRows, world.olderPayloads.count) {
             let key = world.olderPayloads.removeLast()
             world.markDirty(column: key.column, entityIndex: key.entity)
         }
         if world.olderPayloads.isEmpty { logger.info("maintenance: every older payload rewritten") }
-        return true
     }
 }

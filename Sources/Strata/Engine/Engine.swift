@@ -241,12 +241,10 @@ public final class Engine {
         guard !isShutDown else { return }
         pollMonitors()
         reportCompactionContext(now: now)
-        let rewriting = !world.olderPayloads.isEmpty && rewriteOlderPayloadsIfIdle()
-        guard scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) else { return }
-        hand(at: now)
-        // The rewrite of older payloads takes its steps on decision ticks: the flush of a
-        // step's rows must not start a quiet period that holds while the tiers are clean.
-        if rewriting, !world.olderPayloads.isEmpty { scheduler.reconsider() }
+        if scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) { hand(at: now) }
+        // After the decision: the rows a step marks make a tier dirty, whose flush brings
+        // this tick back for the next step.
+        if !world.olderPayloads.isEmpty { rewriteOlderPayloadsIfIdle() }
     }
 
     /// Tells the writer when the power source or the user's activity changes: compaction
@@ -267,11 +265,17 @@ public final class Engine {
     ///   cannot run (a segment that cannot be read is in the way: see ``metrics``).
     @discardableResult
     public func compactNow(timeout: Duration = .seconds(120)) -> Bool {
+        flushThenWait(timeout: timeout, for: writer.compactNow(timeout:))
+    }
+
+    /// Flushes every tier, then waits for the writer's `work` for what is left of `timeout`
+    /// (``compactNow(timeout:)``, ``maintainNow(timeout:)``).
+    func flushThenWait(timeout: Duration, for work: (Duration) -> Bool) -> Bool {
         owner.check("Engine")
         guard !isShutDown else { return false }
         let started = clock.now()
         guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
-        return writer.compactNow(timeout: timeout - clock.now().duration(since: started))
+        return work(timeout - clock.now().duration(since: started))
     }
 
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
