@@ -14,9 +14,32 @@ import Testing
         newer.writes = [write(a, 2)]
         newer.sequence = 7
         older.merge(newer: newer)
-        #expect(older.writes.count == 2)
-        #expect((older.writes[0].value as? Position)?.x == 2)
+        #expect(older.writes.count == 2 && older.mergedWrites.count == 1,
+                "the merge sets the newer writes aside (O(newer) on the tick thread); the writer coalesces")
+        older.coalesce()
+        #expect(older.writes.count == 2 && older.mergedWrites.isEmpty)
+        #expect((older.writes[0].value as? Position)?.x == 2, "the key keeps its first position, with its newest value")
+        #expect((older.writes[1].value as? Position)?.x == 1 && older.writes[1].entity == b)
         #expect(older.sequence == 7)
+    }
+
+    @Test func coalescingAfterSeveralMergesEqualsReplacingInPlace() {
+        // Three batches of overlapping keys, merged then coalesced, against a model that
+        // replaces in place: same keys, same order, newest values.
+        var model: [(EntityNumber, Float)] = []
+        let batch = WriteBatch()
+        for (round, keys) in [[1, 2, 3], [2, 4], [4, 1, 5, 2]].enumerated() {
+            let next = WriteBatch()
+            next.writes = keys.map { write(EntityNumber($0), Float(round)) }
+            for key in keys {
+                if let i = model.firstIndex(where: { $0.0 == EntityNumber(key) }) { model[i].1 = Float(round) }
+                else { model.append((EntityNumber(key), Float(round))) }
+            }
+            batch.merge(newer: next)
+        }
+        batch.coalesce()
+        #expect(batch.writes.map(\.entity) == model.map(\.0))
+        #expect(batch.writes.map { ($0.value as? Position)?.x } == model.map(\.1))
     }
 
     @Test func aNewerSettingWriteReplacesTheOlderOneOfItsKey() {
@@ -60,14 +83,20 @@ import Testing
     }
 
     @Test func manyMergesStayBoundedByDistinctKeys() {
+        // A writer that takes nothing for 2,000 flushes of the same 10 keys: the merges
+        // coalesce on their own once the appended writes pass the floor.
         let ids = (0 ..< 10).map { EntityNumber($0) }
         let batch = WriteBatch()
-        for round in 0 ..< 100 {
+        var largest = 0
+        for round in 0 ..< 2_000 {
             let next = WriteBatch()
             next.writes = ids.map { write($0, Float(round)) }
             batch.merge(newer: next)
+            largest = max(largest, batch.writes.count + batch.mergedWrites.count)
         }
+        #expect(largest <= ids.count + WriteBatch.mergedWritesFloor + ids.count, "bounded: \(largest)")
+        batch.coalesce()
         #expect(batch.writes.count == 10)
-        #expect(batch.writes.allSatisfy { ($0.value as? Position)?.x == 99 })
+        #expect(batch.writes.allSatisfy { ($0.value as? Position)?.x == 1_999 })
     }
 }

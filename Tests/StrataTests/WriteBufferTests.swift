@@ -51,6 +51,23 @@ import Testing
         #expect(buffer.flushCounts.flushes == 2 && buffer.flushCounts.merged == 1)
     }
 
+    @Test func theWriterTakesAMergedBatchCoalesced() {
+        let buffer = WriteBuffer()
+        var a = WriteBatch()
+        a.writes = [ComponentWrite(entity: 1, typeIndex: 0, typeName: Position.typeName, value: Position(x: 1, y: 0)),
+                    ComponentWrite(entity: 2, typeIndex: 0, typeName: Position.typeName, value: Position(x: 1, y: 0))]
+        buffer.submit(&a)
+        var b = WriteBatch()
+        b.writes = [ComponentWrite(entity: 1, typeIndex: 0, typeName: Position.typeName, value: Position(x: 2, y: 0))]
+        #expect(buffer.submit(&b).merged)
+        guard case .batch(let taken) = buffer.take(until: nil) else {
+            Issue.record("the merged batch should be waiting")
+            return
+        }
+        #expect(taken.mergedWrites.isEmpty && taken.writes.map(\.entity) == [1, 2])
+        #expect((taken.writes[0].value as? Position)?.x == 2, "one write per key, the newest value")
+    }
+
     @Test func flushCountsReportOnlyTheReasonsSeen() {
         var counts = FlushCounts()
         counts.record([.criticalDelay, .vectorClock], merged: false)

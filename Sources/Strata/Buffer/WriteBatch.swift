@@ -89,11 +89,12 @@ final class WriteBatch: @unchecked Sendable {
         result[.derived] = derivedDrainedAt
         return result
     }
-    /// Position of each write, built on first merge.
-    private var writeIndex: [WriteKey: Int]?
+    /// Component writes of newer batches merged into this one, in order, not yet folded
+    /// into `writes` (``coalesce()``): a key may be in both, or here more than once.
+    private(set) var mergedWrites: [ComponentWrite] = []
 
     var isEmpty: Bool {
-        entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && settingWrites.isEmpty
+        entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && mergedWrites.isEmpty && settingWrites.isEmpty
             && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty && replayedRejections.isEmpty
     }
 
@@ -114,10 +115,10 @@ final class WriteBatch: @unchecked Sendable {
         checkpointAfter = false
         criticalDrainedAt = nil
         derivedDrainedAt = nil
-        writeIndex = nil
+        mergedWrites.removeAll(keepingCapacity: true)
     }
     var rowCount: Int {
-        entityDeletes.count + entityInserts.count + writes.count + settingWrites.count + operations.count + vectorClockRows.count
+        entityDeletes.count + entityInserts.count + writes.count + mergedWrites.count + settingWrites.count + operations.count + vectorClockRows.count
             + peerAcks.count + replayedRejections.count
     }
 
@@ -126,8 +127,17 @@ final class WriteBatch: @unchecked Sendable {
     /// - An entity deleted by `newer` loses its writes here; if this batch inserted it,
     ///   the insert and the delete cancel out (it never reached the database).
     /// - A write in `newer` replaces this batch's write of the same key in place (a
-    ///   component's, or a setting's).
-    /// Memory stays bounded by the number of distinct keys, however many batches merge.
+    ///   component's, or a setting's). For component writes that happens in
+    ///   ``coalesce()``, which the writer runs when it takes the batch: the merge only
+    ///   sets them aside (`mergedWrites`), so that it costs the tick thread O(newer), not
+    ///   O(this batch): no index of this batch's keys, no growth of its `writes`.
+    ///   (A critical flush that lands while the writer has yet to take a derived batch
+    ///   of 1,000 keys used to index those 1,000 keys under the hand-off's lock: 0.3 ms
+    ///   on a tick of 0.04 ms, found by `strata bench` at N = 1k.)
+    ///
+    /// Memory stays bounded by the number of distinct keys, however many batches merge:
+    /// once the writes set aside outnumber the others (and a floor), the merge coalesces
+    /// them on the spot, an amortized O(1) per write.
     func merge(newer: WriteBatch) {
         if !newer.entityDeletes.isEmpty {
             let deleted = Set(newer.entityDeletes)
@@ -137,25 +147,17 @@ final class WriteBatch: @unchecked Sendable {
                 cancelled.insert(insert.number)
                 return true
             }
-            let before = writes.count
             writes.removeAll { deleted.contains($0.entity) }
-            if writes.count != before { writeIndex = nil }
+            mergedWrites.removeAll { deleted.contains($0.entity) }
             entityDeletes.append(contentsOf: newer.entityDeletes.filter { !cancelled.contains($0) })
         }
         entityInserts.append(contentsOf: newer.entityInserts)
 
-        var index = writeIndex ?? Dictionary(
-            uniqueKeysWithValues: writes.indices.map { (WriteKey(entity: writes[$0].entity, typeIndex: writes[$0].typeIndex), $0) })
-        for write in newer.writes {
-            let key = WriteKey(entity: write.entity, typeIndex: write.typeIndex)
-            if let i = index[key] {
-                writes[i] = write
-            } else {
-                index[key] = writes.count
-                writes.append(write)
-            }
+        if !newer.writes.isEmpty || !newer.mergedWrites.isEmpty {
+            mergedWrites.append(contentsOf: newer.writes)
+            mergedWrites.append(contentsOf: newer.mergedWrites)
+            if mergedWrites.count > max(writes.count, Self.mergedWritesFloor) { coalesce() }
         }
-        writeIndex = index
         for write in newer.settingWrites {
             if let i = settingWrites.firstIndex(where: { $0.key == write.key }) {
                 settingWrites[i] = write
@@ -175,5 +177,31 @@ final class WriteBatch: @unchecked Sendable {
         derivedDrainedAt = [derivedDrainedAt, newer.derivedDrainedAt].compactMap { $0 }.max()
         reasons.formUnion(newer.reasons)
         sequence = max(sequence, newer.sequence)
+    }
+
+    /// Writes a merge sets aside for ``coalesce()`` however few writes came before.
+    static let mergedWritesFloor = 4096
+
+    /// Leaves one write per key: the first position of the key, with its newest value,
+    /// exactly as if each merge had replaced in place. O(writes) with one dictionary;
+    /// nothing to do unless a merge set writes aside. Run by the thread that owns the
+    /// batch: the writer, as it takes a batch from the hand-off.
+    func coalesce() {
+        guard !mergedWrites.isEmpty else { return }
+        writes.append(contentsOf: mergedWrites)
+        mergedWrites.removeAll(keepingCapacity: true)
+        var position = [WriteKey: Int](minimumCapacity: writes.count)
+        var kept = 0
+        for i in writes.indices {
+            let key = WriteKey(entity: writes[i].entity, typeIndex: writes[i].typeIndex)
+            if let first = position[key] {
+                writes[first] = writes[i]
+            } else {
+                position[key] = kept
+                if kept != i { writes[kept] = writes[i] }
+                kept += 1
+            }
+        }
+        writes.removeLast(writes.count - kept)
     }
 }

@@ -21,7 +21,8 @@ import Foundation
 /// Invariants:
 /// 1. At most one batch waits; a submission while one waits merges into it
 ///    (``WriteBatch/merge(newer:)``), so memory is bounded by distinct keys and
-///    critical work is never dropped.
+///    critical work is never dropped. The merge appends; the writer coalesces the
+///    writes of the batch it takes (``WriteBatch/coalesce()``), outside the lock.
 /// 2. `submit` never waits for the writer: it holds the lock for O(batch) and returns.
 ///    It wakes the writer only if the writer is parked; a polling writer finds the
 ///    batch within its poll interval (which the flush lookahead includes).
@@ -99,6 +100,12 @@ final class WriteBuffer: @unchecked Sendable {
     /// Waits for a batch until `deadline`. `parked`: only a submission ends the wait
     /// early (the writer is not polling). Writer thread.
     func take(until deadline: Date?, parked: Bool = true) -> Take {
+        let taken = takeLocked(until: deadline, parked: parked)
+        if case .batch(let batch) = taken { batch.coalesce() }   // the writer's now: no lock held
+        return taken
+    }
+
+    private func takeLocked(until deadline: Date?, parked: Bool) -> Take {
         lock.withLock {
             // A writer that reported the file corrupt is on its way out: nothing more for it.
             if corruption != nil { return .timedOut }
@@ -222,10 +229,12 @@ final class WriteBuffer: @unchecked Sendable {
     /// Takes the waiting batch, if any, without waiting (the engine, once the writer has
     /// stopped).
     func takeWaiting() -> WriteBatch? {
-        lock.withLock {
+        let taken: WriteBatch? = lock.withLock {
             defer { waiting = nil }
             return waiting
         }
+        taken?.coalesce()
+        return taken
     }
 
     /// No more batches will be submitted: `take` returns `.closed` once the slot is empty.
