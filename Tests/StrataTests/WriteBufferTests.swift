@@ -76,6 +76,15 @@ import Testing
         #expect(counts.flushes == 2 && counts.merged == 1)
     }
 
+    @Test func theVectorClockGoesWithItsTriggerAndEveryFlushThatCheckpoints() {
+        for reason in FlushReason.allCases {
+            let expected = reason == .vectorClock || reason.urgency == .nowThenCheckpoint
+            var set = FlushReasonSet()
+            set.insert(reason)
+            #expect(!set.isDisjoint(with: .withVectorClock) == expected, "\(reason)")
+        }
+    }
+
     @Test func reasonSetsIterateInDeclarationOrderByBit() {
         for (index, reason) in FlushReason.byBit.enumerated() {
             #expect(reason.bit == 1 << index)

@@ -29,15 +29,23 @@ extension World {
             drainSettings(into: batch)
             // The vector clock goes with the batches that ask for it (its trigger's, and the
             // app transitions and shutdown, which may be the last chance).
-            let withClock = batch.reasons.contains(.vectorClock) || batch.reasons.contains { $0.urgency == .nowThenCheckpoint }
+            let withClock = !batch.reasons.isDisjoint(with: .withVectorClock)
             operationLog.drain(into: batch, withClock: withClock)
         }
         tracker.reset(tier, swappingColumnsInto: &drainScratch)
-        records.withUnsafeBufferPointer { records in
-            for typeIndex in drainScratch {
-                columns[Int(typeIndex)].drain(tier, records: records, into: &batch.writes)
+        if !drainScratch.isEmpty {
+            records.withUnsafeBufferPointer { records in
+                var context = ColumnDrainContext(tier: tier, records: records, writes: [])
+                swap(&context.writes, &batch.writes)
+                withUnsafeMutablePointer(to: &context) { context in
+                    for typeIndex in drainScratch {
+                        let target = drainTargets[Int(typeIndex)]
+                        target.type._strataDrain(target.column, UnsafeMutableRawPointer(context))
+                    }
+                }
+                swap(&context.writes, &batch.writes)
             }
+            drainScratch.removeAll(keepingCapacity: true)
         }
-        drainScratch.removeAll(keepingCapacity: true)
     }
 }

@@ -107,10 +107,12 @@ public final class OperationLog {
             batch.operations.append(contentsOf: pending)
             pending.removeAll(keepingCapacity: true)
         }
-        for (peer, clock) in pendingAcks {
-            for (node, seq) in clock { batch.peerAcks.append(PeerAck(peer: peer, node: node, seq: seq)) }
+        if !pendingAcks.isEmpty {
+            for (peer, clock) in pendingAcks {
+                for (node, seq) in clock { batch.peerAcks.append(PeerAck(peer: peer, node: node, seq: seq)) }
+            }
+            pendingAcks.removeAll()
         }
-        pendingAcks.removeAll()
         if withClock && !clockChanged.isEmpty {
             for n in clockChanged { batch.vectorClockRows[n] = vectorClock[n] }
             clockChanged.removeAll(keepingCapacity: true)

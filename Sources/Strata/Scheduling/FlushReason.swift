@@ -77,6 +77,12 @@ public struct FlushReasonSet: Sendable, Equatable, Sequence, ExpressibleByArrayL
     public init(arrayLiteral reasons: FlushReason...) { for r in reasons { insert(r) } }
 
     public var isEmpty: Bool { bits == 0 }
+    public func isDisjoint(with other: FlushReasonSet) -> Bool { bits & other.bits == 0 }
+
+    /// The reasons whose batch carries the vector clock: its trigger's, and those that
+    /// flush now and checkpoint (app transitions and shutdown, which may be the last
+    /// chance). A constant, so that a drain tests it with one AND.
+    static var withVectorClock: FlushReasonSet { [.vectorClock, .explicitSave, .background, .lowMemory, .documentSwitch, .shutdown] }
     public func contains(_ reason: FlushReason) -> Bool { bits & reason.bit != 0 }
     public mutating func insert(_ reason: FlushReason) { bits |= reason.bit }
     public mutating func formUnion(_ other: FlushReasonSet) { bits |= other.bits }

@@ -128,7 +128,6 @@ protocol AnyComponentColumn: AnyObject {
     var componentType: any Component.Type { get }
     var count: Int { get }
     func forget(_ entityIndex: UInt32)
-    func drain(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func snapshot(records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     func queuedCount(_ tier: Tier) -> Int
     func denseIndex(_ entityIndex: UInt32) -> Int?

@@ -38,6 +38,11 @@ public final class World {
     private var indexByID: [EntityID: UInt32] = [:]
     @exclusivity(unchecked) @usableFromInline var columns: [any AnyComponentColumn] = []
     @usableFromInline var columnByType: [ObjectIdentifier: Int] = [:]
+    /// Each column with its component type, by type index, for the drain: it calls the
+    /// type's specialized drain directly (`ComponentColumn+Drain.swift`), not through
+    /// the column's existential and its unspecialized generic method, whose code and
+    /// metadata are cold on a flush tick.
+    @exclusivity(unchecked) var drainTargets: [(column: AnyObject, type: any Component.Type)] = []
     /// The last column looked up: hot loops touch one type many times in a row.
     @exclusivity(unchecked) @usableFromInline var lastColumn: (type: ObjectIdentifier, index: Int)?
     @exclusivity(unchecked) @usableFromInline var tracker = DirtyTracker()
@@ -99,7 +104,9 @@ public final class World {
         } else {
             index = columns.count
             columnByType[key] = index
-            columns.append(ComponentColumn<C>(typeIndex: UInt32(index)))
+            let column = ComponentColumn<C>(typeIndex: UInt32(index))
+            columns.append(column)
+            drainTargets.append((column, C.self))
         }
         lastColumn = (key, index)
         return unsafeDowncast(columns[index], to: ComponentColumn<C>.self)
