@@ -21,8 +21,8 @@ import Foundation
 /// Invariants:
 /// 1. At most one batch waits; a submission while one waits merges into it
 ///    (``WriteBatch/merge(newer:)``), so memory is bounded by distinct keys and
-///    critical work is never dropped. The merge appends; the writer coalesces the
-///    writes of the batch it takes (``WriteBatch/coalesce()``), outside the lock.
+///    critical work is never dropped. The merge sets the newer component writes aside;
+///    the writer coalesces the batch it takes (``WriteBatch/coalesce()``), outside the lock.
 /// 2. `submit` never waits for the writer: it holds the lock for O(batch) and returns.
 ///    It wakes the writer only if the writer is parked; a polling writer finds the
 ///    batch within its poll interval (which the flush lookahead includes).
