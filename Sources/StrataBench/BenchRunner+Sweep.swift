@@ -31,11 +31,7 @@ extension BenchRunner {
     public static func sweep(_ options: BenchOptions, sizes: [Int], directory: URL, command: String,
                              progress: (String) -> Void = { _ in }) throws -> SweepResults {
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 1 }) else { throw BenchError("--sweep-entities needs sizes of at least 1") }
-        var groups: [[String]] = options.strategies.map { [$0] }
-        if let baseline = groups.firstIndex(of: ["baseline"]), let strata = groups.firstIndex(of: ["strata"]) {
-            groups[baseline] = ["baseline", "strata"]
-            groups.remove(at: strata)
-        }
+        let groups = tickedTogether(options.strategies)
         var points: [SweepPoint] = []
         for entities in sizes {
             let moving = min(options.moving, entities)

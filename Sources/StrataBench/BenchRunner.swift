@@ -148,27 +148,40 @@ public enum BenchRunner {
             runs.append(("strata-scaling", max(1, options.entities / 10), max(1, options.moving / 10)))
         }
         var results: [StrategyResult] = []
-        for (name, entities, moving) in runs {
-            let strategy = try makeStrategy(name, options: options)
-            let folder = directory.appendingPathComponent(name)
+        for group in tickedTogether(runs.map(\.0)) {
+            let (_, entities, moving) = runs.first { $0.0 == group[0] }!
+            let strategies = try group.map { try makeStrategy($0, options: options) }
+            let folder = directory.appendingPathComponent(group.joined(separator: "+"))
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             var seconds = options.seconds
-            if let interval = (strategy as? StrataStrategy)?.derivedInterval.seconds, interval <= options.coverIntervalsUpToSecs {
-                seconds = max(seconds, 2.5 * interval)
+            for case let strata as StrataStrategy in strategies where strata.derivedInterval.seconds <= options.coverIntervalsUpToSecs {
+                seconds = max(seconds, 2.5 * strata.derivedInterval.seconds)
             }
-            progress("\(name): N=\(entities) M=\(moving), \(seconds) s…")
-            let result = try runOne(strategy, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder)
-            progress(String(format: "  %.1f Hz, %d sync requests, %d bytes", result.tickRateHz, result.syncRequests, result.bytesWritten))
-            results.append(result)
+            progress("\(group.joined(separator: " with ")): N=\(entities) M=\(moving), \(seconds) s…")
+            for result in try runTogether(strategies, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder) {
+                progress(String(format: "  %@: %.1f Hz, %d sync requests, %d bytes", result.name as NSString, result.tickRateHz,
+                                result.syncRequests, result.bytesWritten))
+                results.append(result)
+            }
         }
+        let order = runs.map(\.0)
+        results.sort { (order.firstIndex(of: $0.name) ?? 0) < (order.firstIndex(of: $1.name) ?? 0) }
         return BenchResults(options: options, command: command, date: ISO8601DateFormatter().string(from: Date()),
                             machine: machineDescription(), results: results)
     }
 
-    static func runOne(_ strategy: any BenchStrategy, entities: Int, moving: Int, seconds: Double, options: BenchOptions,
-                       folder: URL) throws -> StrategyResult {
-        try runTogether([strategy], entities: entities, moving: moving, seconds: seconds, options: options, folder: folder)[0]
+    /// The strategies in the order they run, those that tick in one loop grouped: the
+    /// baseline with Strata (default config), whose tick times are the side-by-side
+    /// comparison; every other strategy alone (one that blocks its tick on a sync would
+    /// hold up the loop, and the other's pace with it).
+    static func tickedTogether(_ names: [String]) -> [[String]] {
+        var groups = names.map { [$0] }
+        if let baseline = groups.firstIndex(of: ["baseline"]), let strata = groups.firstIndex(of: ["strata"]) {
+            groups[baseline] = ["baseline", "strata"]
+            groups.remove(at: strata)
+        }
+        return groups
     }
 
     /// What is measured of one strategy while it runs.
@@ -182,10 +195,17 @@ public enum BenchRunner {
     }
 
     /// Runs `strategies` on the same workload in ONE tick loop: each tick, every strategy
-    /// applies it in turn (the order alternating from tick to tick), each timed on its
-    /// own. Strategies run together see the same machine at the same moments, so their
-    /// tick times compare without the drift between runs minutes apart (this VM's p99
-    /// moved by a third from one run to the next). The loop keeps the strictest pace.
+    /// applies it in turn, each timed on its own. Strategies run together see the same
+    /// machine at the same moments, so their tick times compare without the drift between
+    /// runs minutes apart (this VM's p99 moved by a third from one run to the next). The
+    /// loop keeps the strictest pace.
+    ///
+    /// Which strategy goes first is drawn each tick (a seeded generator, so a run is
+    /// repeatable). An order that alternated from tick to tick was not fair: this VM has a
+    /// disturbance every 100 ms (6 ticks, an even number) that slows whatever runs at one
+    /// phase of the tick, and that phase drifts so slowly that for seconds at a time it
+    /// fell on the same strategy's turn every time (per-tick times showed 15–25 slowed
+    /// ticks of +50 µs in a row on one side, more than the p99 of a 20 s run counts).
     static func runTogether(_ strategies: [any BenchStrategy], entities: Int, moving: Int, seconds: Double, options: BenchOptions,
                             folder: URL) throws -> [StrategyResult] {
         let clock = MonotonicClock()
@@ -208,6 +228,8 @@ public enum BenchRunner {
         for i in runs.indices { runs[i].tickTimes.reserveCapacity(plannedTicks) }
         var changedBytes = 0
         let transformBytes = BenchPayload.transform(0, 0).count
+        var order = SplitMix64(seed: 0x5EED_0F_7)
+        var turns = Array(runs.indices)
         let start = clock.now()
         var ticks = 0
         while ticks < plannedTicks {
@@ -218,8 +240,8 @@ public enum BenchRunner {
             let critical = ticks % options.hz == 0 ? (ticks / options.hz) % entities : nil
             let tick = BenchTick(index: ticks, time: clock.now(), moving: moving, stride: max(1, entities / max(moving, 1)),
                                  criticalEntity: critical)
-            for k in runs.indices {
-                let i = ticks % 2 == 0 ? k : runs.count - 1 - k
+            turns.shuffle(using: &order)
+            for i in turns {
                 let cpuStart = threadCPUTime()
                 let tickStart = clock.now()
                 try runs[i].strategy.tick(tick)

@@ -45,6 +45,9 @@ import Testing
         #expect(tickFull.syncsByKind["wal"] == tickFull.ticks, "one WAL sync per tick's FULL commit")
         #expect(tickFull.rowsWritten == tickFull.ticks * 5 + 1, "5 moves a tick, one label edit at tick 0")
         let strata = try #require(byName["strata"])
+        #expect(strata.ticks == baseline.ticks, "ticked together")
+        #expect(BenchRunner.tickedTogether(options.strategies) == [["baseline", "strata"], ["tick-full"]],
+                "the baseline ticks in one loop with Strata, the others alone")
         #expect(strata.syncRequests <= 4, "half a second: at most the first critical flush, then the closing flush (FULL) and its checkpoint (2)")
         #expect(strata.bytesByKind["main_db", default: 0] > 0, "the closing checkpoint copies what the run wrote into the file")
         #expect(strata.risk.crash["derived"] != nil)
