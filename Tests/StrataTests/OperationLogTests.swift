@@ -123,6 +123,39 @@ import Testing
         #expect(try stored(fixture).clock == ["\(node)": 12], "and at shutdown")
     }
 
+    /// Operations and acknowledgements set the tracker's `criticalExtras`, so a critical
+    /// drain after one that had none takes them; the clock rows they moved wait for a
+    /// batch that asks for the clock, whether or not anything else is queued then.
+    @Test func operationsAndAcknowledgementsAfterADrainWithoutThemAreInTheNext() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let node = engine.nodeID, peer = NodeID()
+        engine.world.drain(.critical, into: WriteBatch())
+        #expect(!engine.world.tracker.criticalExtras)
+
+        engine.appendOperation(kind: "op", payload: [1])
+        let operations = WriteBatch()
+        engine.world.drain(.critical, into: operations)
+        #expect(operations.operations.map(\.seq) == [1] && operations.durability == .full)
+        #expect(operations.vectorClockRows.isEmpty, "a batch that does not ask for the clock leaves it")
+
+        engine.recordAcknowledgement(from: peer, clock: [node: 1])
+        let acknowledgements = WriteBatch()
+        engine.world.drain(.critical, into: acknowledgements)
+        #expect(acknowledgements.peerAcks == [PeerAck(peer: peer, node: node, seq: 1)])
+        #expect(!engine.world.tracker.criticalExtras)
+
+        let clock = WriteBatch()
+        clock.reasons = [.vectorClock]
+        engine.world.drain(.critical, into: clock)
+        #expect(clock.vectorClockRows == [node: 1], "left by the drains before, taken with nothing else queued")
+        // The drains above went nowhere: log the operation again for a clean stop.
+        engine.world.operationLog.requeue(operations.operations[0])
+        engine.world.tracker.noteCriticalWork(clock: engine.world.clock)
+        try engine.shutdown()
+        #expect(try stored(fixture).log == ["\(node):1"])
+    }
+
     @Test func aClockLeftBehindIsRebuiltFromTheLogRepairedAndReported() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

@@ -108,6 +108,42 @@ import Testing
         #expect(derived.durability == .normal)
     }
 
+    /// A critical drain reads spawns, despawns and settings only when the tracker says
+    /// some were queued (`criticalExtras`): each kind queued after a drain of keys alone
+    /// is in the next drain, and nothing is left behind.
+    @Test func everyKindOfCriticalWorkQueuedAfterAKeysOnlyDrainIsInTheNextDrain() {
+        let world = World(clock: clock)
+        let e = world.spawn(Title("a"))
+        world.drain(.critical, into: WriteBatch())   // the spawn
+        world.insert(Title("b"), for: e)
+        #expect(!world.tracker.criticalExtras, "a component key is not extra work")
+        let keys = WriteBatch()
+        world.drain(.critical, into: keys)
+        #expect(keys.writes.count == 1 && keys.entityInserts.isEmpty && keys.settingWrites.isEmpty && keys.durability == .full)
+
+        world.setSetting(.integer(1), for: "k")
+        #expect(world.tracker.criticalExtras)
+        let settings = WriteBatch()
+        world.drain(.critical, into: settings)
+        #expect(settings.settingWrites == [SettingWrite(key: "k", value: .integer(1))] && settings.durability == .full)
+        #expect(!world.tracker.criticalExtras)
+
+        let f = world.spawn(Title("c"))
+        let spawn = WriteBatch()
+        world.drain(.critical, into: spawn)
+        #expect(spawn.entityInserts.map(\.id) == [world.id(of: f)!])
+        #expect(spawn.writes.map(\.typeName) == [Title.typeName])
+
+        world.despawn(f)
+        let despawn = WriteBatch()
+        world.drain(.critical, into: despawn)
+        #expect(despawn.entityDeletes == [spawn.entityInserts[0].number])
+        #expect(!world.tracker.criticalExtras && world.tracker.firstCritical == nil)
+        let empty = WriteBatch()
+        world.drain(.critical, into: empty)
+        #expect(empty.isEmpty)
+    }
+
     @Test func componentsSetBeforeTheSpawnIsDrainedTravelWithTheSpawn() {
         let world = World(clock: clock)
         let e = world.spawn(Position(x: 1, y: 1), Title("t"))

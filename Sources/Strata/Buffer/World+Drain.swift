@@ -18,19 +18,11 @@ extension World {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier
             // alongside derived keys must not cost a sync.
             if tracker.firstDirty(.critical) != nil { batch.durability = .full }
-            if !tracker.despawns.isEmpty { batch.entityDeletes.append(contentsOf: tracker.despawns) }
-            for spawn in tracker.spawns {
-                let i = Int(spawn.entity.index)
-                // A spawn cancelled by a despawn has a newer generation in its slot.
-                guard records[i].generation == spawn.entity.generation, records[i].alive else { continue }
-                records[i].spawnPending = false
-                batch.entityInserts.append(EntityInsert(number: records[i].number, id: spawn.id))
-            }
-            drainSettings(into: batch)
             // The vector clock goes with the batches that ask for it (its trigger's, and the
-            // app transitions and shutdown, which may be the last chance).
+            // app transitions and shutdown, which may be the last chance), whether or not
+            // anything else was queued: rows an earlier drain left for it wait there.
             let withClock = !batch.reasons.isDisjoint(with: .withVectorClock)
-            operationLog.drain(into: batch, withClock: withClock)
+            if tracker.criticalExtras || withClock { drainCriticalExtras(into: batch, withClock: withClock) }
         }
         tracker.reset(tier, swappingColumnsInto: &drainScratch)
         if !drainScratch.isEmpty {
@@ -47,5 +39,21 @@ extension World {
             }
             drainScratch.removeAll(keepingCapacity: true)
         }
+    }
+
+    /// The critical work that is not component keys: despawns, spawns (whose entities
+    /// are now persisted: their other tiers' keys may be drained), settings, and the
+    /// operation log's operations, acknowledgements and (`withClock`) vector-clock rows.
+    private func drainCriticalExtras(into batch: WriteBatch, withClock: Bool) {
+        if !tracker.despawns.isEmpty { batch.entityDeletes.append(contentsOf: tracker.despawns) }
+        for spawn in tracker.spawns {
+            let i = Int(spawn.entity.index)
+            // A spawn cancelled by a despawn has a newer generation in its slot.
+            guard records[i].generation == spawn.entity.generation, records[i].alive else { continue }
+            records[i].spawnPending = false
+            batch.entityInserts.append(EntityInsert(number: records[i].number, id: spawn.id))
+        }
+        drainSettings(into: batch)
+        operationLog.drain(into: batch, withClock: withClock)
     }
 }

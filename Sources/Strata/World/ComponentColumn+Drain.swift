@@ -18,12 +18,15 @@ extension ComponentColumn {
     /// See ``World/drain(_:into:at:)`` for the rules.
     @inlinable @inline(__always)
     func drainKeys(_ tier: Tier, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite]) {
-        let t = tier.rawValue
-        writes.reserveCapacity(writes.count + queued[t].count)
+        // The tier's list is moved out for the loop and back (emptied, capacity kept), so
+        // that emptying it copies nothing.
+        var queued: [UInt32] = []
+        if tier == .critical { swap(&queued, &queuedCritical) } else { swap(&queued, &queuedDerived) }
+        writes.reserveCapacity(writes.count + queued.count)
         // One access to `values` for the whole loop (it is exclusivity-checked: `mutate`
         // lends it), not one per key.
         values.withUnsafeBufferPointer { values in
-            for entityIndex in queued[t] {
+            for entityIndex in queued {
                 let i = Int(entityIndex)
                 guard slots[i].dirty else { continue }
                 let record = records[i]
@@ -35,7 +38,8 @@ extension ComponentColumn {
                                              value: d >= 0 ? values[Int(d)] : nil))
             }
         }
-        queued[t].removeAll(keepingCapacity: true)
+        queued.removeAll(keepingCapacity: true)
+        if tier == .critical { swap(&queued, &queuedCritical) } else { swap(&queued, &queuedDerived) }
     }
 }
 

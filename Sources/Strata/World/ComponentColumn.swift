@@ -21,8 +21,11 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     @usableFromInline var owners: [UInt32] = []
     // Never borrowed across user code (see `World.records`): exclusivity checks skipped.
     @exclusivity(unchecked) @usableFromInline var slots: [Slot] = []
-    /// Slots whose dirty bit was set, per persisted tier (`Tier.rawValue`).
-    @exclusivity(unchecked) @usableFromInline var queued: [[UInt32]] = [[], []]
+    /// Slots whose dirty bit was set, per persisted tier. Two arrays, not an array of
+    /// two: the outer array's buffer would be one more cache line (and page) to touch,
+    /// cold, on the tick of a critical change and on its flush.
+    @exclusivity(unchecked) @usableFromInline var queuedCritical: [UInt32] = []
+    @exclusivity(unchecked) @usableFromInline var queuedDerived: [UInt32] = []
 
     @usableFromInline
     init(typeIndex: UInt32) {
@@ -92,13 +95,16 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         let i = Int(entityIndex)
         if slots[i].dirty { return false }
         slots[i].dirty = true
-        let t = tier.rawValue
-        queued[t].append(entityIndex)
-        return queued[t].count == 1
+        if tier == .critical {
+            queuedCritical.append(entityIndex)
+            return queuedCritical.count == 1
+        }
+        queuedDerived.append(entityIndex)
+        return queuedDerived.count == 1
     }
 
     @usableFromInline
-    func queuedCount(_ tier: Tier) -> Int { queued[tier.rawValue].count }
+    func queuedCount(_ tier: Tier) -> Int { tier == .critical ? queuedCritical.count : queuedDerived.count }
 
     /// Clears the entity's value and dirty bit (despawn): its queued entries go stale.
     @usableFromInline

@@ -214,7 +214,7 @@ public final class World {
     /// Keys waiting for `tier`'s next flush (an upper bound: stale entries count).
     public func pendingCount(_ tier: Tier) -> Int {
         guard tier != .ephemeral else { return 0 }
-        let keys = tracker.columns[tier.rawValue].reduce(0) { $0 + columns[Int($1)].queuedCount(tier) }
+        let keys = (tier == .critical ? tracker.criticalColumns : tracker.derivedColumns).reduce(0) { $0 + columns[Int($1)].queuedCount(tier) }
         let other = tracker.spawns.count + tracker.despawns.count + pendingSettings.count + operationLog.pendingCount
         return keys + (tier == .critical ? other : 0)
     }
