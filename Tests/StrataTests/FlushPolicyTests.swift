@@ -17,6 +17,27 @@ import Testing
         #expect(policy.decide(input).flushCritical)
     }
 
+    /// A flush takes the other tier along when it would fall due within the lookahead
+    /// too (one commit, not two a few ticks apart), and only then.
+    @Test func aDueTierTakesTheOtherAlongWhenItFallsDueWithinTheLookahead() {
+        let lookahead = Duration.milliseconds(150)
+        let derivedDue = t0 + .seconds(5) - lookahead   // desktop on AC: a 5 s interval
+        func decide(now: Instant, criticalDue: Instant) -> FlushPolicy.Decision {
+            policy.decide(.init(now: now, criticalFirstChange: criticalDue - .seconds(1) + lookahead,
+                                derivedFirstChange: t0, lookahead: lookahead))
+        }
+        let soon = decide(now: derivedDue, criticalDue: derivedDue + .milliseconds(150))
+        #expect(soon.flushDerived && soon.flushCritical, "critical due within the lookahead: taken along")
+        let later = decide(now: derivedDue, criticalDue: derivedDue + .milliseconds(151))
+        #expect(later.flushDerived && !later.flushCritical)
+        let criticalFirst = decide(now: derivedDue - .milliseconds(100), criticalDue: derivedDue - .milliseconds(100))
+        #expect(criticalFirst.flushCritical && criticalFirst.flushDerived, "derived due within the lookahead: taken along")
+        let criticalAlone = decide(now: derivedDue - .milliseconds(200), criticalDue: derivedDue - .milliseconds(200))
+        #expect(criticalAlone.flushCritical && !criticalAlone.flushDerived)
+        let neither = decide(now: derivedDue - .milliseconds(200), criticalDue: derivedDue - .milliseconds(100))
+        #expect(neither.isEmpty, "nothing due: nothing is taken along")
+    }
+
     @Test func nothingPendingIsNeverDue() {
         #expect(policy.decide(.init(now: t0 + .seconds(3600))).isEmpty)
     }

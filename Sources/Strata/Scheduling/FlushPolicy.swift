@@ -25,7 +25,8 @@ public enum PowerTier: String, Sendable, Equatable, CaseIterable {
 ///   takes effect at once; a lengthened one never delays a change already pending).
 /// A tier is due when its deadline falls before `now + lookahead`, the lookahead being
 /// one tick plus the writer's commit budget, so a change is *committed* by its deadline
-/// rather than merely handed off after it.
+/// rather than merely handed off after it. A tier that is due takes the other along when
+/// that one falls due within the lookahead as well (one commit, not two a few ticks apart).
 public struct FlushPolicy: Sendable, Equatable {
     public var config: PersistenceConfig
 
@@ -143,12 +144,23 @@ public struct FlushPolicy: Sendable, Equatable {
         }
 
         /// The tiers due at `now`, with the user's `activity` (which names the derived reason).
-        public func decision(now: Instant, activity: Activity) -> Decision {
+        ///
+        /// A tier that is due takes the other along when that one falls due within
+        /// `alongWithin` (the lookahead): one commit instead of two a few ticks apart,
+        /// which would otherwise be two flush ticks, and two WAL appends of a page or more
+        /// unless the second happened to reach the hand-off before the writer took the
+        /// first. Early is never late: each tier is still flushed by its own deadline.
+        public func decision(now: Instant, activity: Activity, alongWithin: Duration = .zero) -> Decision {
             var decision = Decision()
             if let critical { decision.flushCritical = now >= critical }
             if let derived {
                 decision.flushDerived = now >= derived
                 decision.derivedReason = activity == .idle ? .idleInterval : .derivedInterval
+            }
+            if decision.flushCritical != decision.flushDerived {
+                let horizon = now + alongWithin
+                if let critical, !decision.flushCritical { decision.flushCritical = critical <= horizon }
+                if let derived, !decision.flushDerived { decision.flushDerived = derived <= horizon }
             }
             return decision
         }
@@ -161,6 +173,6 @@ public struct FlushPolicy: Sendable, Equatable {
     }
 
     public func decide(_ input: Input) -> Decision {
-        dueInstants(input).decision(now: input.now, activity: input.activity)
+        dueInstants(input).decision(now: input.now, activity: input.activity, alongWithin: input.lookahead)
     }
 }

@@ -168,7 +168,7 @@ struct FlushScheduler {
         // policy, whose code and data are cold on a tick thread that slept, need not
         // run on the flush tick (the next tick asks it afresh).
         let fromQuietDue = expiredByTime && quietUntil != nil && activity == (quietWhileIdle ? .idle : .active)
-        if fromQuietDue { decision = quietDue.decision(now: now, activity: activity) }
+        if fromQuietDue { decision = quietDue.decision(now: now, activity: activity, alongWithin: lookahead) }
         if decision.isEmpty {
             let power = currentPower()   // read only past the quiet period: a copy that costs on the tick
             if let derivedFirst, derivedDeadline == nil {
@@ -181,7 +181,7 @@ struct FlushScheduler {
                 derivedDeadline: derivedDeadline,
                 power: power, activity: activity, lookahead: lookahead)
             let due = policy.dueInstants(input)
-            decision = due.decision(now: now, activity: activity)
+            decision = due.decision(now: now, activity: activity, alongWithin: lookahead)
             guard !decision.isEmpty else {
                 beginQuietPeriod(due: due, firstDirty: (criticalFirst, derivedFirst), activity: activity)
                 return false
