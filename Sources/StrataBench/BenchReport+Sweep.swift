@@ -118,8 +118,8 @@ extension BenchReport {
             N entities, \(o.moving) of them (or all, when N is smaller) moving every tick at \(o.hz) Hz, spread over the \
             world (every N/M-th entity); one critical change (a label edit) per second; \(o.seconds) simulated seconds per \
             strategy and size, paced in real time. The baseline (no persistence) and Strata run together in one tick \
-            loop, each tick applied to both in alternating order and timed apart, so that their tick times compare on \
-            the same machine at the same moments; the snapshots run on their own. The setup (spawning the world and \
+            loop, each tick applied to both (which goes first drawn each tick) and timed apart, so that their tick times \
+            compare on the same machine at the same moments; the snapshots run on their own. The setup (spawning the world and \
             saving it the first time) is measured on its own and is not in the rates. Bytes and sync requests are what SQLite asked of the disk (WAL \
             and main file, through Strata's counting VFS), or what the snapshot strategy wrote itself.
 

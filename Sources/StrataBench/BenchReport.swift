@@ -96,7 +96,9 @@ public enum BenchReport {
             2.5 intervals so that derived flushes are part of its numbers (the 30 s and 60 s tiers run \(o.seconds) s: no \
             derived flush happens, and their derived data at risk simply grows with the run). Rates are per *simulated* \
             second. Sync requests and bytes are what SQLite asked of the disk, counted by Strata's VFS (the snapshot \
-            strategy counts its own `fsync`s and bytes).
+            strategy counts its own `fsync`s and bytes). The baseline and Strata (default config) tick together in one \
+            loop, which goes first drawn each tick, so that their tick times compare on the same machine at the same \
+            moments; every other strategy runs on its own, one after another.
 
             - Command: `\(results.command)`
             - Machine: \(results.machine)

@@ -97,7 +97,8 @@ public struct BenchResults: Codable, Sendable {
     public var results: [StrategyResult]
 }
 
-/// Runs the workload under each strategy, one after the other, paced in real time.
+/// Runs the workload under each strategy, paced in real time: the baseline and Strata together
+/// in one tick loop, the others one after another.
 public enum BenchRunner {
     public static let strategyNames = ["baseline", "naive", "tick-full", "tick-normal", "snapshot",
                                        "strata", "strata-charging", "strata-high", "strata-medium", "strata-low"]
