@@ -21,6 +21,8 @@ public struct BenchOptions: Codable, Sendable, Equatable {
     public var scalingCheck = true
     /// Strata's `database.page_size` (nil: the default).
     public var strataPageSize: Int?
+    /// Strata's `database.auto_vacuum`, `incremental` or `none` (nil: the default).
+    public var strataAutoVacuum: String?
     /// Strata's `compaction.backlog_mb`, in bytes (nil: the default): small, so that
     /// compaction happens during a run and its cost is in the figures.
     public var strataBacklogBytes: Int?
@@ -126,6 +128,12 @@ public enum BenchRunner {
 
     static func strataSettings(_ options: BenchOptions) throws -> StrataStrategy.Settings {
         var settings = StrataStrategy.Settings(pageSize: options.strataPageSize, backlogBytes: options.strataBacklogBytes)
+        if let mode = options.strataAutoVacuum {
+            guard let parsed = AutoVacuum(rawValue: mode) else {
+                throw BenchError("unknown auto_vacuum \"\(mode)\"; known: \(AutoVacuum.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            settings.autoVacuum = parsed
+        }
         if let method = options.strataCompactionMethod {
             guard let parsed = CompactionPolicy.Method(rawValue: method) else {
                 throw BenchError("unknown compaction method \"\(method)\"; known: merge, fold")

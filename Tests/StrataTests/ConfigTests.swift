@@ -50,6 +50,7 @@ import Testing
         config.persistence.batteryTiers.low = .seconds(90)
         config.persistence.criticalDurability = .crash
         config.database.pageSize = 16384
+        config.database.autoVacuum = .none
         config.persistence.power.fallback = .batteryMedium
         config.persistence.power.dbusTimeout = .milliseconds(250)
         config.persistence.batteryTiers.highAbovePercent = 60.5
@@ -156,6 +157,10 @@ import Testing
     @Test func enumeratedValuesListTheChoices() throws {
         let e = try #require(error("[persistence]\ncritical_durability = \"sometimes\"\n"))
         #expect(e.message == "must be one of \"power_loss\", \"crash\", got \"sometimes\"")
+        let vacuum = try #require(error("[database]\nauto_vacuum = \"full\"\n"))
+        #expect(vacuum.keyPath == "database.auto_vacuum")
+        #expect(vacuum.message == "must be one of \"incremental\", \"none\", got \"full\"")
+        #expect(try StrataConfig.parse("[database]\nauto_vacuum = \"none\"\n").database.autoVacuum == .none)
     }
 
     @Test func powerKeysAreValidated() throws {

@@ -202,4 +202,23 @@ import Testing
         try engine.shutdown()
         #expect(try fixture.count("PRAGMA auto_vacuum") == 2)
     }
+
+    /// `[database] auto_vacuum = "none"` (no pointer-map pages: fewer bytes written) makes a
+    /// file whose free pages are reused but never returned; a file keeps the mode it was
+    /// made with whatever the config says later.
+    @Test func autoVacuumNoneMakesAFileWithoutPointerMapsAndAFileKeepsItsMode() throws {
+        var (fixture, _) = fixture()
+        fixture.config.database.autoVacuum = .none
+        var engine = try fixture.open()
+        engine.world.spawn(Title("a"))
+        try engine.shutdown()
+        #expect(try fixture.count("PRAGMA auto_vacuum") == 0)
+
+        fixture.config.database.autoVacuum = .incremental
+        engine = try fixture.open()
+        engine.world.spawn(Title("b"))
+        try engine.shutdown()
+        #expect(try fixture.count("PRAGMA auto_vacuum") == 0)
+        #expect(try fixture.count("SELECT count(*) FROM entities") == 2)
+    }
 }

@@ -16,6 +16,7 @@ extension StrataConfig {
             [database]
             path = "\(database.path)"
             page_size = \(database.pageSize)
+            auto_vacuum = "\(database.autoVacuum.rawValue)"
 
             [simulation]
             tick_hz = \(simulation.tickHz)

@@ -108,7 +108,8 @@ extension StrataConfig {
         if c.pageSize & (c.pageSize - 1) != 0 {
             throw r.error(.invalidValue, "page_size", "must be a power of two between 512 and 65536, got \(c.pageSize)")
         }
-        try r.rejectUnknownKeys(known: ["path", "page_size"])
+        c.autoVacuum = try r.choice("auto_vacuum", default: c.autoVacuum)
+        try r.rejectUnknownKeys(known: ["path", "page_size", "auto_vacuum"])
         return c
     }
 

@@ -125,6 +125,7 @@ extension Engine {
     static func storeOptions(config: StrataConfig, options: Options) -> Store.Options {
         var storeOptions = Store.Options()
         storeOptions.pageSize = config.database.pageSize
+        storeOptions.autoVacuum = config.database.autoVacuum
         storeOptions.busyTimeout = config.writer.busyTimeout
         storeOptions.journalSizeLimitBytes = config.persistence.maxWalSizeBytes
         storeOptions.prepareConnection = options.prepareConnection

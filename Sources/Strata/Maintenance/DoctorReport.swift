@@ -144,7 +144,7 @@ public struct DoctorReport: Codable, Sendable {
                     : "`strata maintain PATH --vacuum` rewrites the file once with auto_vacuum=INCREMENTAL and returns them")
         }
         if autoVacuum != "incremental" {
-            add(.info, "auto_vacuum", "auto_vacuum is \(autoVacuum): free pages are never returned on their own (a file made before Strata set it)",
+            add(.info, "auto_vacuum", "auto_vacuum is \(autoVacuum): free pages are never returned on their own (a file made with [database] auto_vacuum = \"none\" or before Strata set it)",
                 "`strata maintain PATH --vacuum` once (a full VACUUM: about the file's size in writes)")
         }
         if walBytes > 5 * 1_048_576 {

@@ -9,7 +9,7 @@ import Logging
 /// on the queue's own dispatch queue as well).
 ///
 /// Pragmas (DESIGN.md, "Storage"; <https://sqlite.org/pragma.html>):
-/// `auto_vacuum=INCREMENTAL` and `page_size` before the first table, `journal_mode=WAL`, `synchronous=NORMAL`,
+/// `page_size` and `auto_vacuum` (`[database]`, INCREMENTAL by default) before the first table, `journal_mode=WAL`, `synchronous=NORMAL`,
 /// `wal_autocheckpoint=0` (the writer checkpoints by hand), `foreign_keys=ON`, a
 /// `journal_size_limit` so a checkpointed WAL is truncated back to a bounded size, and
 /// `secure_delete=FAST`: Debian builds SQLite with `SQLITE_SECURE_DELETE`, which zeroes
@@ -35,6 +35,8 @@ public final class Store: Sendable {
     /// Options that tests and tools add to the writer connection.
     public struct Options: Sendable {
         public var pageSize = 4096
+        /// Applied to a new file only (`[database] auto_vacuum`).
+        public var autoVacuum = AutoVacuum.incremental
         public var busyTimeout: Duration = .milliseconds(100)
         public var journalSizeLimitBytes = 5 * 1024 * 1024
         /// Runs on every connection after the engine's pragmas (tests install observers here).
@@ -51,17 +53,18 @@ public final class Store: Sendable {
         configuration.foreignKeysEnabled = true
         configuration.label = "strata.writer"
         let pageSize = options.pageSize
+        let autoVacuum = options.autoVacuum.pragma
         let journalLimit = options.journalSizeLimitBytes
         let prepare = options.prepareConnection
         let path = location.path
         configuration.prepareDatabase { db in
             // Before any pragma that writes (journal_mode = WAL rewrites the header).
             try DocumentKind.classify(db).requireWritable(path: path)
-            // Both take effect only in a file without tables (a new one): free pages are then
-            // returned to the filesystem step by step (`Writer+Maintenance.swift`); an older
-            // file keeps its mode until `strata maintain --vacuum`.
+            // Both take effect only in a file without tables (a new one). With INCREMENTAL, free
+            // pages are returned to the filesystem step by step (`Writer+Maintenance.swift`);
+            // a file keeps the mode it was made with until `strata maintain --vacuum`.
             try db.execute(sql: "PRAGMA page_size = \(pageSize)")
-            try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+            try db.execute(sql: "PRAGMA auto_vacuum = \(autoVacuum)")
             let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
             guard mode == "wal" else {
                 throw StoreError(.open, message: "could not enable WAL (journal_mode is \(mode ?? "unknown"))", path: db.description)

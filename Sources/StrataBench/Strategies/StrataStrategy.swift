@@ -26,6 +26,8 @@ final class StrataStrategy: BenchStrategy {
     struct Settings {
         /// `database.page_size`.
         var pageSize: Int?
+        /// `database.auto_vacuum`.
+        var autoVacuum: AutoVacuum?
         /// `compaction.backlog_mb`, in bytes (small, so that compaction happens during a run).
         var backlogBytes: Int?
         var compactionMethod: CompactionPolicy.Method?
@@ -47,6 +49,7 @@ final class StrataStrategy: BenchStrategy {
         let label = power.map { "\($0)" } ?? "default config (no battery known: the desktop tier)"
         var extras: [String] = []
         if let pageSize = settings.pageSize { extras.append("\(pageSize)-byte pages") }
+        if let autoVacuum = settings.autoVacuum { extras.append("auto_vacuum \(autoVacuum.rawValue)") }
         if let backlog = settings.backlogBytes { extras.append("compaction past \(backlog / 1024) KB of log") }
         if let method = settings.compactionMethod { extras.append("always \(method.rawValue)") }
         return "Strata, \(label): derived every \(Int(derivedInterval.seconds)) s, critical within 1 s"
@@ -77,6 +80,7 @@ final class StrataStrategy: BenchStrategy {
     func prepare(entities count: Int, directory: URL) throws {
         config.database.path = directory.appendingPathComponent("\(name).db").path
         if let pageSize = settings.pageSize { config.database.pageSize = pageSize }
+        if let autoVacuum = settings.autoVacuum { config.database.autoVacuum = autoVacuum }
         if let backlog = settings.backlogBytes {
             config.compaction.backlogBytes = backlog
             config.compaction.idleBacklogBytes = min(config.compaction.idleBacklogBytes, backlog)

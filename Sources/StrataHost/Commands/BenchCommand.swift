@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Strata
 import StrataBench
 
 struct BenchCommand: ParsableCommand {
@@ -30,6 +31,9 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("page-size"), help: "Strata's database.page_size (default: the config's).")
     var pageSize: Int?
 
+    @Option(name: .customLong("auto-vacuum"), help: "Strata's database.auto_vacuum: incremental or none (default: the config's).")
+    var autoVacuum: String?
+
     @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 96 with --sweep-entities, so that compaction runs at least twice in 60 s).")
     var compactionBacklogKB: Double?
 
@@ -57,6 +61,9 @@ struct BenchCommand: ParsableCommand {
         if let pageSize, !(512 ... 65536).contains(pageSize) || pageSize & (pageSize - 1) != 0 {
             throw ValidationError("--page-size must be a power of two between 512 and 65536")
         }
+        if let autoVacuum, AutoVacuum(rawValue: autoVacuum) == nil {
+            throw ValidationError("--auto-vacuum must be one of: \(AutoVacuum.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         if let compactionBacklogKB, !(compactionBacklogKB > 0) { throw ValidationError("--compaction-backlog-kb must be positive") }
         if let sweepEntities, sizes(sweepEntities) == nil {
             throw ValidationError("--sweep-entities must be a comma-separated list of sizes of at least 1, such as 1000,10000")
@@ -80,6 +87,7 @@ struct BenchCommand: ParsableCommand {
             .split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
         options.scalingCheck = !noScalingCheck
         options.strataPageSize = pageSize
+        options.strataAutoVacuum = autoVacuum
         options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 96)).map { Int($0 * 1024) }
         options.strataCompactionMethod = compactionMethod
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
