@@ -51,12 +51,95 @@ import Testing
         #expect(read.map(\.payload) == [[1, 2, 3], [], [9], nil])
     }
 
-    @Test func aTransformOfOneOf100kEntitiesCosts18Bytes() throws {
-        // 1,000 movers spread over 100,000 entities: deltas of 100 fit one byte.
+    @Test func aTransformOfOneOf100kEntitiesCosts17Bytes() throws {
+        // 1,000 movers spread over 100,000 entities: deltas of 100 fit one byte, and the
+        // 16-byte length is the group's, written once.
         let chunks = encode((0 ..< 1000).map { R(entity: Int64($0 * 100 + 1), type: 1, payload: [UInt8](repeating: 7, count: 16)) })
         let bytes = chunks.reduce(0) { $0 + $1.records.count }
-        #expect(bytes <= 1000 * 18 + 8, "\(bytes) bytes for 1,000 records")
+        #expect(bytes <= 1000 * 17 + 8, "\(bytes) bytes for 1,000 records")
         #expect(try read(chunks[0]).count == 1000)
+    }
+
+    @Test func aGroupOfMixedLengthsKeepsALengthPerRecordAndAFixedOneDoesNot() throws {
+        let fixed = encode((1 ... 100).map { R(entity: Int64($0), type: 1, payload: [UInt8](repeating: 3, count: 8)) })[0]
+        let mixed = encode((1 ... 100).map { R(entity: Int64($0), type: 1, payload: [UInt8](repeating: 3, count: $0 == 50 ? 9 : 8)) })[0]
+        #expect(mixed.records.count - fixed.records.count == 100 + 1 - 1, "a length per put, none in the header")
+        let read = try read(mixed)
+        #expect(read.map { $0.payload?.count } == (1 ... 100).map { $0 == 50 ? 9 : 8 })
+        // Runs of different types, versions and kinds in one batch: each decides for itself.
+        let runs = encode([
+            R(entity: 1, type: 1, payload: [1, 2]), R(entity: 2, type: 1, payload: [3, 4]),
+            R(entity: 1, type: 2, payload: [5]), R(entity: 2, type: 2, payload: [6, 7, 8]),
+            R(entity: 3, type: 1, version: 2, payload: []), R(entity: 4, type: 1, version: 2, payload: []),
+            R(entity: 5, type: 1, payload: nil),
+        ])
+        #expect(try runs.flatMap { try self.read($0) }.map(\.payload) == [[1, 2], [3, 4], [], [], nil, [5], [6, 7, 8]])
+    }
+
+    @Test func consecutiveEntitiesCostTheirPayloadAlone() throws {
+        // N = M: every entity moved, so the numbers are consecutive and no delta is written.
+        let chunks = encode((1 ... 1000).map { R(entity: Int64($0), type: 1, payload: [UInt8](repeating: UInt8($0 % 7), count: 16)) })
+        let bytes = chunks.reduce(0) { $0 + $1.records.count }
+        #expect(bytes <= 1000 * 16 + 12, "\(bytes) bytes for 1,000 records")
+        let read = try read(chunks[0])
+        #expect(read.map(\.entity) == (1 ... 1000).map(Int64.init))
+        #expect(read.map(\.payload) == (1 ... 1000).map { [UInt8](repeating: UInt8($0 % 7), count: 16) })
+        // One gap: the deltas come back.
+        let gap = encode((1 ... 1000).map { R(entity: Int64($0 == 1000 ? 1001 : $0), type: 1, payload: [UInt8](repeating: 1, count: 16)) })
+        #expect(gap.reduce(0) { $0 + $1.records.count } >= 1000 * 17)
+        #expect(try self.read(gap[0]).map(\.entity).last == 1001)
+    }
+
+    @Test func consecutiveTombstonesAndEmptyPayloadsKeepTheirDeltas() throws {
+        // A byte per entry at least: otherwise a count could claim more records than bytes.
+        let tombstones = encode((1 ... 100).map { R(entity: Int64($0), type: 1, payload: nil) })[0]
+        let empty = encode((1 ... 100).map { R(entity: Int64($0), type: 2, payload: []) })[0]
+        #expect(tombstones.records.count >= 100)
+        #expect(empty.records.count >= 100)
+        #expect(try read(tombstones).map(\.entity) == (1 ... 100).map(Int64.init))
+        #expect(try read(empty).map(\.payload) == Array(repeating: [], count: 100))
+    }
+
+    @Test func aDenseGroupWithACountPastItsBytesIsDamage() throws {
+        var writer = PayloadWriter()
+        writer.write(UInt64(1) << 3 | 4 | 1)   // type 1, dense tombstones: never written
+        writer.write(UInt64(0))
+        writer.write(UInt64(3))
+        writer.write(UInt64(10))
+        #expect(throws: SegmentDamage.self) {
+            try writer.bytes.withUnsafeBytes { bytes in
+                try SegmentReader.forEachRecord(format: Segment.format, recordCount: 3, checksum: CRC32C.checksum(writer.bytes), records: bytes) { _ in }
+            }
+        }
+    }
+
+    @Test func aFixedRunCutByAFullChunkStaysFixedInTheNextChunk() throws {
+        let chunks = encode((0 ..< 10_000).map { R(entity: Int64($0), type: 1, payload: [UInt8](repeating: UInt8($0 % 251), count: 16)) })
+        #expect(chunks.count > 1)
+        for chunk in chunks { #expect(chunk.records.count <= chunk.recordCount * 16 + 16, "no length nor delta per record in any chunk") }
+        let all = try chunks.flatMap { try read($0) }
+        #expect(all.map(\.payload) == (0 ..< 10_000).map { [UInt8](repeating: UInt8($0 % 251), count: 16) })
+        #expect(all.map(\.entity) == (0 ..< 10_000).map(Int64.init))
+    }
+
+    @Test func rowsInFormat1AreStillRead() throws {
+        // Format 1, as builds before schema 8 wrote it: header = type << 1 | removed and a
+        // length in every put.
+        var writer = PayloadWriter()
+        writer.write(UInt64(7) << 1)        // type 7, puts
+        writer.write(UInt64(1))             // version
+        writer.write(UInt64(2))             // two entries
+        writer.write(UInt64(4)); writer.write(UInt64(2)); [UInt8]([0xAA, 0xBB]).withUnsafeBytes { writer.append($0) }
+        writer.write(UInt64(3)); writer.write(UInt64(1)); [UInt8]([0xCC]).withUnsafeBytes { writer.append($0) }
+        writer.write(UInt64(7) << 1 | 1)    // type 7, tombstones
+        writer.write(UInt64(0))
+        writer.write(UInt64(1))
+        writer.write(UInt64(9))
+        let chunk = SegmentEncoder.Chunk(records: writer.bytes, recordCount: 3, checksum: CRC32C.checksum(writer.bytes))
+        let read = try read(chunk, format: 1)
+        #expect(read.map(\.entity) == [4, 7, 9])
+        #expect(read.map(\.type) == [7, 7, 7])
+        #expect(read.map(\.payload) == [[0xAA, 0xBB], [0xCC], nil])
     }
 
     @Test func largeBatchesAreChunkedAndEveryChunkStandsAlone() throws {
@@ -75,7 +158,7 @@ import Testing
 
     @Test func anUnknownFormatIsDamageNotData() {
         let chunk = encode([R(entity: 1, type: 1, payload: nil)])[0]
-        #expect(throws: SegmentDamage.unknownFormat(2)) { try read(chunk, format: 2) }
+        #expect(throws: SegmentDamage.unknownFormat(3)) { try read(chunk, format: 3) }
     }
 
     @Test func aTornRecordIsDamageAndNothingIsPassedOn() throws {
@@ -85,7 +168,7 @@ import Testing
         var seen = 0
         #expect(throws: SegmentDamage.self) {
             try chunk.records.withUnsafeBytes { bytes in
-                try SegmentReader.forEachRecord(format: 1, recordCount: 2, checksum: chunk.checksum, records: bytes) { _ in seen += 1 }
+                try SegmentReader.forEachRecord(format: Segment.format, recordCount: 2, checksum: chunk.checksum, records: bytes) { _ in seen += 1 }
             }
         }
         #expect(seen == 0, "a row is applied whole or not at all")
@@ -95,14 +178,14 @@ import Testing
         let chunk = encode([R(entity: 1, type: 1, payload: nil)])[0]
         #expect(throws: SegmentDamage.self) {
             try chunk.records.withUnsafeBytes { bytes in
-                try SegmentReader.forEachRecord(format: 1, recordCount: 2, checksum: chunk.checksum, records: bytes) { _ in }
+                try SegmentReader.forEachRecord(format: Segment.format, recordCount: 2, checksum: chunk.checksum, records: bytes) { _ in }
             }
         }
     }
 
     @Test func anEntityNumberPastInt64IsDamage() throws {
         var writer = PayloadWriter()
-        writer.write(UInt64(1) << 1)        // type 1, puts
+        writer.write(UInt64(1) << 3)        // type 1, puts, a delta and a length per record
         writer.write(UInt64(1))             // version
         writer.write(UInt64(2))             // two entries
         writer.write(UInt64(Int64.max))     // the first: Int64.max
@@ -111,7 +194,7 @@ import Testing
         writer.write(UInt64(0))
         #expect(throws: SegmentDamage.self) {
             try writer.bytes.withUnsafeBytes { bytes in
-                try SegmentReader.forEachRecord(format: 1, recordCount: 2, checksum: CRC32C.checksum(writer.bytes), records: bytes) { _ in }
+                try SegmentReader.forEachRecord(format: Segment.format, recordCount: 2, checksum: CRC32C.checksum(writer.bytes), records: bytes) { _ in }
             }
         }
     }

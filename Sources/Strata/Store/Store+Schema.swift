@@ -260,9 +260,15 @@ extension Store {
                 PRAGMA user_version = 7;
                 """)
         }
+        migrator.registerMigration("v8: segment records in format 2") { db in
+            // No table changes: segment rows written from now on pack fixed-length groups
+            // (Segment.swift, format 2). The version tells a build that reads only format 1
+            // that the file is newer, instead of letting it find rows it cannot read.
+            try db.execute(sql: "PRAGMA user_version = 8")
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 7 }
+    public static var schemaVersion: Int { 8 }
 }

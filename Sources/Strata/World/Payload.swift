@@ -175,6 +175,11 @@ public struct PayloadReader {
         try take(try readCount())
     }
 
+    /// The next `count` bytes, borrowed from the buffer (no copy).
+    mutating func readBytes(count: Int) throws -> UnsafeRawBufferPointer {
+        try take(count)
+    }
+
     public mutating func read() throws -> [Float] {
         let count = try readCount()
         var result = [Float]()

@@ -13,31 +13,45 @@ import GRDBSQLite
 /// commit order and `part` the chunk within it. A merge writes its output under the
 /// `seq` of the last segment it consumed, so the log keeps its order.
 ///
-/// Records (format 1), packed in the row's `records` BLOB as groups of one component type,
+/// Records (format 2), packed in the row's `records` BLOB as groups of one component type,
 /// kind and payload version, entities in ascending order; integers are LEB128 varints,
 /// as in ``PayloadWriter``:
 ///
 ///     records := group*
-///     group   := header version count entry{count}
-///     header  := type_id << 1 | removed       (component_types.id; removed = 1: tombstones)
-///     entry   := delta [length payload]       (length and payload in groups of puts only)
+///     group   := header version count [length] [first] entry{count}
+///     header  := type_id << 3 | dense << 2 | fixed << 1 | removed
+///                 (component_types.id; removed = 1: tombstones; fixed = 1: every payload
+///                  of the group is `length` bytes; dense = 1: the entity numbers are
+///                  first, first + 1, …, first + count − 1)
+///     entry   := [delta] [length] payload (puts; the delta only when not dense, the
+///                                          length only when not fixed)
+///              | delta                    (tombstones)
 ///     delta   := entity number − the previous entry's in the group (the first: the number)
 ///
-/// A transform (16 bytes of payload) of one of 100,000 entities costs 18 bytes: one for
-/// the delta between moving entities, one for the length. Each key appears at most once
-/// in a row (a batch's writes are coalesced, a merge keeps the newest).
+/// Every entry takes a byte at least (tombstones and empty payloads are never dense), so
+/// a count larger than the row's bytes is damage. A transform (16 bytes of payload) of
+/// one of 100,000 entities costs 17 bytes: one for the delta between moving entities, its
+/// length being the group's; when every entity moves (N = M) the numbers are consecutive
+/// and it costs its 16 bytes. Each key appears at most once in a row (a batch's writes
+/// are coalesced, a merge keeps the newest).
+///
+/// Format 1 (files written before schema 8) has neither flag (header := type_id << 1 |
+/// removed; a delta and a length in every put); it is still read, and compaction
+/// rewrites what it consumes in format 2.
 ///
 /// A despawn writes no record: the entity's row goes, and with it every record that
 /// names its number (numbers are never reused while a record may name them).
 ///
-/// The row also carries `format` (1), `record_count` and `checksum` (CRC-32C of the
+/// The row also carries `format` (2), `record_count` and `checksum` (CRC-32C of the
 /// BLOB). A reader that finds a format it does not know, a wrong checksum or a record
 /// that does not parse treats the whole row as *unreadable*: the reload skips it and
 /// reports it, compaction never consumes it nor anything after it, and it stays in the
 /// file untouched.
 enum Segment {
-    /// The record format this build writes and reads.
-    static let format = 1
+    /// The record format this build writes.
+    static let format = 2
+    /// The record formats this build reads.
+    static let readableFormats = 1 ... 2
     /// Chunks of a batch (and of a merge's output) hold at most this many bytes of records.
     static let maxRecordsBytes = 64 * 1024
     static let partBits: Int64 = 20

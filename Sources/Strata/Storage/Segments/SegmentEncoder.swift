@@ -1,5 +1,7 @@
-/// Packs records into segment chunks (format 1, see ``Segment``): sorted into groups of
-/// one (type, kind, version), entity numbers delta-encoded, a chunk closed every
+/// Packs records into segment chunks (format 2, see ``Segment``): sorted into groups of
+/// one (type, kind, version), entity numbers delta-encoded (or not written at all when
+/// they are consecutive), the payload length written once per group when every payload
+/// in it has the same length, a chunk closed every
 /// ``Segment/maxRecordsBytes``.
 ///
 /// Owned by the writer thread (the appender's, and each compaction step's); reused,
@@ -36,21 +38,25 @@ struct SegmentEncoder {
             if a.version != b.version { return a.version < b.version }
             return a.key.entity < b.key.entity
         }
-        var header: (typeID: Int64, removed: Bool, version: Int)?
+        var header: Group?
         var previous: EntityNumber = 0
-        for record in records {
+        for (index, record) in records.enumerated() {
             let removed = record.payload == nil
-            if header.map({ $0.typeID != record.key.typeID || $0.removed != removed || $0.version != record.version }) ?? true
-                || chunk.bytes.count + group.bytes.count >= Segment.maxRecordsBytes {
+            let sameRun = header.map { $0.typeID == record.key.typeID && $0.removed == removed && $0.version == record.version } ?? false
+            if !sameRun || chunk.bytes.count + group.bytes.count >= Segment.maxRecordsBytes {
                 closeGroup(header)
                 if chunk.bytes.count >= Segment.maxRecordsBytes { closeChunk() }
-                header = (record.key.typeID, removed, record.version)
+                // A group cut off by a full chunk keeps its run's shape: a part of a run of
+                // equal lengths has equal lengths, a part of consecutive numbers is consecutive.
+                let shape = sameRun ? (fixedLength: header!.fixedLength, dense: header!.dense) : Self.shape(ofRunIn: records, from: index)
+                header = Group(typeID: record.key.typeID, removed: removed, version: record.version,
+                               fixedLength: shape.fixedLength, dense: shape.dense, first: record.key.entity)
                 previous = 0
             }
-            group.write(UInt64(record.key.entity - previous))
+            if !header!.dense { group.write(UInt64(record.key.entity - previous)) }
             previous = record.key.entity
             if let payload = record.payload {
-                group.write(UInt64(payload.count))
+                if header!.fixedLength == nil { group.write(UInt64(payload.count)) }
                 group.append(UnsafeRawBufferPointer(rebasing: arena[payload]))
             }
             groupCount += 1
@@ -61,11 +67,46 @@ struct SegmentEncoder {
         return chunks
     }
 
-    private mutating func closeGroup(_ header: (typeID: Int64, removed: Bool, version: Int)?) {
+    /// A group's header: its run of (type, kind, version), the length every payload in it
+    /// has if they all have one, and whether its entity numbers are consecutive from `first`.
+    private struct Group {
+        var typeID: Int64
+        var removed: Bool
+        var version: Int
+        var fixedLength: Int?
+        var dense: Bool
+        var first: EntityNumber
+    }
+
+    /// The run of (type, kind, version) that starts at `start`: the payload length all its
+    /// puts share (nil when they differ, or for tombstones), and whether its entity numbers
+    /// are consecutive (a world whose entities all changed: no deltas to write).
+    private static func shape(ofRunIn records: [Pending], from start: Int) -> (fixedLength: Int?, dense: Bool) {
+        let first = records[start]
+        var length = first.payload?.count
+        var dense = true
+        var previous = first.key.entity
+        for record in records[(start + 1)...] {
+            guard record.key.typeID == first.key.typeID, record.version == first.version,
+                  (record.payload == nil) == (first.payload == nil) else { break }
+            if record.payload?.count != length { length = nil }
+            if record.key.entity != previous + 1 { dense = false }
+            if length == nil && !dense { break }
+            previous = record.key.entity
+        }
+        // Every entry takes a byte at least, so a group's count stays bounded by its bytes:
+        // tombstones and empty payloads keep their deltas.
+        if first.payload == nil || length == 0 { dense = false }
+        return (length, dense)
+    }
+
+    private mutating func closeGroup(_ header: Group?) {
         guard let header, groupCount > 0 else { return }
-        chunk.write(UInt64(header.typeID) << 1 | (header.removed ? 1 : 0))
+        chunk.write(UInt64(header.typeID) << 3 | (header.dense ? 4 : 0) | (header.fixedLength != nil ? 2 : 0) | (header.removed ? 1 : 0))
         chunk.write(UInt64(header.version))
         chunk.write(UInt64(groupCount))
+        if let length = header.fixedLength { chunk.write(UInt64(length)) }
+        if header.dense { chunk.write(UInt64(header.first)) }
         group.bytes.withUnsafeBytes { chunk.append($0) }
         chunkCount += groupCount
         group.reset()

@@ -1,4 +1,4 @@
-/// Reads the records of one segment row (format 1, see ``Segment``).
+/// Reads the records of one segment row (formats 1 and 2, see ``Segment``).
 ///
 /// Checks before it reads: a row in another format, with a wrong checksum or with a
 /// record that does not parse is ``SegmentDamage``, reported to the caller, which keeps
@@ -8,18 +8,20 @@ enum SegmentReader {
     /// Nothing is passed to `body` unless the whole row is sound.
     static func forEachRecord(format: Int, recordCount: Int, checksum: UInt32, records: UnsafeRawBufferPointer,
                               _ body: (SegmentRecord) throws -> Void) throws {
-        guard format == Segment.format else { throw SegmentDamage.unknownFormat(format) }
+        guard Segment.readableFormats.contains(format) else { throw SegmentDamage.unknownFormat(format) }
         guard CRC32C.checksum(records) == checksum else { throw SegmentDamage.checksumMismatch }
         // Parse everything first: a row is applied whole or not at all.
         var parsed = 0
-        try parse(records) { _ in parsed += 1 }
+        try parse(records, format: format) { _ in parsed += 1 }
         guard parsed == recordCount else {
             throw SegmentDamage.malformed("\(parsed) records where the row says \(recordCount)")
         }
-        try parse(records, body)
+        try parse(records, format: format, body)
     }
 
-    private static func parse(_ records: UnsafeRawBufferPointer, _ body: (SegmentRecord) throws -> Void) throws {
+    private static func parse(_ records: UnsafeRawBufferPointer, format: Int, _ body: (SegmentRecord) throws -> Void) throws {
+        // Format 1 has neither flag: its header is type_id << 1 | removed.
+        let typeShift: UInt64 = format == 1 ? 1 : 3
         var reader = PayloadReader(records)
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         while !reader.isAtEnd {
@@ -28,24 +30,38 @@ enum SegmentReader {
                 let header: UInt64 = try reader.read()
                 let version: UInt64 = try reader.read()
                 let count: UInt64 = try reader.read()
-                guard header >> 1 <= UInt64(Int64.max), version <= UInt64(Int32.max), count <= UInt64(records.count) else {
+                let removed = header & 1 == 1
+                let fixed = typeShift == 3 && header & 2 == 2
+                let dense = typeShift == 3 && header & 4 == 4
+                let length: UInt64? = fixed ? try reader.read() : nil
+                let first: UInt64 = dense ? try reader.read() : 0
+                // Every entry takes a byte at least (the writer keeps deltas where it would
+                // not), so no count can exceed the bytes.
+                guard version <= UInt64(Int32.max), count <= UInt64(records.count), !(fixed && removed),
+                      !(dense && (removed || length == 0)),
+                      length.map({ $0 <= UInt64(records.count) }) ?? true,
+                      !dense || count == 0 || first <= UInt64(Int64.max) - (count - 1) else {
                     throw SegmentDamage.malformed("a group header out of range at offset \(start)")
                 }
-                let typeID = Int64(header >> 1)
-                let removed = header & 1 == 1
+                let typeID = Int64(header >> typeShift)
                 var entity: UInt64 = 0
-                for _ in 0 ..< count {
-                    let delta: UInt64 = try reader.read()
-                    let (sum, overflow) = entity.addingReportingOverflow(delta)
-                    guard !overflow, sum <= UInt64(Int64.max) else {
-                        throw SegmentDamage.malformed("an entity number out of range in the group at offset \(start)")
+                for i in 0 ..< count {
+                    if dense {
+                        entity = first + i
+                    } else {
+                        let delta: UInt64 = try reader.read()
+                        let (sum, overflow) = entity.addingReportingOverflow(delta)
+                        guard !overflow, sum <= UInt64(Int64.max) else {
+                            throw SegmentDamage.malformed("an entity number out of range in the group at offset \(start)")
+                        }
+                        entity = sum
                     }
-                    entity = sum
                     let key = SegmentKey(entity: Int64(entity), typeID: typeID)
                     if removed {
                         try body(SegmentRecord(key: key, version: nil, payload: none))
                     } else {
-                        try body(SegmentRecord(key: key, version: Int(version), payload: try reader.readBytes()))
+                        let payload = try length.map { try reader.readBytes(count: Int($0)) } ?? reader.readBytes()
+                        try body(SegmentRecord(key: key, version: Int(version), payload: payload))
                     }
                 }
             } catch let error as PayloadError {
