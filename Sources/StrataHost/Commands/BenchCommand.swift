@@ -34,7 +34,7 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("auto-vacuum"), help: "Strata's database.auto_vacuum: incremental or none (default: the config's).")
     var autoVacuum: String?
 
-    @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 96 with --sweep-entities, so that compaction runs at least twice in 60 s).")
+    @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 64 with --sweep-entities, so that compaction runs at least twice in 60 s at every size).")
     var compactionBacklogKB: Double?
 
     @Option(name: .customLong("compaction-method"), help: "Strata compacts with this method only: merge or fold (default: the cheaper).")
@@ -88,7 +88,7 @@ struct BenchCommand: ParsableCommand {
         options.scalingCheck = !noScalingCheck
         options.strataPageSize = pageSize
         options.strataAutoVacuum = autoVacuum
-        options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 96)).map { Int($0 * 1024) }
+        options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 64)).map { Int($0 * 1024) }
         options.strataCompactionMethod = compactionMethod
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
