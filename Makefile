@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test docs run bench bench-docs bench-sweep bench-micro bench-sync torture clean
+.PHONY: all deps deps-bench build test docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync torture clean
 
 all: build
 
@@ -60,8 +60,18 @@ bench-sweep: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata bench $(SWEEP_ARGS) --out docs --name sweep
 
-# Refreshes the committed report, docs/benchmarks.md, with the strace cross-check and the
-# last sweep (docs/sweep.md, from make bench-sweep) appended.
+# Tick p99 side by side, run after run: the baseline, Strata and the twin (the baseline's
+# work on a second world: the harness's own noise) in one tick loop, 10 runs of 12.5 s at
+# N = 1k, 10k, 100k with 1k moving (release build, ~10 min). Writes docs/p99.{md,json},
+# which bench-docs appends to docs/benchmarks.md. Flags: make bench-p99 P99_ARGS="--repeat 3 --entities 1000".
+P99_ARGS ?= --repeat 10 --sweep-entities 1000,10000,100000 --moving 1000 --seconds 12.5
+bench-p99: deps
+	$(SWIFT) build -c release --product strata
+	.build/release/strata bench $(P99_ARGS) --out docs --name p99
+
+# Refreshes the committed report, docs/benchmarks.md, with the strace cross-check, the
+# last sweep (docs/sweep.md, from make bench-sweep) and the last p99 study (docs/p99.md,
+# from make bench-p99) appended.
 bench-docs: deps-bench
 	$(SWIFT) build -c release --product strata
 	.build/release/strata bench --out docs --name benchmarks $(BENCH_ARGS)
@@ -69,6 +79,7 @@ bench-docs: deps-bench
 	  scripts/strace-crosscheck.sh; \
 	  printf '\nWhere the two differ, `strace -f -y` names the files: the unix VFS fsyncs the *directory* inside the first sync of a new rollback journal or WAL file (2 here: the journal used while the schema is created, then the WAL), and the runner itself fsyncs its 3 report files (atomic writes by Foundation). In rollback-journal mode the journal is created anew for every transaction, so `naive` pays one directory sync more per commit.\n'; \
 	  if [ -f docs/sweep.md ]; then printf '\n'; sed -e 's/^# /## /' -e 's/^## N = /### N = /' -e 's/^## What it must show/### What it must show (across world sizes)/' -e 's/^## The strategies/### The strategies (across world sizes)/' docs/sweep.md; fi; \
+	  if [ -f docs/p99.md ]; then printf '\n'; sed -e 's/^# /## /' -e 's/^## N = /### N = /' -e 's/^## What it must show/### What it must show (tick p99, run after run)/' docs/p99.md; fi; \
 	} >> docs/benchmarks.md
 
 # The micro-benchmarks (ordo-one/benchmark, release build): marking, hand-off, encoding,

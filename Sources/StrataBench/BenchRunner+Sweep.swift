@@ -42,10 +42,7 @@ extension BenchRunner {
                 try? FileManager.default.removeItem(at: folder)
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: folder) }
-                var seconds = options.seconds
-                for case let strata as StrataStrategy in strategies where strata.derivedInterval.seconds <= options.coverIntervalsUpToSecs {
-                    seconds = max(seconds, 2.5 * strata.derivedInterval.seconds)
-                }
+                let seconds = runSeconds(strategies, options: options)
                 progress("N=\(entities) M=\(moving) \(names.joined(separator: " with ")): \(seconds) s…")
                 for result in try runTogether(strategies, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder) {
                     progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, p99 %.3f ms, reload %@", result.name as NSString,

@@ -108,6 +108,7 @@ public enum BenchRunner {
     static func makeStrategy(_ name: String, options: BenchOptions) throws -> any BenchStrategy {
         switch name {
         case "baseline": return BaselineStrategy()
+        case "twin": return BaselineStrategy(name: "twin")
         case "naive": return try SQLiteStrategy(.naive)
         case "tick-full": return try SQLiteStrategy(.tickFull)
         case "tick-normal": return try SQLiteStrategy(.tickNormal)
@@ -122,7 +123,7 @@ public enum BenchRunner {
             if name.hasPrefix("snapshot-"), name.hasSuffix("s"), let k = Double(name.dropFirst(9).dropLast()), k > 0 {
                 return SnapshotStrategy(name: name, every: .nanoseconds(Int64(k * 1e9)))
             }
-            throw BenchError("unknown strategy \"\(name)\"; known: \(strategyNames.joined(separator: ", ")), snapshot-<K>s")
+            throw BenchError("unknown strategy \"\(name)\"; known: \(strategyNames.joined(separator: ", ")), twin, snapshot-<K>s")
         }
     }
 
@@ -163,10 +164,7 @@ public enum BenchRunner {
             let folder = directory.appendingPathComponent(group.joined(separator: "+"))
             try? FileManager.default.removeItem(at: folder)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            var seconds = options.seconds
-            for case let strata as StrataStrategy in strategies where strata.derivedInterval.seconds <= options.coverIntervalsUpToSecs {
-                seconds = max(seconds, 2.5 * strata.derivedInterval.seconds)
-            }
+            let seconds = runSeconds(strategies, options: options)
             progress("\(group.joined(separator: " with ")): N=\(entities) M=\(moving), \(seconds) s…")
             for result in try runTogether(strategies, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder) {
                 progress(String(format: "  %@: %.1f Hz, %d sync requests, %d bytes", result.name as NSString, result.tickRateHz,
@@ -180,15 +178,27 @@ public enum BenchRunner {
                             machine: machineDescription(), results: results)
     }
 
+    /// Simulated seconds for a group: S, or 2.5 derived intervals of a Strata tier whose
+    /// interval is at most `coverIntervalsUpToSecs`, so that its derived flushes are in the figures.
+    static func runSeconds(_ strategies: [any BenchStrategy], options: BenchOptions) -> Double {
+        var seconds = options.seconds
+        for case let strata as StrataStrategy in strategies where strata.derivedInterval.seconds <= options.coverIntervalsUpToSecs {
+            seconds = max(seconds, 2.5 * strata.derivedInterval.seconds)
+        }
+        return seconds
+    }
+
     /// The strategies in the order they run, those that tick in one loop grouped: the
-    /// baseline with Strata (default config), whose tick times are the side-by-side
-    /// comparison; every other strategy alone (one that blocks its tick on a sync would
-    /// hold up the loop, and the other's pace with it).
+    /// baseline with Strata (default config) and the twin (a second baseline, when asked
+    /// for), whose tick times are the side-by-side comparison; every other strategy alone
+    /// (one that blocks its tick on a sync would hold up the loop, and the other's pace
+    /// with it).
     static func tickedTogether(_ names: [String]) -> [[String]] {
-        var groups = names.map { [$0] }
-        if let baseline = groups.firstIndex(of: ["baseline"]), let strata = groups.firstIndex(of: ["strata"]) {
-            groups[baseline] = ["baseline", "strata"]
-            groups.remove(at: strata)
+        guard names.contains("baseline") else { return names.map { [$0] } }
+        let together = ["baseline", "strata", "twin"].filter(names.contains)
+        var groups: [[String]] = []
+        for name in names where !together.contains(name) || name == "baseline" {
+            groups.append(name == "baseline" ? together : [name])
         }
         return groups
     }

@@ -94,6 +94,53 @@ import Testing
         #expect(try JSONDecoder().decode(SweepResults.self, from: Data(json.utf8), snakeCase: true).points.count == 2)
     }
 
+    @Test func theTwinTicksWithTheBaselineAndStrata() {
+        #expect(BenchRunner.tickedTogether(["baseline", "naive", "strata", "twin"]) == [["baseline", "strata", "twin"], ["naive"]])
+        #expect(BenchRunner.tickedTogether(["twin", "baseline"]) == [["baseline", "twin"]])
+        #expect(BenchRunner.tickedTogether(["strata", "twin"]) == [["strata"], ["twin"]], "without the baseline, each alone")
+    }
+
+    @Test func aRatioSummaryGivesTheMedianTheRangeAndTheRunsWithin10Percent() {
+        let summary = RatioSummary([1.2, 0.9, 1.0, 1.05])
+        #expect(summary.median == 1.025 && summary.least == 0.9 && summary.most == 1.2)
+        #expect(summary.within10Percent == 3 && summary.count == 4)
+        #expect(RatioSummary([1.3, 1.0, 1.1]).median == 1.1)
+        #expect(RatioSummary([1.3, 1.0, 1.1]).within10Percent == 2, "1.10 counts as within 10 %")
+    }
+
+    /// The short version of `make bench-p99`: two sizes, two runs each, three strategies
+    /// ticked together in every run, the report written and the target judged per size.
+    @Test func aSmokeP99StudyRunsTheThreeTogetherAtEverySize() throws {
+        let directory = TestDirectory()
+        var options = BenchOptions()
+        options.moving = 20
+        options.seconds = 0.4
+        options.coverIntervalsUpToSecs = 0
+        let study = try BenchRunner.p99Study(options, sizes: [20, 100], runs: 2, directory: directory.url.appendingPathComponent("work"),
+                                             command: "test")
+        #expect(study.points.map(\.entities) == [20, 100])
+        #expect(study.points.map(\.moving) == [20, 20])
+        for point in study.points {
+            #expect(point.runs.count == 2)
+            for run in point.runs {
+                #expect(run.baselineP99Ms > 0 && run.strataP99Ms > 0 && run.twinP99Ms > 0)
+                #expect(run.strataRatio == run.strataP99Ms / run.baselineP99Ms)
+            }
+            #expect(point.strataRatios.count == 2 && point.twinRatios.count == 2)
+        }
+        let checks = BenchReport.p99StudyChecks(study)
+        #expect(checks.count == 2 && checks.allSatisfy { $0.met != nil })
+        #expect(checks[1].claim.contains("N = 100 (M = 20)"))
+        let files = try BenchReport.write(study, to: directory.url, name: "p99")
+        let markdown = try String(contentsOfFile: files[1], encoding: .utf8)
+        #expect(markdown.contains("## N = 100, M = 20: every run") && markdown.contains("What it must show"))
+        let json = try String(contentsOfFile: files[0], encoding: .utf8)
+        #expect(try JSONDecoder().decode(P99Study.self, from: Data(json.utf8), snakeCase: true).points.count == 2)
+        #expect(throws: BenchRunner.BenchError.self) {
+            try BenchRunner.p99Study(options, sizes: [20], runs: 0, directory: directory.url, command: "test")
+        }
+    }
+
     @Test func dataAtRiskIsTheAgeOfTheOldestUncoveredChange() {
         let t = { (s: Double) in Instant(nanoseconds: Int64(s * 1e9)) }
         let changes = [t(1), t(2), t(3), t(4)]

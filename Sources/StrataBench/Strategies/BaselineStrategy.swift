@@ -2,11 +2,20 @@ import Foundation
 import Strata
 
 /// No persistence: the same world updates, nothing written. The tick-time baseline.
+///
+/// A second one, the `twin`, ticks beside the baseline to measure the harness itself: it
+/// does the baseline's work on a world of its own, so the gap between their tick times
+/// is what the side-by-side comparison reads when there is nothing to find (an A/A run).
 final class BaselineStrategy: BenchStrategy {
-    let name = "baseline"
-    let summary = "no persistence: the same world updates, nothing written (the tick-time baseline)"
+    let name: String
+    var summary: String {
+        name == "baseline" ? "no persistence: the same world updates, nothing written (the tick-time baseline)"
+            : "no persistence, a second world ticked beside the baseline (the harness's own noise: an A/A comparison)"
+    }
     let log = DurabilityLog()
     private let world = World()
+
+    init(name: String = "baseline") { self.name = name }
     private var entities: [Entity] = []
     var rowsWritten: Int { 0 }
 

@@ -10,7 +10,9 @@ struct BenchCommand: ParsableCommand {
         discussion: """
             Writes NAME.json, NAME.svg and NAME.md into --out, and prints a table. Use a release build for timings. \
             With --sweep-entities, runs every strategy (default: \(BenchRunner.sweepStrategies.joined(separator: ", "))) \
-            at each world size instead, with --moving entities moving, and reports bytes/s and tick p99 against N.
+            at each world size instead, with --moving entities moving, and reports bytes/s and tick p99 against N. \
+            With --repeat K, runs only the baseline, Strata and the twin (the baseline's work on a second world) in one \
+            tick loop, K times at each size (--sweep-entities, or --entities), and reports the spread of the tick-p99 ratios.
             """)
 
     @Option(help: "Entities in the world (N).")
@@ -27,6 +29,9 @@ struct BenchCommand: ParsableCommand {
 
     @Option(name: .customLong("sweep-entities"), help: "Comma-separated world sizes: run every strategy at each (e.g. 1000,10000,100000,1000000).")
     var sweepEntities: String?
+
+    @Option(help: "Run the tick-p99 comparison (baseline, Strata, twin) this many times at each size instead (writes NAME p99 by default).")
+    var `repeat`: Int?
 
     @Option(name: .customLong("page-size"), help: "Strata's database.page_size (default: the config's).")
     var pageSize: Int?
@@ -65,6 +70,8 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--auto-vacuum must be one of: \(AutoVacuum.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if let compactionBacklogKB, !(compactionBacklogKB > 0) { throw ValidationError("--compaction-backlog-kb must be positive") }
+        if let `repeat`, `repeat` < 1 { throw ValidationError("--repeat must be at least 1") }
+        if `repeat` != nil, strategies != nil { throw ValidationError("--repeat runs the baseline, Strata and the twin; leave out --strategies") }
         if let sweepEntities, sizes(sweepEntities) == nil {
             throw ValidationError("--sweep-entities must be a comma-separated list of sizes of at least 1, such as 1000,10000")
         }
@@ -93,6 +100,10 @@ struct BenchCommand: ParsableCommand {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
         let command = (["strata"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
+        if let runs = `repeat` {
+            try runStudy(options, sizes: sweep ?? [entities], runs: runs, work: work, command: command)
+            return
+        }
         if let sweep {
             try runSweep(options, sizes: sweep, work: work, command: command)
             return
@@ -118,6 +129,12 @@ struct BenchCommand: ParsableCommand {
         say("")
         for line in BenchReport.checkLines(checks) { say(line) }
         say("\nwrote \(files.joined(separator: ", "))")
+    }
+
+    private func runStudy(_ options: BenchOptions, sizes: [Int], runs: Int, work: URL, command: String) throws {
+        let study = try running { try BenchRunner.p99Study(options, sizes: sizes, runs: runs, directory: work, command: command, progress: $0) }
+        let files = try BenchReport.write(study, to: URL(fileURLWithPath: out), name: name ?? "p99")
+        report(json: try BenchReport.json(study), table: BenchReport.p99StudyTable(study), checks: BenchReport.p99StudyChecks(study), files: files)
     }
 
     private func runSweep(_ options: BenchOptions, sizes: [Int], work: URL, command: String) throws {
