@@ -62,7 +62,7 @@ bench-sweep: deps
 
 # Tick p99 side by side, run after run: the baseline, Strata and the twin (the baseline's
 # work on a second world: the harness's own noise) in one tick loop, 10 runs of 12.5 s at
-# N = 1k, 10k, 100k with 1k moving (release build, ~10 min). Writes docs/p99.{md,json},
+# N = 1k, 10k, 100k with 1k moving (release build, ~8 min). Writes docs/p99.{md,json},
 # which bench-docs appends to docs/benchmarks.md. Flags: make bench-p99 P99_ARGS="--repeat 3 --entities 1000".
 P99_ARGS ?= --repeat 10 --sweep-entities 1000,10000,100000 --moving 1000 --seconds 12.5
 bench-p99: deps

@@ -24,7 +24,7 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "Simulated seconds per strategy (S).")
     var seconds = 6.0
 
-    @Option(help: "Comma-separated strategies (\(BenchRunner.strategyNames.joined(separator: ", ")), or snapshot-<K>s.")
+    @Option(help: "Comma-separated strategies (\(BenchRunner.strategyNames.joined(separator: ", ")), twin, or snapshot-<K>s).")
     var strategies: String?
 
     @Option(name: .customLong("sweep-entities"), help: "Comma-separated world sizes: run every strategy at each (e.g. 1000,10000,100000,1000000).")
