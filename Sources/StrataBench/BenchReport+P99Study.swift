@@ -76,13 +76,8 @@ extension BenchReport {
         return md
     }
 
-    /// NAME.json and NAME.md in `folder`.
+    /// `NAME.json` and `NAME.md` in `folder` (no chart); returns their paths.
     public static func write(_ study: P99Study, to folder: URL, name: String) throws -> [String] {
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let files = [("json", try json(study)), ("md", p99StudyMarkdown(study))].map { ext, text in
-            (folder.appendingPathComponent("\(name).\(ext)"), text)
-        }
-        for (file, text) in files { try text.write(to: file, atomically: true, encoding: .utf8) }
-        return files.map(\.0.path)
+        try writeFiles(json: json(study), svg: nil, markdown: { _ in p99StudyMarkdown(study) }, to: folder, name: name)
     }
 }

@@ -216,13 +216,19 @@ public enum BenchReport {
         try writeFiles(json: json(results), svg: svg(results), markdown: { markdown(results, chartFile: $0) }, to: folder, name: name)
     }
 
-    /// The three files of a report; `markdown` is given the chart's file name.
-    static func writeFiles(json: String, svg: String, markdown: (String) -> String, to folder: URL, name: String) throws -> [String] {
+    /// The files of a report, `NAME.json`, `NAME.svg` (if there is a chart) and `NAME.md`, in
+    /// that order; `markdown` is given the chart's file name.
+    static func writeFiles(json: String, svg: String?, markdown: (String) -> String, to folder: URL, name: String) throws -> [String] {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let files = ["json", "svg", "md"].map { folder.appendingPathComponent("\(name).\($0)") }
+        let file = { (ext: String) in folder.appendingPathComponent("\(name).\(ext)") }
+        var files = [file("json")]
         try json.write(to: files[0], atomically: true, encoding: .utf8)
-        try svg.write(to: files[1], atomically: true, encoding: .utf8)
-        try markdown(files[1].lastPathComponent).write(to: files[2], atomically: true, encoding: .utf8)
+        if let svg {
+            files.append(file("svg"))
+            try svg.write(to: file("svg"), atomically: true, encoding: .utf8)
+        }
+        files.append(file("md"))
+        try markdown(file("svg").lastPathComponent).write(to: file("md"), atomically: true, encoding: .utf8)
         return files.map(\.path)
     }
 

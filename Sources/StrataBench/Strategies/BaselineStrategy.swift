@@ -14,10 +14,10 @@ final class BaselineStrategy: BenchStrategy {
     }
     let log = DurabilityLog()
     private let world = World()
-
-    init(name: String = "baseline") { self.name = name }
     private var entities: [Entity] = []
     var rowsWritten: Int { 0 }
+
+    init(name: String = "baseline") { self.name = name }
 
     func prepare(entities count: Int, directory: URL) throws {
         entities = (0 ..< count).map { i in
