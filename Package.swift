@@ -86,11 +86,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The fsync benchmark runner: the workload, the strategies, the report.
+        // The drawing canvas: the document `strata sim` runs, `strata torture` faults and
+        // `strata bench --workload canvas` measures (every kind of data the engine keeps).
+        .target(
+            name: "StrataCanvas",
+            dependencies: ["Strata"]
+        ),
+        // The fsync benchmark runner: the workloads, the strategies, the report.
         .target(
             name: "StrataBench",
             dependencies: [
                 "Strata",
+                "StrataCanvas",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -100,6 +107,7 @@ let package = Package(
             dependencies: [
                 "Strata",
                 "StrataBench",
+                "StrataCanvas",
                 "StrataPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -112,6 +120,7 @@ let package = Package(
             dependencies: [
                 "Strata",
                 "StrataBench",
+                "StrataCanvas",
                 "StrataPostgres",
                 "StrataServiceLifecycle",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -14,6 +14,14 @@ typedef struct counting_vfs {
     char *name;
     uint64_t counters[STRATA_VFS_KINDS][4];   // syncs, writes, write_bytes, truncates
     uint64_t last_sync_ns;
+    // The WAL frames written while recording (strata_vfs_record_pages): one entry per
+    // frame, its page number, with STRATA_VFS_COMMIT_FRAME set on a transaction's last.
+    // Guarded by `pages_mutex`; at most STRATA_VFS_MAX_PAGE_ENTRIES kept between takes.
+    int record_pages;
+    sqlite3_mutex *pages_mutex;
+    uint32_t *pages;
+    size_t page_count, page_capacity;
+    uint64_t pages_dropped;
     struct counting_vfs *next;
 } counting_vfs;
 
@@ -50,10 +58,39 @@ static int c_read(sqlite3_file *file, void *buf, int amount, sqlite3_int64 offse
     counting_file *f = (counting_file *)file;
     return f->real->pMethods->xRead(f->real, buf, amount, offset);
 }
+// A WAL frame header (https://sqlite.org/fileformat2.html#walformat): 24 bytes written on
+// their own (wal.c's walWriteOneFrame writes the header, then the page), at offset 32 +
+// k·(24 + page size); bytes 0–3 are the page number, 4–7 the database size in pages after
+// a commit (nonzero only on a transaction's last frame), both big-endian.
+static void note_frame(counting_vfs *cv, const unsigned char *header) {
+    uint32_t page = (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 | (uint32_t)header[2] << 8 | header[3];
+    uint32_t commit = (uint32_t)header[4] << 24 | (uint32_t)header[5] << 16 | (uint32_t)header[6] << 8 | header[7];
+    if (page == 0 || page > STRATA_VFS_PAGE_MASK) return;
+    uint32_t entry = page | (commit ? STRATA_VFS_COMMIT_FRAME : 0);
+    sqlite3_mutex_enter(cv->pages_mutex);
+    if (cv->page_count == cv->page_capacity) {
+        size_t grown = cv->page_capacity ? cv->page_capacity * 2 : 4096;
+        uint32_t *pages = grown <= STRATA_VFS_MAX_PAGE_ENTRIES ? realloc(cv->pages, grown * sizeof *pages) : NULL;
+        if (pages) {
+            cv->pages = pages;
+            cv->page_capacity = grown;
+        }
+    }
+    if (cv->page_count < cv->page_capacity) {
+        cv->pages[cv->page_count++] = entry;
+    } else {
+        cv->pages_dropped++;
+    }
+    sqlite3_mutex_leave(cv->pages_mutex);
+}
+
 static int c_write(sqlite3_file *file, const void *buf, int amount, sqlite3_int64 offset) {
     counting_file *f = (counting_file *)file;
     bump(f, WRITES, 1);
     bump(f, WRITE_BYTES, (uint64_t)amount);
+    if (f->kind == STRATA_VFS_WAL && amount == 24 && offset >= 32 && __atomic_load_n(&f->vfs->record_pages, __ATOMIC_RELAXED)) {
+        note_frame(f->vfs, buf);
+    }
     return f->real->pMethods->xWrite(f->real, buf, amount, offset);
 }
 static int c_truncate(sqlite3_file *file, sqlite3_int64 size) {
@@ -222,6 +259,7 @@ int strata_vfs_register(const char *name) {
     }
     cv->real = real;
     cv->name = strdup(name);
+    cv->pages_mutex = sqlite3_mutex_alloc(SQLITE_MUTEX_FAST);
     cv->base.iVersion = 2;   // xCurrentTimeInt64; the version-3 syscall hooks are not forwarded
     cv->base.szOsFile = (int)sizeof(counting_file) + real->szOsFile;
     cv->base.mxPathname = real->mxPathname;
@@ -278,4 +316,35 @@ int strata_vfs_reset(const char *name) {
     }
     __atomic_store_n(&cv->last_sync_ns, 0, __ATOMIC_RELAXED);
     return 0;
+}
+
+int strata_vfs_record_pages(const char *name, int on) {
+    sqlite3_mutex *mutex = registry_mutex();
+    sqlite3_mutex_enter(mutex);
+    counting_vfs *cv = find(name);
+    sqlite3_mutex_leave(mutex);
+    if (!cv || !cv->pages_mutex) return -1;
+    __atomic_store_n(&cv->record_pages, on ? 1 : 0, __ATOMIC_RELAXED);
+    return 0;
+}
+
+long strata_vfs_take_pages(const char *name, uint32_t *out, size_t capacity, uint64_t *dropped) {
+    sqlite3_mutex *mutex = registry_mutex();
+    sqlite3_mutex_enter(mutex);
+    counting_vfs *cv = find(name);
+    sqlite3_mutex_leave(mutex);
+    if (!cv || !cv->pages_mutex) return -1;
+    sqlite3_mutex_enter(cv->pages_mutex);
+    size_t n = cv->page_count < capacity ? cv->page_count : capacity;
+    if (n > 0) {
+        memcpy(out, cv->pages, n * sizeof *out);
+        memmove(cv->pages, cv->pages + n, (cv->page_count - n) * sizeof *out);
+        cv->page_count -= n;
+    }
+    if (dropped) {
+        *dropped = cv->pages_dropped;
+        cv->pages_dropped = 0;
+    }
+    sqlite3_mutex_leave(cv->pages_mutex);
+    return (long)n;
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataCanvas
 
 /// What to run.
 public struct BenchOptions: Codable, Sendable, Equatable {

@@ -1,5 +1,5 @@
 import Foundation
-import StrataBench
+import StrataCanvas
 import Testing
 @testable import Strata
 

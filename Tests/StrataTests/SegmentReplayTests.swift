@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import StrataBench
+import StrataCanvas
 import Testing
 @testable import Strata
 

@@ -9,6 +9,7 @@
 #ifndef STRATA_VFS_H
 #define STRATA_VFS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -45,6 +46,23 @@ int strata_vfs_read(const char *name, strata_vfs_counts *out);
 
 /// Zeroes the counters of the VFS named `name`.
 int strata_vfs_reset(const char *name);
+
+/// Page numbers are below 2^30 (SQLite's largest page count); an entry of the page log
+/// is one, with this bit set when its frame ends a transaction (a commit).
+#define STRATA_VFS_COMMIT_FRAME 0x80000000u
+#define STRATA_VFS_PAGE_MASK 0x7FFFFFFFu
+/// Entries kept between two takes; frames past that are counted as dropped.
+#define STRATA_VFS_MAX_PAGE_ENTRIES ((size_t)1 << 24)
+
+/// Starts (`on` != 0) or stops recording the page number of every WAL frame written
+/// through the VFS named `name` (what `strata_vfs_take_pages` returns). Returns 0, or -1
+/// if no such VFS. Off by default: a recording costs a lock per frame.
+int strata_vfs_record_pages(const char *name, int on);
+
+/// Moves up to `capacity` recorded entries, oldest first, into `out` and returns how
+/// many (-1 if no such VFS); `dropped` (if not NULL) gets the frames not kept since the
+/// last take, and that count restarts.
+long strata_vfs_take_pages(const char *name, uint32_t *out, size_t capacity, uint64_t *dropped);
 
 #ifdef __cplusplus
 }

@@ -63,7 +63,10 @@ public final class Engine {
     let logger: Logger
     /// The batch the next flush drains into: empty, with the capacity of a recycled one.
     var nextBatch = WriteBatch()
-    let countingVFS: CountingVFS?
+    /// The counting VFS the document is opened through (`[metrics] count_fsyncs`: its
+    /// figures are in ``metrics``); nil when that is off, or when ``Options/vfs`` names
+    /// another VFS. ``PageWrites`` reads which pages its commits wrote.
+    public let countingVFS: CountingVFS?
     /// The counts at open (migrations, the session mark), so metrics show this session's.
     let vfsBaseline: VFSCounts
     /// What the writer was last told of the power and the user (for compaction).
@@ -280,9 +283,9 @@ public final class Engine {
 
     /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
     ///
-    /// - major actions (stroke end, undo, redo, metadata change), operations from peers,
-    ///   the vector clock: every tier within `critical_flush_delay_ms` (events in one
-    ///   window share one commit), at a later ``endTick()``;
+    /// - major actions (stroke end, undo, redo, metadata change), operations from peers:
+    ///   every tier within `critical_flush_delay_ms` (events in one window share one
+    ///   commit), at a later ``endTick()``;
     /// - app transitions (background, low memory, explicit save, document switch):
     ///   every tier now, then a checkpoint. Handed off at once; the call does not wait
     ///   for the commit (``flushNow(reason:timeout:)`` does).
@@ -333,8 +336,9 @@ public final class Engine {
     }
 
     /// Records operation-log activity (RFC 0002 "Network Events"): operations from
-    /// peers are flushed within the critical delay, and the vector clock is flushed
-    /// every `vector_clock_every_operations` operations or `vector_clock_every_secs`.
+    /// peers are flushed within the critical delay; the vector clock's rows go with the
+    /// first critical flush after `vector_clock_every_operations` operations or
+    /// `vector_clock_every_secs` (``VectorClockTrigger``: never a flush of their own).
     public func recordOperations(_ count: Int, fromPeers: Bool) {
         owner.check("Engine")
         guard count > 0 else { return }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Strata
+import StrataCanvas
 import StrataPostgres
 
 struct SimCommand: ParsableCommand {
@@ -130,6 +131,10 @@ struct SimCommand: ParsableCommand {
             throw ExitCode.failure
         }
         say("strata sim: \(engine.store.location.path)")
+        // Which pages the commits write, for the summary's pages per commit by table.
+        let pages = PageTally()
+        pages.watch(engine)
+        let storageBefore = ProcessIO.writeBytes
         if engine.recovery.crashed || engine.recovery.setAsideCorruptFile != nil {
             say("strata sim: the previous session crashed.")
         }
@@ -166,13 +171,15 @@ struct SimCommand: ParsableCommand {
             engine.startSync(transport: transport, network: network) { canvas.apply($0) }
             say("strata sim: syncing \"\(config.sync.document)\" through \(config.sync.server)")
         }
-        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config) { engine, now in
+        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config, pages: pages) { engine, now in
             // Every --switch-every seconds, the next document of --documents.
             guard let rotation else { return nil }
             let current = rotation.firstIndex(of: engine.store.location.path) ?? rotation.firstIndex(of: config.database.path) ?? 0
             let target = rotation[(current + 1) % rotation.count]
             do {
+                pages.take(from: engine)
                 let next = try engine.switchDocument(to: target)
+                pages.watch(next)
                 say("strata sim: switched to \(next.store.location.path) (\(next.world.entityCount) entities)")
                 return (next, makeScenario(next))
             } catch {
@@ -185,12 +192,16 @@ struct SimCommand: ParsableCommand {
             try engine.shutdown()
         } catch {
             printError("strata sim: shutdown could not finish: \(error)")
+            pages.take(from: engine)
             say(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
-                                     droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason))
+                                     droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason,
+                                     pages: pages.byTree(of: engine), storageBytes: ProcessIO.writeBytes.flatMap { a in storageBefore.map { a - $0 } }))
             throw ExitCode.failure
         }
+        pages.take(from: engine)
         say(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
-                                 droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason + ", shut down cleanly"))
+                                 droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason + ", shut down cleanly",
+                                 pages: pages.byTree(of: engine), storageBytes: ProcessIO.writeBytes.flatMap { a in storageBefore.map { a - $0 } }))
     }
 
     private struct Outcome {
@@ -206,7 +217,7 @@ struct SimCommand: ParsableCommand {
     /// `switchDocument` is asked every `--switch-every` seconds for another engine and
     /// scenario to go on with (nil: stay).
     private func runLoop(engine: inout Engine, scenario: inout CanvasScenario, signals: SignalFlags, config: StrataConfig,
-                         switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
+                         pages: PageTally, switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
         let clock = MonotonicClock()
         var timestep = FixedTimestep(hz: config.simulation.tickHz, maxCatchUp: config.simulation.maxCatchUpTicks)
         let status = StatusLine()
@@ -269,6 +280,7 @@ struct SimCommand: ParsableCommand {
             if now.duration(since: lastStatus) >= .milliseconds(250) {
                 let rate = Double(outcome.ticks - statusTicks) / now.duration(since: lastStatus).seconds
                 status.draw(engine: engine, tickRate: rate, ticks: outcome.ticks)
+                pages.take(from: engine)
                 lastStatus = now
                 statusTicks = outcome.ticks
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Strata
+import StrataCanvas
 
 /// `strata sync status PATH` and `strata sync retry PATH`: a document's outbox.
 struct SyncCommand: ParsableCommand {

@@ -48,7 +48,8 @@ struct StatusLine {
     }
 
     /// The end-of-run summary.
-    static func summary(engine: Engine, ticks: Int, elapsed: Duration, droppedTicks: Int, maxTick: Duration, stopReason: String) -> String {
+    static func summary(engine: Engine, ticks: Int, elapsed: Duration, droppedTicks: Int, maxTick: Duration, stopReason: String,
+                        pages: (pages: PageWrites, trees: [PageWrites.Tree])? = nil, storageBytes: Int? = nil) -> String {
         let m = engine.metrics
         let reasons = m.flushesByReason.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { "\($0.key)=\($0.value)" }.joined(separator: " ")
@@ -61,7 +62,10 @@ struct StatusLine {
             String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
                    m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
             "  rows         \(m.componentRowsWritten) component writes, \(m.componentRowsDeleted) removals, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",
-            "  payload      \(megabytes(m.payloadBytesWritten)) encoded",
+            "  payload      \(megabytes(m.payloadBytesWritten)) of components, \(megabytes(m.operationPayloadBytes)) of operations"
+                + (m.vfs.map { vfs in
+                    String(format: "; %.1f bytes written per payload byte", Double(vfs.writeBytes) / Double(max(1, m.payloadBytesWritten + m.operationPayloadBytes)))
+                } ?? ""),
             "  segment log  \(m.segmentsWritten) rows appended (\(megabytes(m.segmentBytesWritten)) of records); now \(m.segmentBacklogRows) rows, "
                 + "\(megabytes(m.segmentBacklogBytes)), \(megabytes(m.segmentLiveBytes)) live"
                 + (m.unreadableSegments > 0 ? "; \(m.unreadableSegments) UNREADABLE (kept, compaction stopped)" : ""),
@@ -78,7 +82,13 @@ struct StatusLine {
         ]
         if let vfs = m.vfs {
             lines.append("  disk         \(vfs.syncs) sync requests (WAL \(vfs.wal.syncs), database \(vfs.mainDatabase.syncs)), "
-                + "\(megabytes(vfs.writeBytes)) written in \(vfs.writes) writes, as SQLite asked (counting VFS)")
+                + "\(megabytes(vfs.writeBytes)) written in \(vfs.writes) writes, as SQLite asked (counting VFS)"
+                + (storageBytes.map { "; \(megabytes($0)) sent to storage (the kernel's count of 4 KiB pages)" } ?? ""))
+        }
+        if let (pages, trees) = pages {
+            lines.append(String(format: "  pages        %.1f per commit (%d commits): ", pages.pagesPerCommit, pages.commits)
+                + trees.prefix(12).map(\.summary).joined(separator: ", ")
+                + (trees.count > 12 ? ", …" : "") + (pages.dropped > 0 ? "; \(pages.dropped) frames not counted" : ""))
         }
         if let sync = engine.sync {
             lines.append("  sync         \(sync.pushedOperations) operations pushed in \(sync.pushes) pushes (\(sync.duplicatesIgnored) the server had), "

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataCanvas
 
 /// The durability contract, checked on a document reopened after a fault against the
 /// trace of what the canvas did before it (``CriticalTrace``):

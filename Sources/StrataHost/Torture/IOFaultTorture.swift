@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataCanvas
 
 /// `strata torture --mode eio|enospc|corrupt`: SQLite's own I/O-error loop. For each
 /// method the fault VFS can fail (xWrite, xSync, xTruncate, xRead, xFileSize, xLock,

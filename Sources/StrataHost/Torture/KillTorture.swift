@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataBench
+import StrataCanvas
 
 /// `strata torture --mode sigkill`: each cycle runs `strata sim` on the document in a
 /// child process and kills it with SIGKILL at a random moment after it has opened the

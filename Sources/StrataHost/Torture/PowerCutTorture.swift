@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataBench
+import StrataCanvas
 
 /// `strata torture --mode drop|torn`: the canvas runs in this process through the fault
 /// VFS; each cycle ends in a simulated power cut at a random moment. The engine is

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Strata
-import StrataBench
+import StrataCanvas
 
 /// What every torture mode shares: the directory, the document, the configuration, the
 /// seed, and the canvas driven in real time.
@@ -43,7 +43,7 @@ struct TortureSetup {
     static let shapes = 30
     static let activity = 5.0
 
-    func scenario(_ engine: Engine, seed: UInt64, trace: CriticalTrace?) -> CanvasScenario {
+    func scenario(_ engine: Engine, seed: UInt64, trace: (any CanvasObserver)?) -> CanvasScenario {
         CanvasScenario(engine: engine, targetShapes: Self.shapes, hz: config.simulation.tickHz, seed: seed,
                        trace: trace, activity: Self.activity)
     }

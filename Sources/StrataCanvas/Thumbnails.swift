@@ -4,7 +4,7 @@ import Strata
 /// The canvas's background work: every finished stroke gets a thumbnail, rendered by a
 /// job on the engine's worker pool and kept as an asset file (a 32×32 PGM image) beside
 /// the document. Erasing the stroke cancels its job and removes its file.
-enum Thumbnails {
+public enum Thumbnails {
     static let kind = "canvas.thumbnail"
     static let size = 32
 
@@ -39,7 +39,7 @@ enum Thumbnails {
 
     /// Registers the handler and starts the engine's workers. With `trace`, every finished
     /// render appends "done <stroke id>" to that file (the crash tests read it).
-    static func start(on engine: Engine, trace: String?) {
+    public static func start(on engine: Engine, trace: String?) {
         let assets = engine.assets
         let traceFD = trace.map { open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644) } ?? -1
         engine.registerJobHandler(kind) { context in
@@ -56,7 +56,7 @@ enum Thumbnails {
 
     /// Finished strokes with neither a thumbnail nor a job get one queued (a session that
     /// ended before their job was committed). Tick thread, at start.
-    static func catchUp(_ engine: Engine) {
+    public static func catchUp(_ engine: Engine) {
         let world = engine.world
         guard let rendered = try? Set(engine.assets.assets().compactMap(\.entity)) else { return }
         for (entity, style) in world.entities(with: StrokeStyle.self) where style.finished {

@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataBench
 
 /// Another replica editing the same canvas, as the network delivers it: its operations
 /// arrive at random moments, some twice, some out of order (one held back and delivered

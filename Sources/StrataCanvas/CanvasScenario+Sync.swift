@@ -53,7 +53,7 @@ extension CanvasScenario {
 
     /// Ends what is under way (a drag, a stroke), so its operation is logged: a device
     /// that stops leaves nothing only it knows.
-    func finishEdits() {
+    public func finishEdits() {
         if let current = drag {
             drag = nil
             endDrag(current.shape)
@@ -68,7 +68,7 @@ extension CanvasScenario {
     }
 
     /// Applies another device's operation (already logged by the engine).
-    func apply(_ operation: LoggedOperation) {
+    public func apply(_ operation: LoggedOperation) {
         do {
             try operation.payload.withUnsafeBytes { bytes in
                 var p = PayloadReader(bytes)

@@ -9,30 +9,19 @@ import Strata
 /// Written with one `write(2)` per line, so the lines survive a SIGKILL (they are in
 /// the kernel's page cache). The crash tests and `strata torture` read it to know which
 /// changes were older than their tier's bound when the process was killed.
-final class CriticalTrace {
-    enum Operation {
-        case spawn
-        case despawn
-        case strokeEnd
-        case metadata(revision: Int)
-        /// An operation logged (appended or received).
-        case logged(sequence: Int64)
-        /// The viewport panned to `x` (derived).
-        case pan(x: Int)
-    }
-
+public final class CriticalTrace: CanvasObserver {
     /// One line of a trace.
-    struct Line: Sendable {
-        var instant: Instant
-        var operation: String
-        var subject: String
-        var number: Int64?
+    public struct Line: Sendable {
+        public var instant: Instant
+        public var operation: String
+        public var subject: String
+        public var number: Int64?
 
-        var isDerived: Bool { operation == "pan" }
+        public var isDerived: Bool { operation == "pan" }
     }
 
     /// The lines of the trace at `path` (none if it does not exist).
-    static func read(_ path: String) -> [Line] {
+    public static func read(_ path: String) -> [Line] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         // The last line may be cut short by a kill: keep only complete lines.
         return text.split(separator: "\n").dropLast(text.hasSuffix("\n") ? 0 : 1).compactMap { line in
@@ -46,12 +35,12 @@ final class CriticalTrace {
     private let fd: Int32
     private let clock = MonotonicClock()
 
-    init(path: String) throws {
+    public init(path: String) throws {
         fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
     }
 
-    func record(_ operation: Operation, _ id: EntityID) {
+    public func record(_ operation: CanvasChange, _ id: EntityID) {
         let now = clock.now().nanoseconds
         let line: String = switch operation {
         case .spawn: "\(now) spawn \(id)\n"

@@ -1,6 +1,5 @@
 import Foundation
 import Strata
-import StrataBench
 
 /// A drawing canvas driven by a seeded script: shapes created and deleted, shapes
 /// dragged (derived transforms), strokes drawn (start critical, points derived, end a
@@ -12,25 +11,31 @@ import StrataBench
 /// simulated peer's operations arrive now and then (some twice, some out of order).
 ///
 /// Tick thread. Every critical change and every logged operation is reported to `trace`
-/// (the crash test checks them against the database after a SIGKILL).
-final class CanvasScenario {
-    let engine: Engine
-    var world: World { engine.world }
+/// (the crash test checks them against the database after a SIGKILL; the benchmark counts
+/// them).
+///
+/// The canvas is `strata sim`'s document, `strata torture`'s workload and, with
+/// `strata bench --workload canvas`, a benchmark of every kind of data the engine keeps.
+public final class CanvasScenario {
+    public let engine: Engine
+    public var world: World { engine.world }
     private var rng: SplitMix64
     private let targetShapes: Int
     private let hz: Double
-    private let trace: CriticalTrace?
+    private let trace: (any CanvasObserver)?
     /// Multiplies the rate of every action after the canvas is full (`strata torture`
     /// runs busy canvases: more changes of every tier per second).
     private let activity: Double
 
-    var shapes: [Entity] = []
-    var document: Entity
+    public internal(set) var shapes: [Entity] = []
+    public internal(set) var document: Entity
     private var viewport: Entity
     var drag: (shape: Entity, ticksLeft: Int, dx: Float, dy: Float)?
     var stroke: (entity: Entity, ticksLeft: Int)?
     /// Finished strokes (an eraser picks among them).
-    var strokes: [Entity] = []
+    public internal(set) var strokes: [Entity] = []
+    /// A shape is being dragged or a stroke drawn: this tick changed derived state.
+    public var isEditing: Bool { drag != nil || stroke != nil }
     /// Synced with other devices (`strata sim --sync`): their operations replace the simulated peer's.
     let syncing: Bool
     /// The eraser's own random stream: the other actions' script stays what it was.
@@ -38,7 +43,8 @@ final class CanvasScenario {
     private var peer = SimulatedPeer()
     private(set) var tick = 0
 
-    init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: CriticalTrace?, activity: Double = 1, syncing: Bool = false) {
+    public init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: (any CanvasObserver)?, activity: Double = 1,
+                syncing: Bool = false) {
         self.engine = engine
         self.syncing = syncing
         self.activity = activity
@@ -71,7 +77,7 @@ final class CanvasScenario {
     }
 
     /// Advances the canvas by one tick.
-    func step() {
+    public func step() {
         tick += 1
         let perSecond = activity / hz
 
