@@ -70,7 +70,7 @@ import Testing
         let fixture = EngineFixture()
         try writeTitlesAndOperations(fixture, count: 3000)
         let path = fixture.directory.databasePath
-        _ = try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: path)
+        _ = try damageLeafPage(of: quietIndex, skip: 2, in: path)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
 
         let run = try ChildProcess.strata(["doctor", path, "--json"])

@@ -117,13 +117,13 @@ struct Annotation: Component, Equatable {
     }
 
     @Test func damageTheIdleCheckFindsIsReplacedWhileRunning() throws {
-        // A damaged page of the operation log's id index: no commit reads it, the idle
+        // A damaged page of the jobs' (entity, kind) index: no commit reads it, the idle
         // integrity check does. The file is replaced at the next flush, not the next open.
         var fixture = EngineFixture()
         try writeTitlesAndOperations(fixture, count: 3000)
         fixture.config.persistence.idleAfter = .seconds(60)
         let engine = try fixture.open()
-        try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)
+        try damageLeafPage(of: quietIndex, skip: 2, in: fixture.directory.databasePath)
 
         engine.noteInput()   // idle detection starts with the host's first input
         fixture.clock.advance(by: .seconds(61))

@@ -274,13 +274,13 @@ import Testing
     }
 
     @Test func damageAQuietOpenMissesIsFoundWhenIdleAndHandledAtTheNextOpen() throws {
-        // A damaged page of the operation log's id index: a clean open never reads it (the
-        // log is read in (node, seq) order), so it does not notice. The idle check does; if
+        // A damaged page of the jobs' (entity, kind) index: a clean open never reads it (the
+        // interrupted jobs are found by kind), so it does not notice. The idle check does; if
         // the process dies before its next flush replaces the file (StoreReplacementTests),
         // the next open sets the file aside and salvages it.
         var fixture = EngineFixture()
         try writeTitlesAndOperations(fixture, count: 3000)
-        try damageLeafPage(of: "sqlite_autoindex_operation_log%", skip: 2, in: fixture.directory.databasePath)
+        try damageLeafPage(of: quietIndex, skip: 2, in: fixture.directory.databasePath)
 
         fixture.config.persistence.idleAfter = .seconds(60)
         let engine = try fixture.open()

@@ -143,14 +143,26 @@ enum JobRows {
     /// At open: jobs a crashed session left `processing` were interrupted. Their run
     /// counts; they are `failed` ("interrupted") and run again at once, or `dead` if that
     /// was their last attempt. Returns how many.
+    ///
+    /// Found through `jobs_claim` (kind, status, …) one kind at a time, the kinds read by
+    /// seeking past each in that index: a few lookups whatever the backlog, and no index
+    /// of its own for the claims and completions to keep up.
     static func recoverInterrupted(_ db: Database, now: Int64, maxAttempts: Int) throws -> Int {
         guard try db.tableExists("jobs") else { return 0 }
-        try db.execute(sql: """
+        let nextKind = try db.makeStatement(sql: "SELECT kind FROM jobs WHERE kind > ? ORDER BY kind LIMIT 1")
+        let mark = try db.makeStatement(sql: """
             UPDATE jobs SET status = CASE WHEN attempts >= ? THEN 'dead' ELSE 'failed' END,
                             last_error = 'interrupted', finished_at = ?, not_before = 0
-            WHERE status = 'processing'
-            """, arguments: [maxAttempts, now])
-        return db.changesCount
+            WHERE kind = ? AND status = 'processing'
+            """)
+        var recovered = 0
+        var kind = ""
+        while let next = try String.fetchOne(nextKind, arguments: [kind]) {
+            try mark.execute(arguments: [maxAttempts, now, next])
+            recovered += db.changesCount
+            kind = next
+        }
+        return recovered
     }
 
     /// Retention: deletes at most `limit` jobs of `status` that finished before `before`

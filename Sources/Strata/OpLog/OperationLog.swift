@@ -25,7 +25,7 @@ public final class OperationLog {
     /// Sequences logged above a gap, per node.
     private var beyond: [NodeID: Set<Int64>] = [:]
     private var clock: HybridLogicalClock
-    private var ids = OperationIDs()
+    private var ids = TimeOrderedIDs()
     /// Operations waiting for the next critical drain, in order.
     private(set) var pending: [LoggedOperation] = []
     /// Nodes whose vector-clock entry moved since the clock was last drained.
@@ -50,8 +50,9 @@ public final class OperationLog {
 
     /// Logs a local operation: the next sequence of this node, a new id, a timestamp.
     func append(kind: String, payload: [UInt8]) -> LoggedOperation {
-        let operation = LoggedOperation(id: ids.make(), node: node, seq: nextSequence, timestamp: clock.next(wallMilliseconds: wallClock()),
-                                  kind: kind, payload: payload)
+        let wall = wallClock()
+        let operation = LoggedOperation(id: ids.make(milliseconds: wall), node: node, seq: nextSequence,
+                                        timestamp: clock.next(wallMilliseconds: wall), kind: kind, payload: payload)
         log(operation)
         return operation
     }

@@ -289,11 +289,16 @@ enum Salvage {
                     continue
                 case .none:
                     // Probe forward for a key whose seek reads, then bisect back to the first one.
+                    // The keys here are numbers from 1 up: a probe from the start of the table
+                    // (its first leaf damaged) starts at 0, not at Int64.min, whose doublings
+                    // would never reach them.
+                    next = max(next, 0)
+                    let base = next
                     var step: Int64 = 1
                     var readable: Int64?
-                    while step < (1 << 40) {
-                        let probe = next &+ step
-                        if probe < next { break }
+                    while step < (1 << 62) {
+                        let probe = base &+ step
+                        if probe < base { break }
                         if firstKey(from: probe) != nil { readable = probe; break }
                         step *= 2
                     }
@@ -301,7 +306,7 @@ enum Salvage {
                         report.unreadable.append(table)
                         break
                     }
-                    var low = step == 1 ? next : next &+ step / 2
+                    var low = step == 1 ? base : base &+ step / 2
                     while high - low > 1 {
                         let middle = low + (high - low) / 2
                         if firstKey(from: middle) != nil { high = middle } else { low = middle }
@@ -331,14 +336,15 @@ enum Salvage {
 
     /// The operation log, keyed by (node, seq): each node's sequence is copied like an
     /// integer-keyed table (past damaged pages). The nodes come from every table that names
-    /// them, and from the log itself read in two orders (its key, and its id index) up to
-    /// a damaged page: a node named nowhere else whose every operation sits past the
-    /// damage is the one thing lost unseen.
+    /// them, and from the log itself read from both ends up to a damaged page: a node named
+    /// nowhere else whose every operation sits between two damaged pages is the one thing
+    /// lost unseen.
     private static func copyOperationLog(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
         guard columns("operation_log", source, store) != nil else { return }
         var nodes = Set<Data>()
         for sql in ["SELECT node FROM vector_clock", "SELECT node FROM operation_floor", "SELECT node FROM peer_acks",
-                    "SELECT node_id FROM replica", "SELECT DISTINCT node FROM operation_log", "SELECT node FROM operation_log ORDER BY id"] {
+                    "SELECT node_id FROM replica", "SELECT DISTINCT node FROM operation_log ORDER BY node",
+                    "SELECT DISTINCT node FROM operation_log ORDER BY node DESC"] {
             try? source.read { db in
                 let cursor = try Data.fetchCursor(db, sql: sql)
                 while let node = try cursor.next() { nodes.insert(node) }

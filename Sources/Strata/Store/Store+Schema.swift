@@ -266,9 +266,37 @@ extension Store {
             // that the file is newer, instead of letting it find rows it cannot read.
             try db.execute(sql: "PRAGMA user_version = 8")
         }
+        migrator.registerMigration("v9: indexes that no hot path reads are gone") { db in
+            // Every index is written by every insert and delete of its table (docs/storage.md,
+            // "Pages per commit"). `operation_log`'s unique index on `id` cost a leaf page per
+            // critical commit and served no read: operations are found and deduplicated by
+            // (node, seq), their primary key. `jobs_processing` cost two writes per job (the
+            // claim, the completion) and served one read at open, which `jobs_claim` answers
+            // by kind (JobRows.recoverInterrupted).
+            try db.execute(sql: """
+                CREATE TABLE operation_log_v9 (
+                    node BLOB NOT NULL CHECK (length(node) = 16),
+                    seq INTEGER NOT NULL CHECK (seq > 0),
+                    id BLOB NOT NULL CHECK (length(id) = 16),
+                    timestamp INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    logged_at INTEGER NOT NULL,
+                    PRIMARY KEY (node, seq)
+                ) WITHOUT ROWID;
+                INSERT INTO operation_log_v9 (node, seq, id, timestamp, kind, payload, logged_at)
+                    SELECT node, seq, id, timestamp, kind, payload, logged_at FROM operation_log ORDER BY node, seq;
+                DROP TABLE operation_log;
+                ALTER TABLE operation_log_v9 RENAME TO operation_log;
+
+                DROP INDEX jobs_processing;
+
+                PRAGMA user_version = 9;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 8 }
+    public static var schemaVersion: Int { 9 }
 }

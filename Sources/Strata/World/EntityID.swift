@@ -7,8 +7,12 @@ import Foundation
 public struct EntityID: Hashable, Sendable, CustomStringConvertible {
     public let uuid: UUID
 
-    /// A new random (version 4) id.
+    /// A new random (version 4) id. ``World/spawn(id:)`` makes time-ordered ones (version 7).
     public init() { uuid = UUID() }
+
+    /// Whether the id is a UUID version 7: its first 48 bits are the Unix milliseconds it
+    /// was made at, so ids made later sort after it.
+    public var isTimeOrdered: Bool { uuid.uuid.6 >> 4 == 7 }
 
     public init(_ uuid: UUID) { self.uuid = uuid }
 

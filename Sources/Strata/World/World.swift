@@ -36,6 +36,8 @@ public final class World {
     @exclusivity(unchecked) @usableFromInline var records: [EntityRecord] = []
     private var freeSlots: [UInt32] = []
     private var indexByID: [EntityID: UInt32] = [:]
+    /// Where new entity ids come from.
+    private var newIDs = TimeOrderedIDs()
     @exclusivity(unchecked) @usableFromInline var columns: [any AnyComponentColumn] = []
     @usableFromInline var columnByType: [ObjectIdentifier: Int] = [:]
     /// Each column with its component type, by type index, for the drain: it calls the
@@ -52,6 +54,8 @@ public final class World {
     /// last critical drain (a nil value: removed).
     var settingValues: [String: SettingValue] = [:]
     var pendingSettings: [String: SettingValue?] = [:]
+    /// Requests waiting to ride the next critical batch (``ride(_:)``).
+    var riders: [WriterRequest] = []
     /// The operation log's tick-thread side (a fresh, unpersisted node until a reload
     /// sets the document's). Feed it through ``Engine/appendOperation(kind:payload:)``.
     public internal(set) var operationLog = OperationLog(node: NodeID())
@@ -114,12 +118,17 @@ public final class World {
 
     // MARK: Entities
 
-    /// Spawns an entity with a new random id (or `id`, to restore a known one, such as
-    /// an entity despawned earlier or one received from a peer). Two live entities never
-    /// share an id: `id` must not be alive in this world (a precondition).
+    /// Spawns an entity with a new id (or `id`, to restore a known one, such as an entity
+    /// despawned earlier or one received from a peer). Two live entities never share an
+    /// id: `id` must not be alive in this world (a precondition).
+    ///
+    /// New ids are in time order (UUID version 7, ``EntityID/isTimeOrdered``), so the
+    /// file's index of ids grows at its right edge; ids of any other kind (random ones
+    /// from older documents, a peer's) work the same.
     @discardableResult
-    public func spawn(id: EntityID = EntityID()) -> Entity {
+    public func spawn(id: EntityID? = nil) -> Entity {
         owner.check("World")
+        let id = id ?? newIDs.make()
         precondition(indexByID[id] == nil, "spawn(id:): \(id) is already alive in this world")
         let number = nextEntityNumber
         nextEntityNumber += 1
@@ -207,6 +216,16 @@ public final class World {
         records.indices.compactMap { i in
             records[i].alive ? Entity(index: UInt32(i), generation: records[i].generation) : nil
         }
+    }
+
+    /// Hands `request` to the writer with the next critical batch, to run in its
+    /// transaction (after the batch's rows: an entity spawned before is in the file by
+    /// then). The critical tier goes dirty, so that batch comes within the critical
+    /// delay; the request shares its commit and its one sync.
+    func ride(_ request: WriterRequest) {
+        owner.check("World")
+        riders.append(request)
+        tracker.noteCriticalWork(clock: clock)
     }
 
     // MARK: Pending changes

@@ -63,6 +63,11 @@ struct EngineFixture {
 /// Tests log nothing: assertions say what matters.
 let quietLogger = Logger(label: "strata.tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
+/// An index of ``writeTitlesAndOperations(_:count:)``'s document that a clean open never
+/// reads (the jobs' unique index on entity and kind): damage there goes unseen until the
+/// idle integrity check.
+let quietIndex = "sqlite_autoindex_jobs_1"
+
 /// Overwrites a leaf page of `name` (a table or an index; a LIKE pattern), the `skip`-th
 /// in page order, with garbage, and returns how many cells it held. The WAL is first
 /// checkpointed into the file by a connection of its own, so that the page read from the
@@ -87,10 +92,15 @@ func damageLeafPage(of name: String, skip: Int, in path: String) throws -> Int {
     return cells
 }
 
-/// A document of `count` entities with a Title each and `count` operations, shut down cleanly.
+/// A document of `count` entities with a Title and a job each and `count` operations,
+/// shut down cleanly. The jobs' unique index on (entity, kind) is one no clean open
+/// reads (``quietIndex``).
 func writeTitlesAndOperations(_ fixture: EngineFixture, count: Int) throws {
     let engine = try fixture.open()
-    for i in 0 ..< count { engine.world.spawn(Title("title \(i)")) }
+    for i in 0 ..< count {
+        let entity = engine.world.spawn(Title("title \(i)"))
+        engine.jobs.enqueueSoon("test.job", for: engine.world.id(of: entity)!)
+    }
     for i in 0 ..< count { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
     try engine.shutdown()
 }
