@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import Testing
 @testable import Strata
@@ -63,52 +64,88 @@ import Testing
         try engine.shutdown()
     }
 
-    /// An empty flush is no flush: the vector clock alone writes nothing yet (the
-    /// operation log and its clock arrive with a later issue).
-    @Test func theVectorClockIsFlushedEveryFiveOperations() throws {
+    /// The rows of `vector_clock` in the file, by node.
+    func storedClock(_ fixture: EngineFixture) throws -> [NodeID: Int64] {
+        let queue = try fixture.reader()
+        defer { try? queue.close() }
+        return try queue.read { db in
+            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock").map { row in
+                ((row["node"] as Data).withUnsafeBytes { NodeID(bytes: $0)! }, row["seq"] as Int64)
+            })
+        }
+    }
+
+    /// The vector clock is derived (rebuilt from the log at open): its rows ride the
+    /// critical flush once five operations are logged, and never make a flush or a commit
+    /// of their own.
+    @Test func theVectorClockRidesTheCriticalFlushOnceFiveOperationsAreLogged() throws {
         let fixture = EngineFixture()
-        let (engine, _) = try engineWithPendingChanges(fixture)
-        engine.recordOperations(4, fromPeers: false)
+        let engine = try fixture.open()
+        let delay = fixture.config.persistence.criticalFlushDelay
+        for _ in 0 ..< 4 { engine.appendOperation(kind: "op", payload: []) }
         engine.endTick()
-        #expect(engine.metrics.flushesByReason[.vectorClock] == nil)
-        engine.recordOperations(1, fromPeers: false)
+        fixture.clock.advance(by: delay)
         engine.endTick()
         engine.waitForWriter()
-        #expect(engine.metrics.flushesByReason[.vectorClock] == 1)
-        #expect(try bothTiersSaved(fixture))
+        #expect(try fixture.count("SELECT count(*) FROM operation_log") == 4, "the operations are critical: within the delay")
+        #expect(try storedClock(fixture).isEmpty, "four operations: the clock may lag")
+        #expect(engine.metrics.commitCount == 1 && engine.metrics.fullCommitCount == 1)
+
+        engine.appendOperation(kind: "op", payload: [])
+        engine.endTick()
+        fixture.clock.advance(by: delay)
+        engine.endTick()
+        engine.waitForWriter()
+        #expect(try storedClock(fixture) == [engine.nodeID: 5], "the fifth: the clock goes with its flush")
+        #expect(engine.metrics.commitCount == 2, "one commit per critical flush, nothing more")
+        #expect(engine.metrics.flushesByReason.keys.sorted { $0.rawValue < $1.rawValue } == [.criticalDelay])
         try engine.shutdown()
     }
 
-    @Test func theVectorClockIsFlushedFiveSecondsAfterItsFirstOperation() throws {
+    @Test func aClockDueByTimeWaitsForTheNextCriticalFlush() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
-        let e = engine.world.spawn(Position(x: 0, y: 0))
+        let e = engine.world.spawn(Title("t"))
         engine.flushNow(reason: .majorAction)
-        engine.recordOperations(1, fromPeers: false)
-        fixture.clock.advance(by: .milliseconds(4999))
-        engine.world.mutate(Position.self, of: e) { $0.x = 1 }   // something to write; not due on its own
+        let commits = engine.metrics.commitCount
+        engine.appendOperation(kind: "op", payload: [])
+        fixture.clock.advance(by: fixture.config.persistence.criticalFlushDelay)
         engine.endTick()
-        #expect(engine.metrics.flushesByReason[.vectorClock] == nil)
-        fixture.clock.advance(by: .milliseconds(1))
+        engine.waitForWriter()
+        #expect(try fixture.count("SELECT count(*) FROM operation_log") == 1)
+        let early = try storedClock(fixture)[engine.nodeID]
+        #expect(early == nil, "one operation, a second after it: the clock may lag")
+
+        fixture.clock.advance(by: fixture.config.persistence.vectorClockInterval * 3)
         engine.endTick()
-        #expect(engine.metrics.flushesByReason[.vectorClock] == 1)
-        // The trigger starts over.
-        engine.world.mutate(Position.self, of: e) { $0.x = 2 }
-        engine.recordOperations(4, fromPeers: false)
+        engine.waitForWriter()
+        #expect(engine.metrics.commitCount == commits + 1, "due by time, the clock asks for no flush of its own")
+        #expect(try storedClock(fixture)[engine.nodeID] == nil)
+
+        engine.world.mutate(Title.self, of: e) { $0.revision = 1 }   // the next critical flush
+        fixture.clock.advance(by: fixture.config.persistence.criticalFlushDelay)
         engine.endTick()
-        #expect(engine.metrics.flushesByReason[.vectorClock] == 1)
+        engine.waitForWriter()
+        #expect(try storedClock(fixture) == [engine.nodeID: 1], "it rides the next critical flush")
+        #expect(engine.metrics.commitCount == commits + 2)
         try engine.shutdown()
     }
 
-    @Test func operationsFromPeersAlsoCountTowardsTheVectorClock() throws {
+    @Test func operationsFromPeersAreFlushedWithinTheCriticalDelayInOneCommit() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
-        engine.world.spawn(Title("received"))
-        engine.recordOperations(5, fromPeers: true)
+        let peer = NodeID()
+        for seq in 1 ... 5 {
+            engine.receiveOperation(LoggedOperation(node: peer, seq: Int64(seq), timestamp: HybridTimestamp(milliseconds: 1, counter: 0),
+                                                    kind: "op", payload: []))
+        }
         engine.endTick()
-        #expect(engine.metrics.flushesByReason[.vectorClock] == 1)
-        #expect(engine.metrics.flushesByReason[.networkOperations] == 1, "one flush, both reasons")
-        #expect(engine.metrics.flushCount == 1)
+        fixture.clock.advance(by: fixture.config.persistence.criticalFlushDelay)
+        engine.endTick()
+        engine.waitForWriter()
+        #expect(engine.metrics.flushesByReason[.networkOperations] == 1)
+        #expect(engine.metrics.flushCount == 1 && engine.metrics.commitCount == 1)
+        #expect(try storedClock(fixture) == [peer: 5], "five operations: the clock went along")
         try engine.shutdown()
     }
 

@@ -8,8 +8,9 @@ extension World {
     ///
     /// Tick thread. O(dirty keys), independent of the number of entities; one dynamic
     /// call per dirty column. `now` (the world's clock if nil) is recorded as the
-    /// tier's drain instant.
-    func drain(_ tier: Tier, into batch: WriteBatch, at now: Instant? = nil) {
+    /// tier's drain instant. A critical drain takes the vector clock's moved rows along
+    /// when `withClock` (``VectorClockTrigger``).
+    func drain(_ tier: Tier, into batch: WriteBatch, at now: Instant? = nil, withClock: Bool = false) {
         owner.check("World")
         precondition(tier != .ephemeral, "the ephemeral tier is never drained")
         let now = now ?? clock.now()
@@ -18,10 +19,8 @@ extension World {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier
             // alongside derived keys must not cost a sync.
             if tracker.firstDirty(.critical) != nil { batch.durability = .full }
-            // The vector clock goes with the batches that ask for it (its trigger's, and the
-            // app transitions and shutdown, which may be the last chance), whether or not
-            // anything else was queued: rows an earlier drain left for it wait there.
-            let withClock = !batch.reasons.isDisjoint(with: .withVectorClock)
+            // The vector clock goes with the drains that ask for it, whether or not anything
+            // else was queued: rows an earlier drain left for it wait there.
             if tracker.criticalExtras || withClock { drainCriticalExtras(into: batch, withClock: withClock) }
         }
         tracker.reset(tier, swappingColumnsInto: &drainScratch)
@@ -55,5 +54,10 @@ extension World {
         }
         drainSettings(into: batch)
         operationLog.drain(into: batch, withClock: withClock)
+        if !riders.isEmpty {
+            for rider in riders { batch.durability = max(batch.durability, rider.durability) }
+            batch.riders.append(contentsOf: riders)
+            riders.removeAll()
+        }
     }
 }

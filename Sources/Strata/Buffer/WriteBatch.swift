@@ -71,6 +71,11 @@ final class WriteBatch: @unchecked Sendable {
     /// Rows of `rejected_writes` the host replayed (their values are in this batch or a
     /// later one): deleted in this batch's transaction.
     var replayedRejections: [Int64] = []
+    /// Requests the tick thread handed in to ride this batch's transaction (a job's
+    /// `enqueueSoon`): run after every part, each in a savepoint of its own, and told
+    /// once the batch commits (``World/ride(_:)``). Not rows: a batch split to isolate a
+    /// rejected row hands them to the request lane instead (`Writer+Rejection.swift`).
+    var riders: [WriterRequest] = []
     var durability: Durability = .normal
     var reasons = FlushReasonSet()
     /// Assigned by ``WriteBuffer``; a merged batch carries the newest.
@@ -95,7 +100,7 @@ final class WriteBatch: @unchecked Sendable {
 
     var isEmpty: Bool {
         entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && mergedWrites.isEmpty && settingWrites.isEmpty
-            && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty && replayedRejections.isEmpty
+            && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty && replayedRejections.isEmpty && riders.isEmpty
     }
 
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
@@ -109,6 +114,7 @@ final class WriteBatch: @unchecked Sendable {
         vectorClockRows.removeAll(keepingCapacity: true)
         peerAcks.removeAll(keepingCapacity: true)
         replayedRejections.removeAll()
+        riders.removeAll()
         durability = .normal
         reasons = FlushReasonSet()
         sequence = 0
@@ -170,6 +176,7 @@ final class WriteBatch: @unchecked Sendable {
         vectorClockRows.merge(newer.vectorClockRows) { _, newest in newest }
         peerAcks.append(contentsOf: newer.peerAcks)   // applied as a maximum: order does not matter
         replayedRejections.append(contentsOf: newer.replayedRejections)
+        riders.append(contentsOf: newer.riders)
 
         durability = max(durability, newer.durability)
         checkpointAfter = checkpointAfter || newer.checkpointAfter

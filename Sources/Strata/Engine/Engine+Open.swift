@@ -90,10 +90,13 @@ extension Engine {
         var scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
         if !operations.vectorClockRepairs.isEmpty {
             logger.warning("vector clock repaired from the operation log: \(operations.vectorClockRepairs.joined(separator: "; "))")
-            scheduler.request(.vectorClock, by: options.clock.now())
+            scheduler.writeVectorClockWithNextFlush(now: options.clock.now())
         }
         let jobs = JobQueue(buffer: buffer, config: config.jobs, wallClock: options.wallClock, logger: logger,
                             paused: world.setting(Engine.jobsPausedKey) == .boolean(true))
+        jobs.rideNextBatch = { [weak world] request in
+            if let world { world.ride(request) } else { request.finish(WriterRequestError.closed) }
+        }
         let assets = AssetStore(location: store.location, config: config.assets, lane: jobs.lane, wallClock: options.wallClock,
                                 logger: logger)
         buffer.setDeletionListener { [weak jobs, weak assets] numbers in

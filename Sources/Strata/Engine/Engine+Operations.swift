@@ -1,8 +1,10 @@
 /// The operation log (RFC 0001/0002): local operations appended, peers' operations
 /// received, both critical work: committed within `critical_flush_delay_ms` with
 /// `synchronous=FULL`, through the same write buffer and writer as components, in order.
-/// The vector clock is written every `vector_clock_every_operations` operations or
-/// `vector_clock_every_secs`, and with every app transition and shutdown.
+/// The vector clock, derived from the log (and rebuilt from it at open), is written with
+/// the first critical flush after `vector_clock_every_operations` operations or
+/// `vector_clock_every_secs`, and with every app transition and shutdown: it never
+/// costs a commit of its own.
 ///
 /// Tick thread, like the world.
 ///

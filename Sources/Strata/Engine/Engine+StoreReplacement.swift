@@ -136,6 +136,7 @@ extension Engine {
         batch.vectorClockRows = world.operationLog.vectorClock
         batch.peerAcks = held.peerAcks
         batch.replayedRejections = held.replayedRejections
+        batch.riders = held.riders
         batch.durability = .full
         batch.reasons = held.reasons
         batch.criticalDrainedAt = held.criticalDrainedAt
@@ -151,6 +152,7 @@ extension Engine {
         let whole = wholeWorld(keeping: held)
         let cause = pendingReplacement?.corruption
             ?? StoreError(.corrupt, message: "the file is corrupt", path: store.location.path)
+        for rider in whole.riders { rider.finish(cause) }
         writer.parkInSideFile(writer.rejectedWrites(whole, error: cause, context: whole), because: cause)
         let error = StoreError(.write, message: "the corrupt file could not be replaced: \(whole.rowCount) rows (the whole world) parked in \(store.location.rejectedPath); the damaged file is \(pendingReplacement?.setAside ?? store.location.path)", path: store.location.path)
         logger.critical("\(error)")

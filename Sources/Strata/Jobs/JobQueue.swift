@@ -12,7 +12,7 @@ import Logging
 /// | call | returns when | durability |
 /// |---|---|---|
 /// | ``enqueue(_:for:payload:priority:timeout:)`` | committed | FULL: survives a power loss |
-/// | ``enqueueSoon(_:for:payload:priority:)`` | at once | FULL, committed within milliseconds (or once its entity's spawn is) |
+/// | ``enqueueSoon(_:for:payload:priority:)`` | at once | FULL, committed with the next critical flush (within the critical delay), in its transaction |
 /// | ``claim(kinds:limit:)``, `complete(_:)` (one or many), ``fail(_:error:)`` | committed | NORMAL: survives a crash at once, a power loss after the next sync |
 /// | ``retry(_:)``, ``cancel(_:)``, by entity too | committed | FULL |
 ///
@@ -22,8 +22,9 @@ import Logging
 ///
 /// An enqueue for an entity whose spawn has not reached the file yet waits for the batch
 /// that brings it (the tick thread's next critical flush). So on the tick thread, use
-/// ``enqueueSoon(_:for:payload:priority:)``: ``enqueue(_:for:payload:priority:timeout:)``
-/// would wait for a flush only the tick thread can make.
+/// ``enqueueSoon(_:for:payload:priority:)``, which rides that flush (no commit and no sync
+/// of its own): ``enqueue(_:for:payload:priority:timeout:)`` would wait for a flush only
+/// the tick thread can make.
 public final class JobQueue: @unchecked Sendable {
     // @unchecked Sendable: the mutable state is guarded by `lock`; the rest is immutable.
     let buffer: WriteBuffer
@@ -37,6 +38,9 @@ public final class JobQueue: @unchecked Sendable {
     private var running: [Job.ID: (token: CancellationToken, entity: EntityNumber)] = [:]
     /// Told when jobs become runnable (an enqueue, a retry, a resume): idle workers look again.
     var onRunnable: (@Sendable () -> Void)?
+    /// Hands a request to the next critical batch (``World/ride(_:)``); set by the engine.
+    /// Tick thread.
+    var rideNextBatch: ((WriterRequest) -> Void)?
 
     init(buffer: WriteBuffer, config: JobsConfig, wallClock: @escaping @Sendable () -> Int64, logger: Logger, paused: Bool) {
         self.buffer = buffer
@@ -71,9 +75,10 @@ public final class JobQueue: @unchecked Sendable {
         return job
     }
 
-    /// Adds a job like ``enqueue(_:for:payload:priority:timeout:)`` without waiting: it is
-    /// committed with a sync within milliseconds, or once its entity's spawn reaches the
-    /// file (within the critical delay). For the tick thread. A failure is logged.
+    /// Adds a job like ``enqueue(_:for:payload:priority:timeout:)`` without waiting: it
+    /// rides the next critical flush (within the critical delay), in the same transaction
+    /// and under the same sync as the world's critical changes made before it (its
+    /// entity's spawn among them). For the tick thread. A failure is logged.
     public func enqueueSoon(_ kind: String, for entity: EntityID, payload: [UInt8] = [], priority: Int = 0) {
         let now = wallClock()
         let logger = self.logger
@@ -82,7 +87,13 @@ public final class JobQueue: @unchecked Sendable {
         }) { db in
             try JobRows.add(db, kind: kind, entity: entity, payload: payload, priority: priority, now: now) ? .done : .waitForBatch
         }
-        if !buffer.submit(request) { logger.error("jobs: enqueue of \(kind) for \(entity) after shutdown: not queued") }
+        if buffer.isClosed {
+            logger.error("jobs: enqueue of \(kind) for \(entity) after shutdown: not queued")
+        } else if let rideNextBatch {
+            rideNextBatch(request)
+        } else {
+            buffer.submit(request)
+        }
     }
 
     // MARK: Running jobs

@@ -14,6 +14,7 @@ extension MetricsExporter {
             .counter("strata_vector_clock_rows_written_total", m.vectorClockRowsWritten),
             .counter("strata_operations_dropped_total", m.operationsDropped),
             .counter("strata_payload_bytes_written_total", m.payloadBytesWritten),
+            .counter("strata_operation_payload_bytes_total", m.operationPayloadBytes),
             .counter("strata_segments_written_total", m.segmentsWritten),
             .counter("strata_segment_bytes_written_total", m.segmentBytesWritten),
             // The segment log now
@@ -64,7 +65,7 @@ extension MetricsExporter {
             .gauge("strata_sessions", Double(m.cleanShutdownCount), ("ended", "clean")),
             // RFC 0002's alerts, 1 while raised
             .gauge("strata_alert", m.maxCommitDuration > .milliseconds(50) ? 1 : 0, ("alert", "slow_flush")),
-            .gauge("strata_alert", m.maxWalSizeBytes > 5 * 1024 * 1024 ? 1 : 0, ("alert", "large_wal")),
+            .gauge("strata_alert", m.walPastLimitBytes > 0 ? 1 : 0, ("alert", "large_wal")),
             .gauge("strata_alert", crashRateAlert(m) ? 1 : 0, ("alert", "crash_rate")),
         ]
         if let free = m.freeDiskBytes { r.append(.gauge("strata_free_disk_bytes", Double(free))) }

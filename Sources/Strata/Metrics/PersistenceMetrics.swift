@@ -19,6 +19,8 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var operationsDropped = 0
     /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
+    /// Payload bytes of the operations logged (what the host encoded in each).
+    public var operationPayloadBytes = 0
     /// Segment rows appended by commits, and the bytes of records in them.
     public var segmentsWritten = 0
     public var segmentBytesWritten = 0
@@ -111,6 +113,10 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var totalCheckpointDuration: Duration = .zero
     public var walSizeBytes = 0
     public var maxWalSizeBytes = 0
+    /// The largest WAL seen past the limit in force then (`max_wal_size_mb`, or the
+    /// desktop's), and that limit; 0 while the WAL stayed inside it.
+    public var walPastLimitBytes = 0
+    public var walLimitBytes = 0
 
     // Recovery
     /// The idle integrity check of this session: "ok", or the problems it found (the next
@@ -146,8 +152,9 @@ public struct PersistenceMetrics: Sendable, Equatable {
         if maxCommitDuration > .milliseconds(50) {
             alerts.append("flush took \(Int(maxCommitDuration.milliseconds)) ms (> 50 ms): disk slow or overloaded")
         }
-        if maxWalSizeBytes > 5 * 1024 * 1024 {
-            alerts.append("WAL reached \(maxWalSizeBytes / 1024 / 1024) MB (> 5 MB): checkpoint more often")
+        if walPastLimitBytes > 0 {
+            alerts.append(String(format: "WAL reached %.1f MB (> max_wal_size_mb %.1f MB): checkpoint more often",
+                                 Double(walPastLimitBytes) / 1_048_576, Double(walLimitBytes) / 1_048_576))
         }
         if fileSizeWarning {
             alerts.append("the file is \(fileBytes / 1024 / 1024) MB (past size_warning_mb): see `strata doctor`")

@@ -20,8 +20,6 @@ public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringC
     case documentSwitch = "document_switch"
     /// Operation-log entries arrived from peers.
     case networkOperations = "network_operations"
-    /// The vector clock is due (every 5 operations or 5 s).
-    case vectorClock = "vector_clock"
     /// Final flush of a clean shutdown.
     case shutdown
 
@@ -40,7 +38,7 @@ public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringC
     public var urgency: Urgency {
         switch self {
         case .criticalDelay, .derivedInterval, .idleInterval: .scheduled
-        case .majorAction, .networkOperations, .vectorClock: .withinCriticalDelay
+        case .majorAction, .networkOperations: .withinCriticalDelay
         case .background, .lowMemory, .explicitSave, .documentSwitch, .shutdown: .nowThenCheckpoint
         }
     }
@@ -62,8 +60,7 @@ extension FlushReason {
         case .lowMemory: 1 << 6
         case .documentSwitch: 1 << 7
         case .networkOperations: 1 << 8
-        case .vectorClock: 1 << 9
-        case .shutdown: 1 << 10
+        case .shutdown: 1 << 9
         }
     }
 }
@@ -79,10 +76,10 @@ public struct FlushReasonSet: Sendable, Equatable, Sequence, ExpressibleByArrayL
     public var isEmpty: Bool { bits == 0 }
     public func isDisjoint(with other: FlushReasonSet) -> Bool { bits & other.bits == 0 }
 
-    /// The reasons whose batch carries the vector clock: its trigger's, and those that
-    /// flush now and checkpoint (app transitions and shutdown, which may be the last
+    /// The reasons whose batch carries the vector clock whatever its trigger says: those
+    /// that flush now and checkpoint (app transitions and shutdown, which may be the last
     /// chance). A constant, so that a drain tests it with one AND.
-    static var withVectorClock: FlushReasonSet { [.vectorClock, .explicitSave, .background, .lowMemory, .documentSwitch, .shutdown] }
+    static var withVectorClock: FlushReasonSet { [.explicitSave, .background, .lowMemory, .documentSwitch, .shutdown] }
     public func contains(_ reason: FlushReason) -> Bool { bits & reason.bit != 0 }
     public mutating func insert(_ reason: FlushReason) { bits |= reason.bit }
     public mutating func formUnion(_ other: FlushReasonSet) { bits |= other.bits }

@@ -4,19 +4,18 @@
 ///
 /// State: the derived deadline captured when the derived tier became dirty (`nil`
 /// while it is clean); flush events waiting for their deadline (every tier is flushed
-/// by `eventDeadline`, for `eventReasons`); the vector-clock trigger; the last input;
+/// by `eventDeadline`, for `eventReasons`); the vector-clock trigger (when a critical
+/// drain takes the clock's rows along: it never asks for a flush); the last input;
 /// and the *quiet period* of the last decision.
 ///
 /// The quiet period is what keeps an end of tick cheap: after a decision that flushed
 /// nothing, `quietUntil` is the earliest instant anything could fall due (a tier's
-/// deadline, ``FlushPolicy/nextDecision(_:)``; an event's; the vector clock's; the user
-/// turning idle). Until then, while no tier goes from clean to dirty, the decision
+/// deadline, ``FlushPolicy/nextDecision(_:)``; an event's; the user turning idle). Until then, while no tier goes from clean to dirty, the decision
 /// would come out the same, and `endTick` returns after a few comparisons instead of
 /// running the policy (whose code and data a sleeping tick thread finds cold: it cost
 /// 4–7 µs a tick on the development VM). That test is inlined into the host
 /// (``Engine/endTick()``). Every input that could change the decision ends the quiet
-/// period: an event, operations, a power change, input after idling, a drain of every
-/// tier. A quiet period that runs out by time alone keeps its due instants, so the
+/// period: an event, a power change, input after idling, a drain of every tier. A quiet period that runs out by time alone keeps its due instants, so the
 /// flush tick itself does not run the policy either. Neither do the two other ticks of
 /// a critical change: the critical tier's due instant depends on nothing but its first
 /// change, so that change joins the quiet period (``admitCriticalChange(now:critical:derived:)``),
@@ -83,10 +82,15 @@ struct FlushScheduler {
         idleAt = Instant(nanoseconds: now.nanoseconds &+ idleAfterNanoseconds)
     }
 
-    /// Records operation-log activity for the vector-clock trigger.
+    /// Records operation-log activity for the vector-clock trigger. It changes no
+    /// decision (the operations are critical work of their own), so the quiet period holds.
     mutating func recordOperations(_ count: Int, now: Instant) {
         vectorClock.record(count, now: now)
-        quietUntil = nil
+    }
+
+    /// The next critical drain takes the vector clock's rows (a clock repaired at open).
+    mutating func writeVectorClockWithNextFlush(now: Instant) {
+        vectorClock.makeDue(now: now)
     }
 
     /// Forgets the quiet period: the next end of tick decides afresh (the power state
@@ -107,7 +111,7 @@ struct FlushScheduler {
     mutating func drainAll(world: World, reasons: FlushReasonSet, into batch: WriteBatch, now: Instant? = nil) {
         batch.reasons = reasons.union(eventReasons)
         let now = now ?? world.clock.now()
-        world.drain(.critical, into: batch, at: now)
+        drainCritical(world: world, into: batch, now: now)
         world.drain(.derived, into: batch, at: now)
         derivedDeadline = nil
         eventDeadline = nil
@@ -153,10 +157,6 @@ struct FlushScheduler {
         let derivedFirst = world.firstPendingChange(.derived)
         if isQuiet(now: now, critical: criticalFirst, derived: derivedFirst) { return false }
         let expiredByTime = criticalFirst == quietFirstDirty.critical && derivedFirst == quietFirstDirty.derived
-        if vectorClock.isDue(now: now) {
-            vectorClock.reset()
-            request(.vectorClock, by: now)
-        }
         if let deadline = eventDeadline, now + lookahead >= deadline {
             drainAll(world: world, reasons: [], into: batch, now: now)
             return true
@@ -193,13 +193,13 @@ struct FlushScheduler {
         if decision.flushDerived { reasons.insert(decision.derivedReason) }
 
         batch.reasons = reasons
-        if decision.flushCritical { world.drain(.critical, into: batch, at: now) }
+        if decision.flushCritical { drainCritical(world: world, into: batch, now: now) }
         if decision.flushDerived {
             world.drain(.derived, into: batch, at: now)
             derivedDeadline = nil
         }
         // Only the critical tier was due, by time alone: what remains (the derived tier's
-        // due instant, events, the vector clock, idling) is what the last decision knew,
+        // due instant, events, idling) is what the last decision knew,
         // so the quiet period goes on from here, and the tick after the flush does not
         // ask the policy (cold) for it.
         // (A critical drain can take a spawned entity's other components along: the tiers'
@@ -212,7 +212,15 @@ struct FlushScheduler {
         return true
     }
 
-    /// Quiet until a tier, an event or the vector clock falls due, or the user turns idle.
+    /// Drains the critical tier, with the vector clock's rows when its trigger is due or
+    /// the batch is an app transition's or the shutdown's (the last chance, maybe).
+    private mutating func drainCritical(world: World, into batch: WriteBatch, now: Instant) {
+        let withClock = !batch.reasons.isDisjoint(with: .withVectorClock) || vectorClock.isDue(now: now)
+        world.drain(.critical, into: batch, at: now, withClock: withClock)
+        if withClock { vectorClock.reset() }
+    }
+
+    /// Quiet until a tier or an event falls due, or the user turns idle.
     /// (No array of candidates: this runs on the tick after every flush, and an allocation
     /// there shows in the tick's p99.)
     private mutating func beginQuietPeriod(due: FlushPolicy.DueInstants, firstDirty: (critical: Instant?, derived: Instant?),
@@ -221,7 +229,6 @@ struct FlushScheduler {
         func consider(_ candidate: Instant?) { if let candidate, candidate < until { until = candidate } }
         consider(due.first)
         consider(eventDeadline.map { $0 - lookahead })
-        consider(vectorClock.dueAt)
         consider(activity == .active ? idleAt : nil)
         quietUntil = until
         quietFirstDirty = firstDirty

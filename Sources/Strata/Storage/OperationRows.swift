@@ -40,7 +40,9 @@ final class OperationRowsPart: BatchPart {
                         }
                     }
                 }
-                counts.operations += Int(sqlite3_changes(db.sqliteConnection))
+                let inserted = Int(sqlite3_changes(db.sqliteConnection))
+                counts.operations += inserted
+                counts.operationPayloadBytes += inserted * operation.payload.count
             }
         }
         if !batch.vectorClockRows.isEmpty {

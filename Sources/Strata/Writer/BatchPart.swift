@@ -29,6 +29,7 @@ struct CommitCounts {
     var segmentBytes = 0
     var settingWrites = 0
     var operations = 0
+    var operationPayloadBytes = 0
     var vectorClockRows = 0
     var operationsDropped = 0
 }

@@ -6,14 +6,37 @@ extension Writer {
     /// frame count (each frame is a page plus a 24-byte header).
     var pendingWalBytes: Int { Int(walFrames.frames) * (settings.pageSize + 24) }
 
+    /// What the last commit added to the WAL.
+    var lastCommitWalBytes: Int { Int(walFrames.lastCommitFrames) * (settings.pageSize + 24) }
+
     /// Runs the checkpoint ``CheckpointPolicy`` asks for, if any; `forced` asks for one
     /// whatever the interval (after an app transition). Writer thread.
     func checkpointIfNeeded(forced: Bool = false) {
         let policy = CheckpointPolicy(interval: settings.checkpointInterval, maxWalBytes: maxWalBytes)
-        guard let mode = policy.decide(now: clock.now(), lastCheckpoint: lastCheckpoint, pendingWalBytes: pendingWalBytes,
-                                       incompleteStreak: incompleteStreak, forced: forced)
+        let pending = pendingWalBytes
+        let now = clock.now()
+        guard let mode = policy.decide(now: now, lastCheckpoint: lastCheckpoint, pendingWalBytes: pending,
+                                       lastCommitBytes: lastCommitWalBytes, incompleteStreak: incompleteStreak, forced: forced)
         else { return }
+        warnIfTheIntervalCannotHold(now: now, pendingWalBytes: pending, policy: policy, forced: forced)
         checkpoint(mode)
+    }
+
+    /// `checkpoint_interval_secs` asks for a checkpoint every so often, `max_wal_size_mb`
+    /// bounds the WAL between two: when the WAL fills up well before the interval (at
+    /// the observed rate it reaches the limit in less than half of it), the interval
+    /// cannot hold, and checkpoints come from the size limit instead. Said once a session,
+    /// naming both keys. Writer thread.
+    private func warnIfTheIntervalCannotHold(now: Instant, pendingWalBytes: Int, policy: CheckpointPolicy, forced: Bool) {
+        guard !forced, !intervalWarningGiven, pendingWalBytes + lastCommitWalBytes >= policy.maxWalBytes else { return }
+        let elapsed = now.duration(since: lastCheckpoint)
+        guard elapsed < policy.interval / 2, elapsed > .zero else { return }
+        intervalWarningGiven = true
+        let rate = Double(pendingWalBytes) / elapsed.seconds
+        let message = "[persistence] checkpoint_interval_secs = \(Int(policy.interval.seconds)) cannot hold: the WAL grows by "
+            + "\(Int(rate / 1024)) KB/s here and reaches max_wal_size_mb = \(policy.maxWalBytes / 1_048_576) in "
+            + String(format: "%.1f s; checkpoints follow the size limit instead", Double(policy.maxWalBytes) / rate)
+        logger.warning("\(message)")
     }
 
     /// Runs one checkpoint with `sqlite3_wal_checkpoint_v2`

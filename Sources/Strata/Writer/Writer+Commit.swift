@@ -35,6 +35,10 @@ extension Writer {
                 return false
             }
             // Retrying cannot help: commit what can be, park what cannot (Writer+Rejection.swift).
+            // The requests riding the batch go to the request lane: the slices do not carry
+            // them (one that needs a row of the batch waits there for it).
+            for rider in batch.riders where !buffer.submit(rider) { rider.finish(WriterRequestError.closed) }
+            batch.riders.removeAll()
             if let remainder = isolateRejectedRows(batch, error: storeError) {
                 buffer.putBack(remainder)
                 return false
@@ -50,6 +54,7 @@ extension Writer {
         let counts = try commit(batch)
         let elapsed = clock.now().duration(since: started)
         let walBytes = store.location.walBytes
+        let limit = maxWalBytes
         let log = segmentLog
         metrics.update {
             $0.commitCount += 1
@@ -60,6 +65,7 @@ extension Writer {
             $0.entityRowsDeleted += counts.entityDeletes
             $0.settingRowsWritten += counts.settingWrites
             $0.operationsLogged += counts.operations
+            $0.operationPayloadBytes += counts.operationPayloadBytes
             $0.vectorClockRowsWritten += counts.vectorClockRows
             $0.operationsDropped += counts.operationsDropped
             $0.payloadBytesWritten += counts.payloadBytes
@@ -70,6 +76,10 @@ extension Writer {
             $0.maxCommitDuration = max($0.maxCommitDuration, elapsed)
             $0.walSizeBytes = walBytes
             $0.maxWalSizeBytes = max($0.maxWalSizeBytes, walBytes)
+            if walBytes > limit && walBytes > $0.walPastLimitBytes {
+                $0.walPastLimitBytes = walBytes
+                $0.walLimitBytes = limit
+            }
         }
         metrics.timers.commit(batch.durability, took: elapsed)
         observer?.didCommit(CommitRecord(drained: batch.drainedAt, committedAt: started + elapsed,
@@ -90,6 +100,7 @@ extension Writer {
     /// settings, then the segment append), with the strictest durability the batch asks for.
     func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()
+        var riderErrors: [Error?] = []
         do {
             try store.withConnection { db in
                 let full = batch.durability == .full
@@ -97,6 +108,11 @@ extension Writer {
                 defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
                 try db.inTransaction(.immediate) {
                     for part in parts { try part.write(batch, db, &counts) }
+                    riderErrors = try batch.riders.map { rider in
+                        try rider.rideBatch(db) { error in
+                            (error as? DatabaseError).map { Self.isTransient(StoreError(.write, wrapping: $0, path: "")) } ?? false
+                        }
+                    }
                     return .commit
                 }
             }
@@ -105,6 +121,8 @@ extension Writer {
             throw error
         }
         for part in parts { part.didCommit() }
+        for (rider, error) in zip(batch.riders, riderErrors) { rider.finish(error) }
+        if !batch.riders.isEmpty { metrics.update { $0.writerRequests += batch.riders.count } }
         return counts
     }
 }

@@ -112,6 +112,8 @@ final class Writer: @unchecked Sendable {
     var compactionRetryAt: Date?
     var lastCheckpoint: Instant
     var incompleteStreak = 0
+    /// The checkpoint interval was found not to hold (`Writer+Checkpoint.swift`): said once.
+    var intervalWarningGiven = false
     var consecutiveFailures = 0
     /// Free space was below `min_free_disk_mb` at the last look (`Writer+DiskSpace.swift`).
     var diskSpaceLow = false
@@ -322,6 +324,7 @@ final class Writer: @unchecked Sendable {
     private func abandonWaiting(reason: String) {
         if case .batch(let batch) = buffer.take(until: Date()) {
             let cause = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
+            for rider in batch.riders { rider.finish(cause) }
             parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
             let derived = batch.writes.filter { $0.value.map { type(of: $0).tier == .derived } ?? false }.count
             let tiers = "\(batch.rowCount - derived) critical (entity rows, settings, operations, critical components, removals), \(derived) derived"
@@ -368,10 +371,14 @@ final class WalFrameCounter: @unchecked Sendable {
     // @unchecked Sendable: `frames` is written by SQLite's callback on the writer thread
     // and read on the same thread; the object is only shared to be kept alive.
     var frames: Int32 = 0
+    /// Frames the last commit added.
+    var lastCommitFrames: Int32 = 0
 
     func install(on db: Database) {
         sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
-            Unmanaged<WalFrameCounter>.fromOpaque(context!).takeUnretainedValue().frames = frames
+            let counter = Unmanaged<WalFrameCounter>.fromOpaque(context!).takeUnretainedValue()
+            counter.lastCommitFrames = max(0, frames - counter.frames)
+            counter.frames = frames
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
     }

@@ -38,6 +38,24 @@ final class WriterRequest: @unchecked Sendable {
         self.body = body
     }
 
+    /// Runs the body inside a batch's transaction (``WriteBatch/riders``), in a savepoint
+    /// of its own: returns nil if it is done (to be told once the batch commits), or its
+    /// own error, rolled back alone. Rethrows what is the machine's trouble (busy, full,
+    /// I/O, corrupt): the whole batch fails and is retried. Writer thread.
+    func rideBatch(_ db: Database, isTransient: (Error) -> Bool) throws -> Error? {
+        do {
+            var outcome = Outcome.done
+            try db.inSavepoint {
+                outcome = try body(db)
+                return outcome == .done ? .commit : .rollback
+            }
+            return outcome == .done ? nil : WriterRequestError.missingRow
+        } catch {
+            if isTransient(error) { throw error }
+            return error
+        }
+    }
+
     /// Committed (nil), or why not. Writer thread; once.
     func finish(_ error: Error?) {
         lock.withLock {
@@ -63,11 +81,14 @@ enum WriterRequestError: Error, CustomStringConvertible {
     case closed
     /// It waited for a batch that never brought what it needed.
     case timedOut
+    /// It rode a batch, and what it needs was not in the file even then.
+    case missingRow
 
     var description: String {
         switch self {
         case .closed: "the engine is shut down"
         case .timedOut: "timed out waiting for the row it needs"
+        case .missingRow: "the row it needs is not in the file"
         }
     }
 }
