@@ -101,6 +101,13 @@ extension BenchReport {
                                                  large.backgroundCpuMsPerSec, ratio),
                                 met: ratio <= 2))
         }
+        if let largest = strataRuns.last, let file = largest.fileBytes, file > 0, largest.entities >= 100_000 {
+            let ratio = Double(largest.setupBytes) / Double(file)
+            checks.append(Check(claim: "The first save of \(largest.entities) entities writes ≤ 1.5× the file it produces",
+                                measured: String(format: "%.2f× (%@ written for a file of %@)", ratio, human(Double(largest.setupBytes)) as NSString,
+                                                 human(Double(file)) as NSString),
+                                met: ratio <= 1.5))
+        }
         if let compactions = strataRuns.map({ $0.compactionRounds ?? 0 }).min() {
             checks.append(Check(claim: "Compaction happens at least twice in every Strata run, so its cost is in the figures",
                                 measured: "\(compactions) rounds at least", met: compactions >= 2))
@@ -135,7 +142,7 @@ extension BenchReport {
 
                 ## N = \(point.entities), M = \(point.moving)
 
-                | strategy | bytes / s | bytes per row | bytes per payload byte | sync requests / s | tick p50 / p99 / p99 median of 10 s windows / max (ms) | writer CPU (ms / s) | reload (ms) | compactions (rounds / steps) | setup (s, bytes) | data at risk, crash: critical / derived (s) | power loss: critical / derived (s) |
+                | strategy | bytes / s | bytes per row | bytes per payload byte | sync requests / s | tick p50 / p99 / p99 median of 10 s windows / max (ms) | writer CPU (ms / s) | reload (ms) | compactions (rounds / steps) | setup (s, bytes written, file) | data at risk, crash: critical / derived (s) | power loss: critical / derived (s) |
                 |---|---|---|---|---|---|---|---|---|---|---|---|
 
                 """
@@ -153,6 +160,7 @@ extension BenchReport {
                     + (r.reloadMs.map { String(format: "%.0f", $0) } ?? "–") + " | "
                     + (r.compactionRounds.map { "\($0) / \(r.compactionSteps ?? 0)" } ?? "–") + " | "
                     + String(format: "%.1f, %@", r.setupSeconds, human(Double(r.setupBytes)) as NSString)
+                    + (r.fileBytes.map { ", " + human(Double($0)) } ?? "")
                     + " | \(risk(\.crash)) | \(risk(\.powerLoss)) |\n"
             }
         }

@@ -15,6 +15,8 @@ public struct SweepResults: Codable, Sendable {
     public var date: String
     public var machine: String
     public var points: [SweepPoint]
+    /// `canvas` for the canvas sweep (``BenchRunner/canvasSweep(_:sizes:directory:command:progress:)``); nil: components.
+    public var workload: String?
 }
 
 extension BenchRunner {

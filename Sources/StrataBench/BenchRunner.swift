@@ -29,6 +29,9 @@ public struct BenchOptions: Codable, Sendable, Equatable {
     public var strataBacklogBytes: Int?
     /// Strata compacts with this method only (`merge`, `fold`; nil: the cheaper).
     public var strataCompactionMethod: String?
+    /// The canvas sweep also runs Strata busy (about 100 operations a second) and on
+    /// battery at its smallest size.
+    public var canvasExtras = true
 
     public init() {}
 }
@@ -89,6 +92,19 @@ public struct StrategyResult: Codable, Sendable {
     /// Compaction rounds and steps during the run.
     public var compactionRounds: Int?
     public var compactionSteps: Int?
+    /// Strata: the file the setup produced (its first save), in bytes.
+    public var fileBytes: Int?
+    /// Strata: transactions committed to the WAL during the run, the pages they wrote per
+    /// commit, and per commit by B-tree (``PageWrites``).
+    public var commits: Int?
+    public var pagesPerCommit: Double?
+    public var pagesByTree: [String: Double]?
+    /// Strata: the largest WAL during the run, checkpoints, operations logged per second,
+    /// and the engine's alerts at the end.
+    public var walPeakBytes: Int?
+    public var checkpoints: Int?
+    public var operationsPerSec: Double?
+    public var alerts: [String]?
 }
 
 /// A whole run.
@@ -209,6 +225,7 @@ public enum BenchRunner {
         var strategy: any BenchStrategy
         var setupSeconds = 0.0
         var setupBytes = 0
+        var fileBytes: Int?
         var vfsBefore: VFSCounts?
         var tickTimes: [Duration] = []
         var tickCPU: Duration = .zero
@@ -238,6 +255,7 @@ public enum BenchRunner {
             var run = Measuring(strategy: strategy)
             run.setupSeconds = clock.now().duration(since: setupStart).seconds
             run.setupBytes = (strategy.vfs?.counts.writeBytes ?? 0) + (strategy.ownDiskCounts?.bytes ?? 0)
+            run.fileBytes = strategy.fileBytes
             run.vfsBefore = strategy.vfs?.counts
             runs.append(run)
         }
@@ -321,7 +339,7 @@ public enum BenchRunner {
         }
         let rate = Double(ticks) / max(wall, 0.001)
         let windowP99 = Self.windowMedianP99(run.tickTimes, window: options.hz * 10) ?? percentile(0.99)
-        return StrategyResult(
+        var result = StrategyResult(
             name: strategy.name, summary: strategy.summary, entities: entities, moving: moving,
             ticks: ticks, simulatedSeconds: simulated, wallSeconds: wall, tickRateHz: rate,
             heldTickRate: ticks == plannedTicks && rate >= Double(options.hz) * 0.95,
@@ -338,6 +356,8 @@ public enum BenchRunner {
             backgroundCpuMsPerSec: backgroundCPU.milliseconds / max(simulated, 0.001), risk: risk,
             reloadMs: reload?.milliseconds, setupSeconds: run.setupSeconds, setupBytes: run.setupBytes,
             compactionRounds: compactions?.rounds, compactionSteps: compactions?.steps)
+        result.fileBytes = run.fileBytes
+        return result
     }
 
     /// The median of the p99s of consecutive windows of `window` ticks (a partial last

@@ -54,6 +54,8 @@ public protocol BenchStrategy: AnyObject {
     func reload() throws -> Duration?
     /// CPU time of background threads (writer, snapshot writer) during the run.
     var backgroundCPU: Duration { get }
+    /// The size of the file the setup produced (its first save), for a strategy that keeps one.
+    var fileBytes: Int? { get }
     /// Disk counters for strategies that do not go through SQLite: (sync requests, writes, bytes).
     var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { get }
 }
@@ -64,6 +66,7 @@ extension BenchStrategy {
     public var compactions: (rounds: Int, steps: Int)? { nil }
     public func reload() throws -> Duration? { nil }
     public var backgroundCPU: Duration { .zero }
+    public var fileBytes: Int? { nil }
     public var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { nil }
 }
 

@@ -21,6 +21,8 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var payloadBytesWritten = 0
     /// Payload bytes of the operations logged (what the host encoded in each).
     public var operationPayloadBytes = 0
+    /// Batches committed through a rollback journal for their size (`Writer+Bulk.swift`).
+    public var bulkCommits = 0
     /// Segment rows appended by commits, and the bytes of records in them.
     public var segmentsWritten = 0
     public var segmentBytesWritten = 0

@@ -46,7 +46,9 @@ extension Store {
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
                     if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = row["seq"] }
                 }
-                let statement = try db.makeStatement(sql: "SELECT node, seq, timestamp FROM operation_log ORDER BY node, seq")
+                // The (node, seq) index alone (a covering scan), then the newest timestamp.
+                lastTimestamp = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log") ?? 0
+                let statement = try db.makeStatement(sql: "SELECT node, seq FROM operation_log ORDER BY node, seq")
                 defer { withExtendedLifetime(statement) {} }
                 let rows = statement.sqliteStatement
                 var current: (bytes: [UInt8], id: NodeID)?
@@ -67,7 +69,6 @@ extension Store {
                     let seq = sqlite3_column_int64(rows, 1)
                     if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
                     counts[n, default: 0] += 1
-                    lastTimestamp = max(lastTimestamp, sqlite3_column_int64(rows, 2))
                 }
                 finish()
                 for (n, floor) in floors where clock[n] == nil { clock[n] = floor }

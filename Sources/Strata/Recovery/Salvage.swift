@@ -283,7 +283,9 @@ enum Salvage {
                        (try? insert(rows, table, columns, into: store)) != nil {
                         copied += rows.count
                     } else {
+                        // Its key is found (an index reads) but its row does not: one row lost, known.
                         report.skipped[table, default: 0] += 1
+                        report.lostAtMost[table, default: 0] += 1
                     }
                     next = k &+ 1
                     continue

@@ -266,13 +266,18 @@ extension Store {
             // that the file is newer, instead of letting it find rows it cannot read.
             try db.execute(sql: "PRAGMA user_version = 8")
         }
-        migrator.registerMigration("v9: indexes that no hot path reads are gone") { db in
-            // Every index is written by every insert and delete of its table (docs/storage.md,
-            // "Pages per commit"). `operation_log`'s unique index on `id` cost a leaf page per
-            // critical commit and served no read: operations are found and deduplicated by
-            // (node, seq), their primary key. `jobs_processing` cost two writes per job (the
-            // claim, the completion) and served one read at open, which `jobs_claim` answers
-            // by kind (JobRows.recoverInterrupted).
+        migrator.registerMigration("v9: the operation log in arrival order, no index that a hot path does not read") { db in
+            // Every index is written by every insert and delete of its table, and every commit
+            // rewrites the last page of each B-tree it appends to (docs/storage.md, "Pages per
+            // commit"). The operation log was keyed by (node, seq) WITHOUT ROWID: each node's
+            // operations sat in a range of their own, this replica's in the middle of the tree
+            // as often as not, and a full leaf made SQLite rebalance it with its neighbours
+            // (3 or 4 pages). Rows now go at the end of the table in arrival order (a full last
+            // leaf just gets a new sibling), and a small unique index on (node, seq) finds and
+            // deduplicates them. Its unique index on `id` cost a page per critical commit and
+            // served no read. `jobs_processing` cost two writes per job (the claim, the
+            // completion) and served one read at open, which `jobs_claim` answers by kind
+            // (JobRows.recoverInterrupted).
             try db.execute(sql: """
                 CREATE TABLE operation_log_v9 (
                     node BLOB NOT NULL CHECK (length(node) = 16),
@@ -282,10 +287,10 @@ extension Store {
                     kind TEXT NOT NULL,
                     payload BLOB NOT NULL,
                     logged_at INTEGER NOT NULL,
-                    PRIMARY KEY (node, seq)
-                ) WITHOUT ROWID;
+                    UNIQUE (node, seq)
+                );
                 INSERT INTO operation_log_v9 (node, seq, id, timestamp, kind, payload, logged_at)
-                    SELECT node, seq, id, timestamp, kind, payload, logged_at FROM operation_log ORDER BY node, seq;
+                    SELECT node, seq, id, timestamp, kind, payload, logged_at FROM operation_log ORDER BY logged_at, node, seq;
                 DROP TABLE operation_log;
                 ALTER TABLE operation_log_v9 RENAME TO operation_log;
 

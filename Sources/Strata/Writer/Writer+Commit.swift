@@ -98,12 +98,16 @@ extension Writer {
 
     /// ONE transaction: every part of the batch, in the order of ``parts`` (entity rows,
     /// settings, then the segment append), with the strictest durability the batch asks for.
+    /// A bulk batch (``isBulk(_:)``) commits through a rollback journal (`Writer+Bulk.swift`).
     func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()
         var riderErrors: [Error?] = []
         do {
             try store.withConnection { db in
-                let full = batch.durability == .full
+                try restoreWALIfNeeded(db)
+                let bulk = isBulk(batch) && leaveWAL(db)
+                defer { if bulk { returnToWAL(db) } }
+                let full = batch.durability == .full || bulk
                 if full { try db.execute(sql: "PRAGMA synchronous = FULL") }
                 defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
                 try db.inTransaction(.immediate) {

@@ -114,6 +114,8 @@ final class Writer: @unchecked Sendable {
     var incompleteStreak = 0
     /// The checkpoint interval was found not to hold (`Writer+Checkpoint.swift`): said once.
     var intervalWarningGiven = false
+    /// A bulk commit could not switch back to WAL mode (`Writer+Bulk.swift`).
+    var walModeLost = false
     var consecutiveFailures = 0
     /// Free space was below `min_free_disk_mb` at the last look (`Writer+DiskSpace.swift`).
     var diskSpaceLow = false

@@ -21,6 +21,7 @@ final class StrataStrategy: BenchStrategy {
     private var observer: DurabilityObserver?
     private(set) var vfs: CountingVFS?
     private var endMetrics: PersistenceMetrics?
+    private(set) var fileBytes: Int?
 
     /// What a run may change from the defaults.
     struct Settings {
@@ -102,6 +103,7 @@ final class StrataStrategy: BenchStrategy {
         }
         engine.compactNow(timeout: .seconds(600))
         engine.flushNow(reason: .explicitSave)   // and a checkpoint: the fold's pages are in the file
+        fileBytes = (try? FileManager.default.attributesOfItem(atPath: config.database.path)[.size] as? Int) ?? nil
         observer.measuring = true
         startMetrics = engine.metrics
         self.engine = engine

@@ -12,8 +12,15 @@ struct BenchCommand: ParsableCommand {
             With --sweep-entities, runs every strategy (default: \(BenchRunner.sweepStrategies.joined(separator: ", "))) \
             at each world size instead, with --moving entities moving, and reports bytes/s and tick p99 against N. \
             With --repeat K, runs only the baseline, Strata and the twin (the baseline's work on a second world) in one \
-            tick loop, K times at each size (--sweep-entities, or --entities), and reports the spread of the tick-p99 ratios.
+            tick loop, K times at each size (--sweep-entities, or --entities), and reports the spread of the tick-p99 ratios. \
+            With --workload canvas, runs the canvas `strata sim` draws instead (every kind of data: components, entity rows, \
+            the operation log, jobs with thumbnails, a second device's operations), with --entities shapes or at each size of \
+            --sweep-entities, beside snapshots of the same canvas (\(BenchRunner.canvasStrategies.joined(separator: ", "))), \
+            and reports pages per commit by table; writes NAME canvas by default.
             """)
+
+    @Option(help: "The workload: components (N entities, M moving, a label edit a second) or canvas (strata sim's canvas of N shapes).")
+    var workload = "components"
 
     @Option(help: "Entities in the world (N).")
     var entities = 1000
@@ -48,7 +55,7 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("snapshot-secs"), help: "Seconds between snapshots of the snapshot strategy (K).")
     var snapshotSecs = 5.0
 
-    @Flag(name: .customLong("no-scaling-check"), help: "Skip the extra Strata run at N/10, M/10.")
+    @Flag(name: .customLong("no-scaling-check"), help: "Skip the extra Strata run at N/10, M/10 (with --workload canvas: the busy and battery runs).")
     var noScalingCheck = false
 
     @Option(help: "Folder for the results and the report.")
@@ -61,6 +68,8 @@ struct BenchCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
+        if !["components", "canvas"].contains(workload) { throw ValidationError("--workload must be components or canvas") }
+        if workload == "canvas", `repeat` != nil { throw ValidationError("--repeat runs the components workload; leave out --workload canvas") }
         if entities < 1 || moving < 0 || moving > entities { throw ValidationError("need 1 ≤ entities and 0 ≤ moving ≤ entities") }
         if !(seconds > 0) { throw ValidationError("--seconds must be positive") }
         if let pageSize, !(512 ... 65536).contains(pageSize) || pageSize & (pageSize - 1) != 0 {
@@ -100,6 +109,15 @@ struct BenchCommand: ParsableCommand {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
         let command = (["strata"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
+        if workload == "canvas" {
+            options.strategies = (strategies ?? BenchRunner.canvasStrategies.joined(separator: ","))
+                .split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            options.canvasExtras = !noScalingCheck
+            let results = try running { try BenchRunner.canvasSweep(options, sizes: sweep ?? [entities], directory: work, command: command, progress: $0) }
+            let files = try BenchReport.writeCanvas(results, to: URL(fileURLWithPath: out), name: name ?? "canvas")
+            report(json: try BenchReport.json(results), table: BenchReport.canvasTable(results), checks: BenchReport.canvasChecks(results), files: files)
+            return
+        }
         if let runs = `repeat` {
             try runStudy(options, sizes: sweep ?? [entities], runs: runs, work: work, command: command)
             return

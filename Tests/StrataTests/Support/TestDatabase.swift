@@ -75,19 +75,19 @@ let quietIndex = "sqlite_autoindex_jobs_1"
 @discardableResult
 func damageLeafPage(of name: String, skip: Int, in path: String) throws -> Int {
     let queue = try DatabaseQueue(path: path)
-    let (page, cells) = try queue.writeWithoutTransaction { db -> (Int, Int) in
+    let (page, cells, pageSize) = try queue.writeWithoutTransaction { db -> (Int, Int, Int) in
         try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
         guard let row = try Row.fetchOne(db, sql: """
             SELECT pageno, ncell FROM dbstat WHERE name LIKE ? AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET ?
             """, arguments: [name, skip]) else {
             throw DatabaseError(message: "no leaf page \(skip) of \(name)")
         }
-        return (row["pageno"], row["ncell"])
+        return (row["pageno"], row["ncell"], try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096)
     }
     try queue.close()
     let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
-    try handle.seek(toOffset: UInt64((page - 1) * 4096))
-    try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+    try handle.seek(toOffset: UInt64((page - 1) * pageSize))
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: pageSize))
     try handle.close()
     return cells
 }

@@ -7,6 +7,12 @@ import GRDBSQLite
 /// bytes plus the last page, where an upsert in place costs a page per changed row
 /// once the world outgrows the cache (docs/storage.md).
 ///
+/// Except in a bulk batch (``Writer/isBulk(_:)``: the first save of a large world): there
+/// the components of the entities it spawns go straight into their base rows, in key
+/// order, at the right edge of `components` (their numbers are new: no record of them can
+/// be in the log), instead of into the log and, at the next compaction, into the base
+/// rows again.
+///
 /// Writer thread. Encoding reuses one payload buffer and one encoder; the log's
 /// counters and the type-id cache change only once the transaction commits.
 final class SegmentAppender: BatchPart {
@@ -21,6 +27,10 @@ final class SegmentAppender: BatchPart {
     /// The keys written by the open transaction, with their record sizes.
     private var pendingKeys: [(key: SegmentKey, bytes: Int32)] = []
     private var pendingRows: (seq: Int64, rows: Int, bytes: Int, records: Int)?
+    /// Base rows a bulk batch wrote (added to the log's count once it commits).
+    private var pendingBaseRows = 0
+    /// A bulk batch's writes that go to base rows: their keys and payloads (reused).
+    private var baseWrites: [(key: SegmentKey, version: Int, payload: Range<Int>)] = []
 
     init(log: SegmentLog, typeIDs: [Int64?]) {
         self.log = log
@@ -32,9 +42,21 @@ final class SegmentAppender: BatchPart {
         let seq = log.nextSeq
         pendingKeys.removeAll(keepingCapacity: true)
         records.removeAll(keepingCapacity: true)
+        baseWrites.removeAll(keepingCapacity: true)
         payloads.reset()
+        let spawned: Set<EntityNumber>? = batch.rowCount >= Writer.bulkRows ? Set(batch.entityInserts.map(\.number)) : nil
         for write in batch.writes {
             let key = SegmentKey(entity: write.entity, typeID: try typeID(for: write, db))
+            if let spawned, spawned.contains(write.entity) {
+                // A new entity of a bulk batch: its base row (a removal has nothing to remove).
+                guard let value = write.value else { continue }
+                let start = payloads.bytes.count
+                value.encode(to: &payloads)
+                baseWrites.append((key, type(of: value).payloadVersion, start ..< payloads.bytes.count))
+                counts.componentPuts += 1
+                counts.payloadBytes += payloads.bytes.count - start
+                continue
+            }
             if let value = write.value {
                 let start = payloads.bytes.count
                 value.encode(to: &payloads)
@@ -48,17 +70,41 @@ final class SegmentAppender: BatchPart {
                 counts.componentRemovals += 1
             }
         }
+        if !baseWrites.isEmpty { try writeBaseRows(db) }
+        guard !records.isEmpty else { return }
         let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
         try Segment.insert(chunks, seq: seq, createdAt: unixMilliseconds(), db)
         let bytes = chunks.reduce(0) { $0 + $1.records.count }
-        pendingRows = (seq, chunks.count, bytes, batch.writes.count)
+        pendingRows = (seq, chunks.count, bytes, records.count)
         counts.segmentRows += chunks.count
         counts.segmentBytes += bytes
+    }
+
+    /// A bulk batch's new entities' components, as base rows, in key order.
+    private func writeBaseRows(_ db: Database) throws {
+        baseWrites.sort { $0.key.entity != $1.key.entity ? $0.key.entity < $1.key.entity : $0.key.typeID < $1.key.typeID }
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO components (entity_num, type_id, version, payload, updated_at) VALUES (?, ?, ?, ?, ?)
+            """).sqliteStatement
+        let now = unixMilliseconds()
+        try payloads.bytes.withUnsafeBytes { arena in
+            for write in baseWrites {
+                sqlite3_bind_int64(insert, 1, write.key.entity)
+                sqlite3_bind_int64(insert, 2, write.key.typeID)
+                sqlite3_bind_int64(insert, 3, Int64(write.version))
+                try bindBlob(insert, 4, UnsafeRawBufferPointer(rebasing: arena[write.payload]))
+                sqlite3_bind_int64(insert, 5, now)
+                try stepDone(insert, db)
+            }
+        }
+        pendingBaseRows = baseWrites.count
     }
 
     func didCommit() {
         for (index, id) in provisionalTypeIDs { setTypeID(id, at: index) }
         provisionalTypeIDs.removeAll()
+        log.baseRows += pendingBaseRows
+        pendingBaseRows = 0
         guard let rows = pendingRows else { return }
         pendingRows = nil
         log.noteRows(added: rows.rows, bytes: rows.bytes, records: rows.records)
@@ -70,6 +116,7 @@ final class SegmentAppender: BatchPart {
     func didRollBack() {
         provisionalTypeIDs.removeAll()
         pendingRows = nil
+        pendingBaseRows = 0
     }
 
     /// The `component_types.id` of a write's type, interning the name on first use.

@@ -1,0 +1,126 @@
+import Foundation
+import GRDBSQLite
+import Logging
+import StrataCanvas
+import Testing
+@testable import Strata
+
+/// Which pages commits write: the counting VFS's record of WAL frames, their B-trees, and
+/// the page budget of a canvas's critical commit.
+@Suite struct PageWritesTests {
+    /// A raw connection through the VFS, in WAL mode, with two tables.
+    func open(_ directory: TestDirectory, _ vfs: CountingVFS) throws -> OpaquePointer {
+        var db: OpaquePointer?
+        let uri = StoreLocation(path: directory.databasePath, vfs: vfs.name).uri
+        #expect(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nil) == SQLITE_OK)
+        try exec(db!, "PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE a (x); CREATE TABLE b (y)")
+        return db!
+    }
+
+    func exec(_ db: OpaquePointer, _ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw StoreError(.write, message: String(cString: sqlite3_errmsg(db)), path: "")
+        }
+    }
+
+    @Test func framesAreRecordedWithTheirCommitsAndMappedToTheirTables() throws {
+        let directory = TestDirectory()
+        let vfs = try CountingVFS.registerUnique()
+        let db = try open(directory, vfs)
+        defer { sqlite3_close(db) }
+        vfs.recordPageWrites(true)
+        for i in 1 ... 5 { try exec(db, "INSERT INTO a VALUES (\(i))") }                         // one leaf each
+        try exec(db, "BEGIN; INSERT INTO a VALUES (6); INSERT INTO b VALUES (6); COMMIT")        // two leaves, one commit
+        var pages = PageWrites()
+        pages.take(from: vfs)
+        #expect(pages.commits == 6)
+        #expect(pages.frames == 7, "a page per table written, per commit")
+        #expect(pages.dropped == 0)
+        let trees = try pages.byTree(databasePath: directory.databasePath)
+        #expect(trees.first { $0.name == "a" }?.frames == 6)
+        #expect(trees.first { $0.name == "b" }?.frames == 1)
+        #expect(trees.first { $0.name == "a" }?.pages == 1, "the same leaf each time")
+        #expect(abs(pages.pagesPerCommit - 7.0 / 6) < 1e-9)
+
+        vfs.recordPageWrites(false)
+        try exec(db, "INSERT INTO a VALUES (7)")
+        pages.take(from: vfs)
+        #expect(pages.commits == 6, "nothing recorded while off")
+    }
+
+    /// The pages one critical commit of a canvas edit writes, by B-tree, on average over
+    /// 24 edits: a regression guard for the cost of every kind of data, with the budget
+    /// in one place (docs/storage.md, "Pages per commit"). Each commit spawns a shape (its
+    /// entity row and id, its components in the segment log, its creation in the
+    /// operation log), ends a drag (another operation) and deletes an old shape (its
+    /// entity row, its id, its base rows), as the canvas does about every second; a peer's
+    /// operation arrives every fourth; the vector clock goes along every fifth operation.
+    /// A table or index that grows past a page splits, and SQLite then rewrites the page,
+    /// its neighbours and their parent: the averages include those.
+    static let budget: [String: Double] = [
+        // Measured 2026-11-25 (1 KiB pages): segments 1.08, operation_log 1.63 and its
+        // (node, seq) index 1.96–2.29, entities 2.04 and their ids 2.63, components 1.13,
+        // vector_clock 0.50, page 1 and the pointer map 0.38–0.42 each.
+        "segments": 1.3,                          // the log's last leaf
+        "operation_log": 2.0,                     // the last leaf, and a new one when it fills
+        "sqlite_autoindex_operation_log_1": 2.6,  // this node's last leaf, a peer's, their splits
+        "entities": 2.4,                          // the last leaf, and the deleted shape's
+        "sqlite_autoindex_entities_1": 3.0,       // the same in the index of ids
+        "components": 1.4,                        // the deleted shape's base rows
+        "vector_clock": 0.6,
+        PageWrites.Tree.header: 0.6,              // page 1: the file's size in pages, the free list
+        PageWrites.Tree.pointerMap: 0.6,          // auto_vacuum's map of the pages allocated and freed
+        PageWrites.Tree.free: 0.3,                // pages freed by the commit (the deleted rows')
+    ]
+    /// The most pages one of those commits writes in all (a leaf split rewrites its
+    /// neighbours and their parent).
+    static let budgetLargestCommit = 24
+
+    @Test func aCanvasEditsCriticalCommitStaysInsideItsPageBudget() throws {
+        let fixture = EngineFixture()
+        var config = fixture.config
+        config.metrics.countFsyncs = true
+        let engine = try Engine.open(config: config, components: canvasComponents, logger: quietLogger, options: fixture.options)
+        let vfs = try #require(engine.countingVFS)
+        let world = engine.world
+        // A saved canvas of 500 shapes, folded into base rows.
+        var shapes = (0 ..< 500).map { i in world.spawn(ShapeStyle(kind: 1, color: UInt32(i)), ShapeTransform(x: Float(i), y: 0)) }
+        for _ in shapes { engine.appendOperation(kind: "shape.create", payload: Array(repeating: 7, count: 37)) }
+        #expect(engine.compactNow())
+        engine.flushNow(reason: .explicitSave)
+        let peer = NodeID()
+        var rng = SplitMix64(seed: 5)
+
+        vfs.recordPageWrites(true)
+        var frames: [String: Int] = [:]
+        var largest = 0
+        let edits = 24
+        for edit in 1 ... edits {
+            shapes.append(world.spawn(ShapeStyle(kind: 2, color: 0xFF), ShapeTransform(x: 1, y: 1)))
+            engine.appendOperation(kind: "shape.create", payload: Array(repeating: 7, count: 37))
+            world.mutate(ShapeTransform.self, of: shapes[Int.random(in: 0 ..< shapes.count, using: &rng)]) { $0.x += 3 }
+            engine.appendOperation(kind: "shape.move", payload: Array(repeating: 3, count: 32))
+            world.despawn(shapes.remove(at: Int.random(in: 0 ..< 400, using: &rng)))
+            engine.appendOperation(kind: "shape.delete", payload: Array(repeating: 1, count: 16))
+            if edit % 4 == 0 {
+                engine.receiveOperation(LoggedOperation(node: peer, seq: Int64(edit / 4), timestamp: HybridTimestamp(milliseconds: 1),
+                                                        kind: "shape.restyle", payload: [1, 2, 3]))
+            }
+            fixture.clock.advance(by: config.persistence.criticalFlushDelay)
+            engine.endTick()
+            #expect(engine.waitForWriter())
+            var pages = PageWrites()
+            pages.take(from: vfs)
+            #expect(pages.commits == 1, "one commit per critical flush")
+            for tree in try pages.byTree(databasePath: fixture.directory.databasePath) { frames[tree.name, default: 0] += tree.frames }
+            largest = max(largest, pages.frames)
+        }
+        let measured = frames.mapValues { Double($0) / Double(edits) }
+        for (tree, average) in measured.sorted(by: { $0.key < $1.key }) {
+            let allowed = Self.budget[tree] ?? 0
+            #expect(average <= allowed, "\(tree): \(average) pages per commit, budget \(allowed)")
+        }
+        #expect(largest <= Self.budgetLargestCommit, "\(largest) pages in one commit; per commit: \(measured)")
+        try engine.shutdown()
+    }
+}
