@@ -186,6 +186,14 @@ func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
         }
         let ownOld = oldOperations.filter { $0.entity == engine.nodeID.description }.compactMap(\.revision).max() ?? 0
         #expect(Int(engine.vectorClock[engine.nodeID] ?? 0) >= ownOld)
+        // The vector clock is derived: the engine's is the log's contiguous prefix per node
+        // (rebuilt at open), and the one the killed session left in the file never claims
+        // more than the log holds.
+        for (node, summary) in try OperationLogReader(path: directory.databasePath).summary() {
+            let contiguous = summary.gaps.first.map { $0.lowerBound - 1 } ?? summary.highest
+            #expect(engine.vectorClock[node] ?? 0 == contiguous, "node \(node)")
+            #expect((summary.vectorClock ?? 0) <= contiguous, "node \(node): the file's clock claims \(summary.vectorClock ?? 0)")
+        }
         try engine.shutdown()
 
         // Never a shape without the components it was spawned with; one document.

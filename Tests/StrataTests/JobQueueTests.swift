@@ -67,6 +67,37 @@ final class TestWallClock: @unchecked Sendable {
         #expect(eventually { (try? engine.jobs.counts()) == [.pending: 1] })
     }
 
+    /// On the tick thread a job rides the next critical flush: in its transaction, under its
+    /// one sync, with the spawn of its entity; no commit of its own.
+    @Test func anEnqueueFromTheTickThreadRidesTheCriticalFlush() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let before = engine.metrics
+        let id = engine.world.id(of: engine.world.spawn(Title("new")))!
+        engine.jobs.enqueueSoon("render", for: id)
+        engine.jobs.enqueueSoon("thumbnail", for: id)
+        fixture.clock.advance(by: fixture.config.persistence.criticalFlushDelay)
+        engine.endTick()
+        #expect(engine.waitForWriter())
+        #expect(eventually { (try? engine.jobs.counts()) == [.pending: 2] })
+        let after = engine.metrics
+        #expect(after.commitCount - before.commitCount == 1, "the spawn and both jobs: one commit")
+        #expect(after.fullCommitCount - before.fullCommitCount == 1, "and one sync")
+    }
+
+    @Test func aJobRidingAFlushForAnEntityNotInTheFileFailsAloneAndTheFlushCommits() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        engine.world.spawn(Title("kept"))
+        engine.jobs.enqueueSoon("render", for: EntityID())   // no such entity: logged, the batch goes on
+        #expect(engine.flushNow())
+        #expect(try fixture.entityCount() == 1)
+        #expect(try engine.jobs.counts().isEmpty)
+        #expect(engine.metrics.failedCommits == 0)
+    }
+
     @Test func claimsGoByPriorityThenAgeAndNeverTwice() throws {
         let (fixture, _) = fixture()
         let engine = try fixture.open()

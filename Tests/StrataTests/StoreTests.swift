@@ -225,6 +225,47 @@ import Testing
         #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 3000 - cells)
     }
 
+    /// Schema 8 kept the operation log keyed by (node, seq) WITHOUT ROWID, with a unique
+    /// index on its ids, and an index of the jobs being processed: schema 9 moves the log
+    /// into arrival order with a (node, seq) index and drops both, keeping every row.
+    @Test func aSchema8DocumentKeepsItsOperationsAndJobsThroughTheMigration() throws {
+        let fixture = EngineFixture()
+        let (a, b) = (NodeID(), NodeID())
+        let entity = EntityID()
+        do {
+            let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+            try Store.migrator.migrate(queue, upTo: "v8: segment records in format 2")
+            try queue.write { db in
+                try db.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (1, ?, 0)", arguments: [entity.withBytes { Data($0) }])
+                for (node, seq) in [(a, 1), (a, 2), (a, 3), (b, 1)] {
+                    try db.execute(sql: """
+                        INSERT INTO operation_log (node, seq, id, timestamp, kind, payload, logged_at) VALUES (?, ?, ?, ?, 'k', x'01', ?)
+                        """, arguments: [node.withBytes { Data($0) }, seq, EntityID().withBytes { Data($0) }, seq, seq])
+                }
+                try db.execute(sql: "INSERT INTO vector_clock (node, seq) VALUES (?, 3)", arguments: [a.withBytes { Data($0) }])
+                try db.execute(sql: """
+                    INSERT INTO jobs (entity_num, kind, payload, status, attempts, created_at) VALUES (1, 'render', x'', 'processing', 1, 0)
+                    """)
+                try db.execute(sql: "INSERT INTO session_state (id, clean_shutdown, session_id, started_at) VALUES (1, 1, x'00', 0)")
+            }
+            try queue.close()
+        }
+        let engine = try fixture.open()
+        #expect(engine.vectorClock[a] == 3 && engine.vectorClock[b] == 1)
+        #expect(engine.recovery.interruptedJobs == 1, "found through jobs_claim, without jobs_processing")
+        let (version, indexes, rows) = try engine.store.withConnection { db in
+            (try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
+             try String.fetchAll(db, sql: "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('operation_log', 'jobs') ORDER BY name"),
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM operation_log") ?? 0)
+        }
+        #expect(version == Store.schemaVersion)
+        #expect(rows == 4)
+        #expect(indexes == ["jobs_claim", "jobs_done", "sqlite_autoindex_jobs_1", "sqlite_autoindex_operation_log_1"])
+        engine.appendOperation(kind: "after", payload: [])
+        try engine.shutdown()
+        #expect(try fixture.count("SELECT count(*) FROM operation_log") == 5)
+    }
+
     @Test func aCorruptPageOfTheOperationLogCostsOnlyItsOwnOperations() throws {
         // The log is found by (node, seq), its unique index: the salvage walks each node's
         // sequence past the damaged page of the table, an operation at a time (the index

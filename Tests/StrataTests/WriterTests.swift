@@ -215,6 +215,53 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         try engine.shutdown()
     }
 
+    /// A checkpoint interval the WAL limit cannot hold at the rate the WAL grows is said
+    /// once, naming both keys; the size limit keeps the WAL bounded meanwhile.
+    @Test func anIntervalTheWalLimitCannotHoldIsWarnedAboutOnce() throws {
+        var fixture = EngineFixture()
+        fixture.config.persistence.maxWalSizeBytes = 64 * 1024
+        fixture.config.persistence.batteryAdaptive = false
+        let log = CapturedLog()
+        let engine = try Engine.open(config: fixture.config, components: testComponents, logger: log.logger, options: fixture.options)
+        for round in 0 ..< 40 {   // 12 KB a commit, ten a second: the 64 KB limit fills in half a second
+            for i in 0 ..< 100 { engine.world.spawn(Title(String(repeating: "x", count: 100) + "\(round).\(i)")) }
+            engine.flushNow(reason: .majorAction)
+            fixture.clock.advance(by: .milliseconds(100))
+        }
+        let warnings = log.messages.filter { $0.contains("checkpoint_interval_secs") }
+        #expect(warnings.count == 1, "\(log.messages)")
+        #expect(warnings.first?.contains("max_wal_size_mb") == true)
+        #expect(engine.metrics.walPastLimitBytes == 0, "checkpoints come before the WAL passes its limit")
+        #expect(engine.metrics.alerts.isEmpty, "\(engine.metrics.alerts)")
+        try engine.shutdown()
+    }
+
+    /// A batch of 64k rows or more commits through a rollback journal: every page once,
+    /// the WAL untouched, and the next commit in WAL mode again.
+    @Test func aBulkBatchCommitsThroughARollbackJournalAndWritesItsPagesOnce() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let vfs = try #require(engine.countingVFS)
+        let before = vfs.counts
+        for i in 0 ..< 40_000 { engine.world.spawn(Title("t\(i)"), Position(x: Float(i), y: 0)) }
+        #expect(engine.flushNow())
+        let counts = vfs.counts.since(before)
+        #expect(engine.metrics.bulkCommits == 1)
+        #expect(counts.journal.writeBytes > 0 && counts.wal.writeBytes < 64 * 1024, "\(counts)")
+        let file = try #require(try FileManager.default.attributesOfItem(atPath: fixture.directory.databasePath)[.size] as? Int)
+        #expect(Double(counts.writeBytes) <= 1.2 * Double(file), "\(counts.writeBytes) bytes written for a file of \(file)")
+        #expect(try fixture.count("SELECT count(*) FROM components") == 80_000, "its new entities' components are base rows")
+        #expect(try fixture.count("SELECT count(*) FROM segments") == 0)
+        engine.world.spawn(Title("after"))
+        #expect(engine.flushNow())
+        #expect(try engine.store.withConnection { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
+        try engine.shutdown()
+        let reopened = try fixture.open()
+        #expect(reopened.world.entityCount == 40_001)
+        #expect(reopened.world.count(of: Position.self) == 40_000)
+        try reopened.shutdown()
+    }
+
     @Test func checkpointsOnTheIntervalInVirtualTime() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

@@ -64,7 +64,7 @@ extension MetricsExporter {
             .gauge("strata_sessions", Double(m.crashRecoveryCount), ("ended", "crash")),
             .gauge("strata_sessions", Double(m.cleanShutdownCount), ("ended", "clean")),
             // RFC 0002's alerts, 1 while raised
-            .gauge("strata_alert", m.maxCommitDuration > .milliseconds(50) ? 1 : 0, ("alert", "slow_flush")),
+            .gauge("strata_alert", m.maxRoutineCommitDuration > .milliseconds(50) ? 1 : 0, ("alert", "slow_flush")),
             .gauge("strata_alert", m.walPastLimitBytes > 0 ? 1 : 0, ("alert", "large_wal")),
             .gauge("strata_alert", crashRateAlert(m) ? 1 : 0, ("alert", "crash_rate")),
         ]

@@ -191,6 +191,13 @@ struct FlushScheduler {
         var reasons = FlushReasonSet()
         if decision.flushCritical { reasons.insert(.criticalDelay) }
         if decision.flushDerived { reasons.insert(decision.derivedReason) }
+        if eventDeadline != nil {
+            // A flush event waits (a major action, operations from peers): it asks for every
+            // tier within the critical delay, so it goes with this flush, one commit and one
+            // sync, rather than in a second commit a moment later.
+            drainAll(world: world, reasons: reasons, into: batch, now: now)
+            return true
+        }
 
         batch.reasons = reasons
         if decision.flushCritical { drainCritical(world: world, into: batch, now: now) }

@@ -86,7 +86,11 @@ public final class Store: Sendable {
             queue = try DatabaseQueue(path: location.uri, configuration: configuration)
             try Self.checkOpenedFile(queue, location: location)
             isNew = try queue.read { db in try !db.tableExists("session_state") }
+            let migrated = try queue.read { db in try !Self.migrator.hasCompletedMigrations(db) }
             try Self.migrator.migrate(queue)
+            // What the migrations wrote (a new document's schema, a table rebuilt) goes into
+            // the file now: the writer's WAL budget counts from an empty WAL.
+            if migrated { try queue.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) } }
             try queue.write { db in
                 if try Int32.fetchOne(db, sql: "PRAGMA application_id") != DocumentKind.applicationID {
                     try db.execute(sql: "PRAGMA application_id = \(DocumentKind.applicationID)")

@@ -74,6 +74,9 @@ extension Writer {
             $0.recordBacklog(log)
             $0.totalCommitDuration += elapsed
             $0.maxCommitDuration = max($0.maxCommitDuration, elapsed)
+            if batch.rowCount <= PersistenceMetrics.routineCommitRows {
+                $0.maxRoutineCommitDuration = max($0.maxRoutineCommitDuration, elapsed)
+            }
             $0.walSizeBytes = walBytes
             $0.maxWalSizeBytes = max($0.maxWalSizeBytes, walBytes)
             if walBytes > limit && walBytes > $0.walPastLimitBytes {

@@ -10,7 +10,10 @@ import StrataCanvas
 /// - no shape without the components it was spawned with, no stroke without its points;
 /// - every critical change made before `criticalCutoff` is there (spawns, despawns,
 ///   document revisions, finished strokes, logged operations);
-/// - every derived change made before `derivedCutoff` is there (the viewport's pans).
+/// - every derived change made before `derivedCutoff` is there (the viewport's pans);
+/// - the vector clock the reopened engine holds is the one the log gives (its contiguous
+///   prefix per node, rebuilt at open), and the clock the file kept never claims an
+///   operation the log does not hold (it may lag: it is derived state).
 ///
 /// It also measures the data at risk: the age, at the fault, of the oldest change of
 /// each tier that did not survive.
@@ -19,6 +22,7 @@ struct ContractCheck {
         case reopen, integrity, orphan, crashNotCounted = "crash_not_counted"
         case criticalLost = "critical_lost", derivedLost = "derived_lost"
         case changesLost = "changes_lost", hang, unexpectedExit = "unexpected_exit"
+        case vectorClock = "vector_clock"
     }
 
     struct Failure: Codable, Sendable, CustomStringConvertible {
@@ -93,6 +97,7 @@ struct ContractCheck {
                 outcome.fail(.reopen, "cannot read the operation log: \(error)")
             }
         }
+        checkVectorClock(engine, operations, &outcome)
         let despawned = Set(trace.filter { $0.operation == "despawn" }.map(\.subject))
         for (index, line) in trace.enumerated() {
             guard let id = UUID(uuidString: line.subject).map(EntityID.init) else { continue }
@@ -136,6 +141,22 @@ struct ContractCheck {
                 let number = line.number.map { " \($0)" } ?? ""
                 outcome.fail(line.isDerived ? .derivedLost : .criticalLost,
                              "\(line.operation) \(line.subject)\(number), \(Self.ms(age)) before the fault")
+            }
+        }
+    }
+
+    /// The reopened engine's clock is the log's contiguous prefix per node; the stored one
+    /// is at most that.
+    private func checkVectorClock(_ engine: Engine, _ operations: [NodeID: OperationLogReader.NodeSummary], _ outcome: inout Outcome) {
+        for (node, summary) in operations {
+            outcome.checks += 1
+            let contiguous = summary.gaps.first.map { $0.lowerBound - 1 } ?? summary.highest
+            let held = engine.vectorClock[node] ?? 0
+            if held != contiguous {
+                outcome.fail(.vectorClock, "node \(node): the engine holds \(held), the log's contiguous prefix is \(contiguous)")
+            }
+            if let stored = summary.vectorClock, stored > contiguous {
+                outcome.fail(.vectorClock, "node \(node): the file's clock claims \(stored), the log holds through \(contiguous)")
             }
         }
     }

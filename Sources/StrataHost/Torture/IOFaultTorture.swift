@@ -6,7 +6,9 @@ import StrataCanvas
 /// method the fault VFS can fail (xWrite, xSync, xTruncate, xRead, xFileSize, xLock,
 /// xShmMap), once and from then on, a run fails the Nth call with EIO's error for that
 /// method (or SQLITE_FULL), for N = 1, 2, 3, … until a run's workload never reaches call
-/// N: every call site the workload reaches is failed once. `corrupt` fails reads with
+/// N: every call site the workload reaches is failed once (with `--cycles K`, K call sites
+/// spread evenly over the calls a run without a fault makes, so that a short walk reaches
+/// the running engine and its shutdown, not only the open). `corrupt` fails reads with
 /// SQLITE_CORRUPT, as a damaged page would: the file is replaced while running
 /// (`Engine+StoreReplacement.swift`) or set aside at open, and nothing may be lost either.
 ///
@@ -19,7 +21,8 @@ struct IOFaultTorture {
     let setup: TortureSetup
     /// "eio", "enospc" or "corrupt".
     let mode: String
-    /// At most this many N per method and persistence (nil: walk until the workload ends).
+    /// At most this many N per method and persistence, spread over the workload's calls
+    /// (nil: every N until the workload ends).
     let maxSites: Int?
 
     static let ticks = 240
@@ -41,28 +44,40 @@ struct IOFaultTorture {
         let started = MonotonicClock().now()
         let vfs = try FaultVFS.register(name: "strata-torture-io")
         walk: for method in methods {
+            // A capped walk takes its call sites evenly from a run without a fault.
+            let total = maxSites.map { _ in callsWithoutAFault(vfs, method, &result) }
             for persistent in [false, true] {
-                var n = 1
+                var site = 0
+                var lastN = 0
                 while true {
+                    let n = if let maxSites, let total { max(lastN + 1, 1 + site * total / maxSites) } else { site + 1 }
                     let fired = runOnce(vfs, method, n, persistent, &result)
                     result.cycles += 1
                     progress(result.cycles, result)
                     let key = "\(method) \(persistent ? "persistent" : "once")"
                     if !fired {
-                        result.details[key] = n - 1
+                        result.details[key] = site
                         break
                     }
                     result.faults += 1
-                    if let maxSites, n >= maxSites {
-                        result.details[key] = n
+                    site += 1
+                    lastN = n
+                    if let maxSites, site >= maxSites {
+                        result.details[key] = site
                         break
                     }
-                    n += 1
                 }
             }
         }
         result.seconds = MonotonicClock().now().duration(since: started).seconds
         return result
+    }
+
+    /// The calls of `method` a run makes when nothing fails (one cycle of its own).
+    private func callsWithoutAFault(_ vfs: FaultVFS, _ method: FaultVFS.Method, _ result: inout TortureResult) -> Int {
+        _ = runOnce(vfs, method, Int.max, false, &result)
+        result.cycles += 1
+        return max(1, vfs.state.calls[method] ?? 1)
     }
 
     /// One run with call `n` of `method` failing; returns whether the fault fired.

@@ -104,3 +104,32 @@ func writeTitlesAndOperations(_ fixture: EngineFixture, count: Int) throws {
     for i in 0 ..< count { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF)]) }
     try engine.shutdown()
 }
+
+/// A logger whose messages a test reads back.
+final class CapturedLog: @unchecked Sendable {
+    // @unchecked Sendable: `lines` is guarded by `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    var messages: [String] { lock.withLock { lines } }
+
+    var logger: Logger {
+        Logger(label: "strata.tests") { _ in Handler(log: self) }
+    }
+
+    fileprivate func append(_ line: String) { lock.withLock { lines.append(line) } }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
+                 function: String, line: UInt) {
+            log.append("\(level): \(message)")
+        }
+    }
+}
