@@ -53,12 +53,17 @@ bench: deps
 	.build/release/strata bench --out bench-results $(BENCH_ARGS)
 
 # Storage cost across world sizes: N = 1k … 1M entities, 1k moving, 60 simulated s per
-# strategy (release build, ~20 min). Writes docs/sweep.{md,svg,json}, which bench-docs
-# appends to docs/benchmarks.md. Flags: make bench-sweep SWEEP_ARGS="--sweep-entities 1000,10000 --seconds 20".
+# strategy; then the canvas (strata sim's document: every kind of data) at 1k, 10k and 100k
+# shapes beside snapshots of it, with a busy and a battery run (release build, ~25 min).
+# Writes docs/sweep.{md,svg,json} and docs/canvas.{md,svg,json}, which bench-docs appends to
+# docs/benchmarks.md. Flags: make bench-sweep SWEEP_ARGS="--sweep-entities 1000,10000 --seconds 20"
+# CANVAS_ARGS="--sweep-entities 1000 --seconds 20".
 SWEEP_ARGS ?= --sweep-entities 1000,10000,100000,1000000 --moving 1000 --seconds 60
+CANVAS_ARGS ?= --sweep-entities 1000,10000,100000 --seconds 60
 bench-sweep: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata bench $(SWEEP_ARGS) --out docs --name sweep
+	.build/release/strata bench --workload canvas $(CANVAS_ARGS) --out docs --name canvas
 
 # Tick p99 side by side, run after run: the baseline, Strata and the twin (the baseline's
 # work on a second world: the harness's own noise) in one tick loop, 10 runs of 12.5 s at
@@ -79,6 +84,7 @@ bench-docs: deps-bench
 	  scripts/strace-crosscheck.sh; \
 	  printf '\nWhere the two differ, `strace -f -y` names the files: the unix VFS fsyncs the *directory* inside the first sync of a new rollback journal or WAL file (2 here: the journal used while the schema is created, then the WAL), and the runner itself fsyncs its 3 report files (atomic writes by Foundation). In rollback-journal mode the journal is created anew for every transaction, so `naive` pays one directory sync more per commit.\n'; \
 	  if [ -f docs/sweep.md ]; then printf '\n'; sed -e 's/^# /## /' -e 's/^## N = /### N = /' -e 's/^## What it must show/### What it must show (across world sizes)/' -e 's/^## The strategies/### The strategies (across world sizes)/' docs/sweep.md; fi; \
+	  if [ -f docs/canvas.md ]; then printf '\n'; sed -e 's/^# /## /' -e 's/^## \([0-9]* shapes\)/### \1/' -e 's/^## What it must show/### What it must show (the canvas)/' -e 's/^## The strategies/### The strategies (the canvas)/' docs/canvas.md; fi; \
 	  if [ -f docs/p99.md ]; then printf '\n'; sed -e 's/^# /## /' -e 's/^## N = /### N = /' -e 's/^## What it must show/### What it must show (tick p99, run after run)/' docs/p99.md; fi; \
 	} >> docs/benchmarks.md
 

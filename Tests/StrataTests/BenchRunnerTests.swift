@@ -94,6 +94,37 @@ import Testing
         #expect(try JSONDecoder().decode(SweepResults.self, from: Data(json.utf8), snakeCase: true).points.count == 2)
     }
 
+    /// The short version of the canvas sweep: Strata on the canvas beside its snapshots, the
+    /// busy and battery runs at the first size, pages per commit by table, the report.
+    @Test func aSmokeCanvasSweepMeasuresStrataAndTheSnapshotsOfTheSameCanvas() throws {
+        let directory = TestDirectory()
+        var options = BenchOptions()
+        options.seconds = 1.5
+        options.strategies = BenchRunner.canvasStrategies
+        let sweep = try BenchRunner.canvasSweep(options, sizes: [30, 300], directory: directory.url.appendingPathComponent("work"),
+                                                command: "test")
+        #expect(sweep.workload == "canvas")
+        #expect(sweep.points.map(\.entities) == [30, 300])
+        #expect(sweep.points[0].results.map(\.name) == ["snapshot-1s", "snapshot-5s", "strata", "strata-busy", "strata-battery"])
+        #expect(sweep.points[1].results.map(\.name) == BenchRunner.canvasStrategies)
+        for point in sweep.points {
+            let strata = try #require(point.results.first { $0.name == "strata" })
+            let snapshot = try #require(point.results.first { $0.name == "snapshot-1s" })
+            #expect(strata.ticks == snapshot.ticks, "one loop")
+            #expect(strata.persistedPayloadBytes > 0 && strata.syncRequests > 0)
+            #expect((strata.pagesPerCommit ?? 0) > 0 && strata.pagesByTree?["segments"] != nil, "\(strata.pagesByTree ?? [:])")
+            #expect(strata.fileBytes.map { $0 > 0 } == true && strata.reloadMs != nil)
+            #expect(snapshot.bytesWritten > 0 && snapshot.syncRequests >= 2, "a snapshot at the first tick, written and synced")
+        }
+        let busy = try #require(sweep.points[0].results.first { $0.name == "strata-busy" })
+        let strata = try #require(sweep.points[0].results.first { $0.name == "strata" })
+        #expect((busy.operationsPerSec ?? 0) > 5 * (strata.operationsPerSec ?? 0))
+        let files = try BenchReport.writeCanvas(sweep, to: directory.url, name: "canvas")
+        let markdown = try String(contentsOfFile: files[2], encoding: .utf8)
+        #expect(markdown.contains("## 300 shapes") && markdown.contains("Pages per commit by B-tree") && markdown.contains("What it must show"))
+        #expect(!BenchReport.canvasChecks(sweep).isEmpty)
+    }
+
     @Test func theTwinTicksWithTheBaselineAndStrata() {
         #expect(BenchRunner.tickedTogether(["baseline", "naive", "strata", "twin"]) == [["baseline", "strata", "twin"], ["naive"]])
         #expect(BenchRunner.tickedTogether(["twin", "baseline"]) == [["baseline", "twin"]])

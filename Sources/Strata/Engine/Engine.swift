@@ -338,7 +338,7 @@ public final class Engine {
     /// Records operation-log activity (RFC 0002 "Network Events"): operations from
     /// peers are flushed within the critical delay; the vector clock's rows go with the
     /// first critical flush after `vector_clock_every_operations` operations or
-    /// `vector_clock_every_secs` (``VectorClockTrigger``: never a flush of their own).
+    /// `vector_clock_every_secs` (never a flush of their own: the clock is rebuilt from the log at open).
     public func recordOperations(_ count: Int, fromPeers: Bool) {
         owner.check("Engine")
         guard count > 0 else { return }
