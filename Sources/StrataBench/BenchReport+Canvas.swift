@@ -116,11 +116,6 @@ extension BenchReport {
 
                 """
             for r in point.results {
-                func risk(_ kind: KeyPath<RiskSummary, [String: RiskSummary.Stat]>) -> String {
-                    let critical = r.risk[keyPath: kind]["critical"].map { String(format: "%.2f", $0.meanSecs) } ?? "–"
-                    let derived = r.risk[keyPath: kind]["derived"].map { String(format: "%.2f", $0.meanSecs) } ?? "–"
-                    return "\(critical) / \(derived)"
-                }
                 let rate = r.heldTickRate ? "" : String(format: " (**%.1f Hz**)", r.tickRateHz)
                 md += "| `\(r.name)`\(rate) | \(human(r.bytesWrittenPerSec)) | "
                     + String(format: "%.0f | %.2f | %.2f | %.3f / %.3f / %.3f / %.2f | %.1f | ", r.bytesPerPersistedRow, r.bytesPerPayloadByte,
@@ -128,7 +123,7 @@ extension BenchReport {
                     + (r.reloadMs.map { String(format: "%.0f", $0) } ?? "–") + " | "
                     + (r.fileBytes.map { String(format: "%.1f, %@, %@", r.setupSeconds, human(Double(r.setupBytes)) as NSString,
                                                 human(Double($0)) as NSString) } ?? "–")
-                    + " | \(risk(\.crash)) | \(risk(\.powerLoss)) |\n"
+                    + " | \(meanRisk(r, \.crash)) | \(meanRisk(r, \.powerLoss)) |\n"
             }
             let strata = point.results.filter { $0.pagesPerCommit != nil }
             if !strata.isEmpty {

@@ -259,22 +259,16 @@ public enum BenchRunner {
             run.vfsBefore = strategy.vfs?.counts
             runs.append(run)
         }
-        let tickInterval = Duration.nanoseconds(1_000_000_000 / Int64(options.hz))
         let plannedTicks = Int(seconds * Double(options.hz))
-        // A strategy that cannot hold the rate stops here and reports the rate it reached.
-        let cap = Duration.nanoseconds(Int64((seconds * 1.25 + 2) * 1e9))
         for i in runs.indices { runs[i].tickTimes.reserveCapacity(plannedTicks) }
         var changedBytes = 0
         let transformBytes = BenchPayload.transform(0, 0).count
         var order = SplitMix64(seed: 0x5EED_0F_7)
         var turns = Array(runs.indices)
-        let start = clock.now()
+        let pacer = RealTimePacer(hz: options.hz, seconds: seconds)
+        let start = pacer.start
         var ticks = 0
-        while ticks < plannedTicks {
-            let now = clock.now()
-            if now.duration(since: start) > cap { break }
-            let due = start + tickInterval * ticks
-            if due > now { usleep(UInt32(max(1, due.duration(since: now).nanoseconds / 1000))) }
+        while ticks < plannedTicks, pacer.wait(forTick: ticks) {
             let critical = ticks % options.hz == 0 ? (ticks / options.hz) % entities : nil
             let tick = BenchTick(index: ticks, time: clock.now(), moving: moving, stride: max(1, entities / max(moving, 1)),
                                  criticalEntity: critical)
@@ -333,12 +327,8 @@ public enum BenchRunner {
             byKind["file"] = own.syncs
             bytesByKind["file"] = own.bytes
         }
-        let sorted = run.tickTimes.sorted()
-        func percentile(_ p: Double) -> Double {
-            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].milliseconds
-        }
+        let times = TickTimes(run.tickTimes, window: options.hz * 10)
         let rate = Double(ticks) / max(wall, 0.001)
-        let windowP99 = Self.windowMedianP99(run.tickTimes, window: options.hz * 10) ?? percentile(0.99)
         var result = StrategyResult(
             name: strategy.name, summary: strategy.summary, entities: entities, moving: moving,
             ticks: ticks, simulatedSeconds: simulated, wallSeconds: wall, tickRateHz: rate,
@@ -351,7 +341,7 @@ public enum BenchRunner {
             rowsWritten: rows, persistedPayloadBytes: payload,
             bytesPerPersistedRow: rows == 0 ? 0 : Double(bytes) / Double(rows),
             bytesPerPayloadByte: payload == 0 ? 0 : Double(bytes) / Double(payload),
-            tickP50Ms: percentile(0.5), tickP99Ms: percentile(0.99), tickP99WindowMedianMs: windowP99, tickMaxMs: sorted.last?.milliseconds ?? 0,
+            tickP50Ms: times.p50, tickP99Ms: times.p99, tickP99WindowMedianMs: times.p99WindowMedian, tickMaxMs: times.max,
             tickCpuMs: run.tickCPU.milliseconds, backgroundCpuMs: backgroundCPU.milliseconds,
             backgroundCpuMsPerSec: backgroundCPU.milliseconds / max(simulated, 0.001), risk: risk,
             reloadMs: reload?.milliseconds, setupSeconds: run.setupSeconds, setupBytes: run.setupBytes,

@@ -99,6 +99,34 @@ import Testing
         try engine.shutdown()
     }
 
+    /// Which pages commits write (``PageWrites``): each WAL frame's page number, with the
+    /// commits, mapped to the tables that own the pages.
+    @Test func framesAreRecordedWithTheirCommitsAndMappedToTheirTables() throws {
+        let directory = TestDirectory()
+        let vfs = try CountingVFS.registerUnique()
+        let db = try open(directory, vfs)
+        defer { sqlite3_close(db) }
+        try exec(db, "CREATE TABLE b (y)")
+        vfs.recordPageWrites(true)
+        for i in 1 ... 5 { try exec(db, "INSERT INTO t VALUES (\(i))") }                         // one leaf each
+        try exec(db, "BEGIN; INSERT INTO t VALUES (6); INSERT INTO b VALUES (6); COMMIT")        // two leaves, one commit
+        var pages = PageWrites()
+        pages.take(from: vfs)
+        #expect(pages.commits == 6)
+        #expect(pages.frames == 7, "a page per table written, per commit")
+        #expect(pages.dropped == 0)
+        let trees = try pages.byTree(databasePath: directory.databasePath)
+        #expect(trees.first { $0.name == "t" }?.frames == 6)
+        #expect(trees.first { $0.name == "b" }?.frames == 1)
+        #expect(trees.first { $0.name == "t" }?.pages == 1, "the same leaf each time")
+        #expect(abs(pages.pagesPerCommit - 7.0 / 6) < 1e-9)
+
+        vfs.recordPageWrites(false)
+        try exec(db, "INSERT INTO t VALUES (7)")
+        pages.take(from: vfs)
+        #expect(pages.commits == 6, "nothing recorded while off")
+    }
+
     @Test func theEngineReportsItsOwnSessionsCounts() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

@@ -1,53 +1,12 @@
 import Foundation
-import GRDBSQLite
 import Logging
 import StrataCanvas
 import Testing
 @testable import Strata
 
-/// Which pages commits write: the counting VFS's record of WAL frames, their B-trees, and
-/// the page budget of a canvas's critical commit.
+/// The page budget of a canvas's critical commit, by B-tree (``PageWrites``; the counting
+/// VFS's record of the frames is tested in `CountingVFSTests`).
 @Suite struct PageWritesTests {
-    /// A raw connection through the VFS, in WAL mode, with two tables.
-    func open(_ directory: TestDirectory, _ vfs: CountingVFS) throws -> OpaquePointer {
-        var db: OpaquePointer?
-        let uri = StoreLocation(path: directory.databasePath, vfs: vfs.name).uri
-        #expect(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nil) == SQLITE_OK)
-        try exec(db!, "PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE a (x); CREATE TABLE b (y)")
-        return db!
-    }
-
-    func exec(_ db: OpaquePointer, _ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw StoreError(.write, message: String(cString: sqlite3_errmsg(db)), path: "")
-        }
-    }
-
-    @Test func framesAreRecordedWithTheirCommitsAndMappedToTheirTables() throws {
-        let directory = TestDirectory()
-        let vfs = try CountingVFS.registerUnique()
-        let db = try open(directory, vfs)
-        defer { sqlite3_close(db) }
-        vfs.recordPageWrites(true)
-        for i in 1 ... 5 { try exec(db, "INSERT INTO a VALUES (\(i))") }                         // one leaf each
-        try exec(db, "BEGIN; INSERT INTO a VALUES (6); INSERT INTO b VALUES (6); COMMIT")        // two leaves, one commit
-        var pages = PageWrites()
-        pages.take(from: vfs)
-        #expect(pages.commits == 6)
-        #expect(pages.frames == 7, "a page per table written, per commit")
-        #expect(pages.dropped == 0)
-        let trees = try pages.byTree(databasePath: directory.databasePath)
-        #expect(trees.first { $0.name == "a" }?.frames == 6)
-        #expect(trees.first { $0.name == "b" }?.frames == 1)
-        #expect(trees.first { $0.name == "a" }?.pages == 1, "the same leaf each time")
-        #expect(abs(pages.pagesPerCommit - 7.0 / 6) < 1e-9)
-
-        vfs.recordPageWrites(false)
-        try exec(db, "INSERT INTO a VALUES (7)")
-        pages.take(from: vfs)
-        #expect(pages.commits == 6, "nothing recorded while off")
-    }
-
     /// The pages one critical commit of a canvas edit writes, by B-tree, on average over
     /// 24 edits: a regression guard for the cost of every kind of data, with the budget
     /// in one place (docs/storage.md, "Pages per commit"). Each commit spawns a shape (its

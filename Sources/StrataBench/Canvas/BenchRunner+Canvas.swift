@@ -72,21 +72,16 @@ extension BenchRunner {
         guard let vfs = run.vfs, let world = run.engine?.world else { throw BenchError("the canvas did not open") }
         run.watchers = snapshots.map(\.log)
         let vfsBefore = vfs.counts
-        let tickInterval = Duration.nanoseconds(1_000_000_000 / Int64(options.hz))
         let plannedTicks = Int(options.seconds * Double(options.hz))
-        let cap = Duration.nanoseconds(Int64((options.seconds * 1.25 + 2) * 1e9))
         var strataTimes: [Duration] = [], strataCPU: Duration = .zero
         var snapshotTimes = [[Duration]](repeating: [], count: snapshots.count)
         var snapshotCPU = [Duration](repeating: .zero, count: snapshots.count)
         strataTimes.reserveCapacity(plannedTicks)
         for i in snapshots.indices { snapshotTimes[i].reserveCapacity(plannedTicks) }
-        let start = clock.now()
+        let pacer = RealTimePacer(hz: options.hz, seconds: options.seconds)
+        let start = pacer.start
         var ticks = 0
-        while ticks < plannedTicks {
-            let now = clock.now()
-            if now.duration(since: start) > cap { break }
-            let due = start + tickInterval * ticks
-            if due > now { usleep(UInt32(max(1, due.duration(since: now).nanoseconds / 1000))) }
+        while ticks < plannedTicks, pacer.wait(forTick: ticks) {
             let cpuStart = threadCPUTime()
             let tickStart = clock.now()
             run.tick(at: tickStart)
@@ -108,12 +103,6 @@ extension BenchRunner {
         let simulated = Double(ticks) / Double(options.hz)
         let wall = end.duration(since: start).seconds
 
-        func timing(_ times: [Duration]) -> (p50: Double, p99: Double, window: Double, max: Double) {
-            let sorted = times.sorted()
-            func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].milliseconds }
-            return (percentile(0.5), percentile(0.99), windowMedianP99(times, window: options.hz * 10) ?? percentile(0.99),
-                    sorted.last?.milliseconds ?? 0)
-        }
 
         // Strata, from its counting VFS and its metrics.
         guard let (startMetrics, endMetrics) = run.run else { throw BenchError("the canvas run did not finish") }
@@ -126,7 +115,7 @@ extension BenchRunner {
             - startMetrics.entityRowsDeleted - startMetrics.operationsLogged
         let trees = (try? run.pages.byTree(databasePath: run.databasePath)) ?? []
         let risk = run.log.risk(from: start + .seconds(1), to: end)
-        let strataTiming = timing(strataTimes)
+        let strataTiming = TickTimes(strataTimes, window: options.hz * 10)
         let operations = endMetrics.operationsLogged - startMetrics.operationsLogged
         let checkpoints = endMetrics.checkpointCount - startMetrics.checkpointCount
         let cpu = endMetrics.writerCPUTime - startMetrics.writerCPUTime
@@ -153,7 +142,8 @@ extension BenchRunner {
             rowsWritten: rows, persistedPayloadBytes: payload,
             bytesPerPersistedRow: rows == 0 ? 0 : Double(counts.writeBytes) / Double(rows),
             bytesPerPayloadByte: payload == 0 ? 0 : Double(counts.writeBytes) / Double(payload),
-            tickP50Ms: strataTiming.p50, tickP99Ms: strataTiming.p99, tickP99WindowMedianMs: strataTiming.window, tickMaxMs: strataTiming.max,
+            tickP50Ms: strataTiming.p50, tickP99Ms: strataTiming.p99, tickP99WindowMedianMs: strataTiming.p99WindowMedian,
+            tickMaxMs: strataTiming.max,
             tickCpuMs: strataCPU.milliseconds, backgroundCpuMs: cpu.milliseconds,
             backgroundCpuMsPerSec: cpu.milliseconds / max(simulated, 0.001), risk: risk, reloadMs: reload.milliseconds,
             setupSeconds: setupSeconds, setupBytes: setupBytes,
@@ -171,7 +161,7 @@ extension BenchRunner {
         var results = [strata]
         for (i, snapshot) in snapshots.enumerated() {
             let (syncs, writes, bytes, records) = snapshot.counts
-            let t = timing(snapshotTimes[i])
+            let t = TickTimes(snapshotTimes[i], window: options.hz * 10)
             let cpu = snapshot.backgroundCPU
             results.append(StrategyResult(
                 name: snapshot.name, summary: snapshot.summary, entities: shapesMade, moving: 0, ticks: ticks,
@@ -181,7 +171,7 @@ extension BenchRunner {
                 bytesWrittenPerSec: Double(bytes) / max(simulated, 0.001), writeCalls: writes, changedBytes: payload,
                 bytesPerChangedByte: payload == 0 ? 0 : Double(bytes) / Double(payload), rowsWritten: records,
                 persistedPayloadBytes: bytes, bytesPerPersistedRow: records == 0 ? 0 : Double(bytes) / Double(records),
-                bytesPerPayloadByte: bytes == 0 ? 0 : 1, tickP50Ms: t.p50, tickP99Ms: t.p99, tickP99WindowMedianMs: t.window,
+                bytesPerPayloadByte: bytes == 0 ? 0 : 1, tickP50Ms: t.p50, tickP99Ms: t.p99, tickP99WindowMedianMs: t.p99WindowMedian,
                 tickMaxMs: t.max, tickCpuMs: snapshotCPU[i].milliseconds, backgroundCpuMs: cpu.milliseconds,
                 backgroundCpuMsPerSec: cpu.milliseconds / max(simulated, 0.001), risk: snapshot.log.risk(from: start + .seconds(1), to: end),
                 reloadMs: try? snapshot.reload().milliseconds, setupSeconds: 0, setupBytes: 0, compactionRounds: nil, compactionSteps: nil))

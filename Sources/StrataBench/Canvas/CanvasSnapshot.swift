@@ -79,23 +79,7 @@ final class CanvasSnapshot: @unchecked Sendable {
 
     private func write(_ data: [UInt8], takenAt: Instant, records count: Int) {
         let cpuStart = threadCPUTime()
-        let temp = directory.appendingPathComponent("canvas.save.tmp").path
-        let final = directory.appendingPathComponent("canvas.save").path
-        let fd = Glibc.open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        var written = 0
-        data.withUnsafeBytes { buffer in
-            while written < buffer.count {
-                let n = Foundation.write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if n <= 0 { break }
-                written += n
-            }
-        }
-        fsync(fd)
-        Glibc.close(fd)
-        rename(temp, final)
-        let dir = Glibc.open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        fsync(dir)
-        Glibc.close(dir)
+        let written = SnapshotFile.save(data, as: "canvas.save", in: directory)
         let done = MonotonicClock().now()
         for tier in Tier.persisted { log.durable(tier, at: done, covers: takenAt) }
         let cpu = threadCPUTime() - cpuStart
