@@ -262,6 +262,39 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         try reopened.shutdown()
     }
 
+    /// A power cut at any moment of a bulk commit (journal written, file written, journal
+    /// deleted) leaves the file as it was before the batch or after it, never between, and
+    /// intact: the rollback journal is SQLite's atomic commit, the fault VFS its power loss.
+    @Test(arguments: [0, 30, 80, 160, 1000])
+    func aPowerCutDuringABulkCommitLeavesTheFileBeforeOrAfterIt(afterMilliseconds delay: Int) throws {
+        var fixture = EngineFixture("bulk-cut-\(delay)")
+        let vfs = try FaultVFS.register(name: "bulk-cut-\(UUID().uuidString)")
+        fixture.options.vfs = vfs.name
+        fixture.config.metrics.countFsyncs = false
+        let engine = try fixture.open()
+        for i in 0 ..< 10 { engine.world.spawn(Title("before \(i)")) }
+        #expect(engine.flushNow())
+        for i in 0 ..< 40_000 { engine.world.spawn(Title("t\(i)"), Position(x: Float(i), y: 0)) }
+        let cut = DispatchSemaphore(value: 0)
+        Thread {
+            usleep(UInt32(delay * 1000))
+            vfs.cutPower()
+            cut.signal()
+        }.start()
+        _ = engine.flushNow(timeout: .seconds(30))
+        cut.wait()
+        engine.abandon()
+        _ = try vfs.applyPowerLoss(delay % 20 == 0 ? .drop : .torn, seed: UInt64(delay))
+        try? FileManager.default.removeItem(atPath: fixture.directory.databasePath + "-shm")
+
+        let reopened = try fixture.open()
+        #expect(reopened.recovery.setAsideCorruptFile == nil, "\(reopened.recovery.corruption ?? "")")
+        #expect([10, 40_010].contains(reopened.world.entityCount), "\(reopened.world.entityCount) entities")
+        #expect(reopened.world.count(of: Position.self) == reopened.world.entityCount - 10, "every spawn with its components")
+        #expect(try reopened.store.verify().isEmpty)
+        try reopened.shutdown()
+    }
+
     @Test func checkpointsOnTheIntervalInVirtualTime() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
