@@ -80,7 +80,7 @@ final class TestWallClock: @unchecked Sendable {
         fixture.clock.advance(by: fixture.config.persistence.criticalFlushDelay)
         engine.endTick()
         #expect(engine.waitForWriter())
-        #expect(eventually { (try? engine.jobs.counts()) == [.pending: 2] })
+        #expect(try engine.jobs.counts() == [.pending: 2], "committed with the batch")
         let after = engine.metrics
         #expect(after.commitCount - before.commitCount == 1, "the spawn and both jobs: one commit")
         #expect(after.fullCommitCount - before.fullCommitCount == 1, "and one sync")

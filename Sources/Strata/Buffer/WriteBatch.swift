@@ -186,6 +186,13 @@ final class WriteBatch: @unchecked Sendable {
         sequence = max(sequence, newer.sequence)
     }
 
+    /// A batch of this many rows or more is a bulk batch (the first save of a large
+    /// world): it commits through a rollback journal, its new entities' components go
+    /// straight into base rows (`Writer+Bulk.swift`, `SegmentAppender`).
+    static let bulkRows = 65_536
+
+    var isBulk: Bool { rowCount >= Self.bulkRows }
+
     /// Writes a merge sets aside for ``coalesce()`` however few writes came before.
     static let mergedWritesFloor = 4096
 

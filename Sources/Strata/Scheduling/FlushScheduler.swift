@@ -10,13 +10,15 @@
 ///
 /// The quiet period is what keeps an end of tick cheap: after a decision that flushed
 /// nothing, `quietUntil` is the earliest instant anything could fall due (a tier's
-/// deadline, ``FlushPolicy/nextDecision(_:)``; an event's; the user turning idle). Until then, while no tier goes from clean to dirty, the decision
-/// would come out the same, and `endTick` returns after a few comparisons instead of
+/// deadline, ``FlushPolicy/nextDecision(_:)``; an event's; the user turning idle). Until
+/// then, while no tier goes from clean to dirty, the decision would come out the same,
+/// and `endTick` returns after a few comparisons instead of
 /// running the policy (whose code and data a sleeping tick thread finds cold: it cost
 /// 4–7 µs a tick on the development VM). That test is inlined into the host
 /// (``Engine/endTick()``). Every input that could change the decision ends the quiet
-/// period: an event, a power change, input after idling, a drain of every tier. A quiet period that runs out by time alone keeps its due instants, so the
-/// flush tick itself does not run the policy either. Neither do the two other ticks of
+/// period: an event, a power change, input after idling, a drain of every tier. A quiet
+/// period that runs out by time alone keeps its due instants, so the flush tick itself
+/// does not run the policy either. Neither do the two other ticks of
 /// a critical change: the critical tier's due instant depends on nothing but its first
 /// change, so that change joins the quiet period (``admitCriticalChange(now:critical:derived:)``),
 /// and a flush of the critical tier alone goes on with the derived tier's due instant.

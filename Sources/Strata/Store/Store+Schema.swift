@@ -294,7 +294,7 @@ extension Store {
                 DROP TABLE operation_log;
                 ALTER TABLE operation_log_v9 RENAME TO operation_log;
 
-                DROP INDEX jobs_processing;
+                DROP INDEX IF EXISTS jobs_processing;
 
                 PRAGMA user_version = 9;
                 """)

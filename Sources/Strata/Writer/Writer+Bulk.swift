@@ -1,6 +1,6 @@
 import GRDB
 
-/// Bulk batches: a batch of at least ``bulkRows`` rows (the first save of a large world,
+/// Bulk batches: a batch of at least ``WriteBatch/bulkRows`` rows (the first save of a large world,
 /// a level loaded, every entity moved at once) commits through a rollback journal instead
 /// of the WAL.
 ///
@@ -22,11 +22,6 @@ import GRDB
 ///
 /// Writer thread.
 extension Writer {
-    /// A batch of this many rows or more is a bulk batch.
-    static let bulkRows = 65_536
-
-    func isBulk(_ batch: WriteBatch) -> Bool { batch.rowCount >= Self.bulkRows }
-
     /// Leaves WAL mode for a rollback journal (DELETE). False, changing nothing, if SQLite
     /// would not (another connection has the file open, or the checkpoint it runs first
     /// could not finish).
@@ -39,17 +34,12 @@ extension Writer {
         return true
     }
 
-    /// Back to WAL mode after a bulk commit; remembered for the next commit if it fails.
+    /// Back to WAL mode after a bulk commit. If that fails, `walModeLost` says so and the
+    /// next commit tries again first (a commit in rollback mode is as safe, only not what
+    /// the rest of the engine expects).
     func returnToWAL(_ db: Database) {
         let mode = try? String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
         walModeLost = mode != "wal"
         if walModeLost { logger.warning("writer: could not return to WAL mode after a bulk commit (\(mode ?? "error")); trying again before the next commit") }
-    }
-
-    /// A bulk commit could not return to WAL mode: try again (a commit in rollback mode is
-    /// as safe, only not what the rest of the engine expects).
-    func restoreWALIfNeeded(_ db: Database) throws {
-        guard walModeLost else { return }
-        returnToWAL(db)
     }
 }

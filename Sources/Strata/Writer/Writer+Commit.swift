@@ -89,6 +89,13 @@ extension Writer {
                                          durability: batch.durability, rows: batch.rowCount, reasons: batch.reasons))
     }
 
+    /// An SQLite error that is the machine's trouble (``isTransient(_:)``), not one
+    /// statement's: a request that meets it fails with its whole group or batch.
+    static func isMachineTrouble(_ error: any Error) -> Bool {
+        guard let sqlite = error as? DatabaseError else { return false }
+        return isTransient(StoreError(.write, wrapping: sqlite, path: ""))
+    }
+
     /// SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN,
     /// SQLITE_NOMEM: conditions of the machine, worth retrying. SQLITE_CORRUPT and
     /// SQLITE_NOTADB never get here (``reportIfCorrupt(_:)``: the engine replaces the
@@ -101,25 +108,21 @@ extension Writer {
 
     /// ONE transaction: every part of the batch, in the order of ``parts`` (entity rows,
     /// settings, then the segment append), with the strictest durability the batch asks for.
-    /// A bulk batch (``isBulk(_:)``) commits through a rollback journal (`Writer+Bulk.swift`).
+    /// A bulk batch (``WriteBatch/isBulk``) commits through a rollback journal (`Writer+Bulk.swift`).
     func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()
         var riderErrors: [Error?] = []
         do {
             try store.withConnection { db in
-                try restoreWALIfNeeded(db)
-                let bulk = isBulk(batch) && leaveWAL(db)
+                if walModeLost { returnToWAL(db) }
+                let bulk = batch.isBulk && leaveWAL(db)
                 defer { if bulk { returnToWAL(db) } }
                 let full = batch.durability == .full || bulk
                 if full { try db.execute(sql: "PRAGMA synchronous = FULL") }
                 defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
                 try db.inTransaction(.immediate) {
                     for part in parts { try part.write(batch, db, &counts) }
-                    riderErrors = try batch.riders.map { rider in
-                        try rider.rideBatch(db) { error in
-                            (error as? DatabaseError).map { Self.isTransient(StoreError(.write, wrapping: $0, path: "")) } ?? false
-                        }
-                    }
+                    riderErrors = try batch.riders.map { try $0.rideBatch(db) }
                     return .commit
                 }
             }

@@ -32,7 +32,7 @@ extension Writer {
                         return .commit
                     } catch {
                         // The machine's trouble (busy, full, I/O, corrupt): the whole group's.
-                        if let sqlite = error as? DatabaseError, Self.isTransient(StoreError(.write, wrapping: sqlite, path: "")) { throw error }
+                        if Self.isMachineTrouble(error) { throw error }
                         isolate = true   // one request's own failure (a constraint, a bad call): find which
                         return .rollback
                     }

@@ -41,8 +41,9 @@ final class WriterRequest: @unchecked Sendable {
     /// Runs the body inside a batch's transaction (``WriteBatch/riders``), in a savepoint
     /// of its own: returns nil if it is done (to be told once the batch commits), or its
     /// own error, rolled back alone. Rethrows what is the machine's trouble (busy, full,
-    /// I/O, corrupt): the whole batch fails and is retried. Writer thread.
-    func rideBatch(_ db: Database, isTransient: (Error) -> Bool) throws -> Error? {
+    /// I/O, corrupt: ``Writer/isMachineTrouble(_:)``): the whole batch fails and is
+    /// retried. Writer thread.
+    func rideBatch(_ db: Database) throws -> Error? {
         do {
             var outcome = Outcome.done
             try db.inSavepoint {
@@ -51,7 +52,7 @@ final class WriterRequest: @unchecked Sendable {
             }
             return outcome == .done ? nil : WriterRequestError.missingRow
         } catch {
-            if isTransient(error) { throw error }
+            if Writer.isMachineTrouble(error) { throw error }
             return error
         }
     }

@@ -188,20 +188,20 @@ struct SimCommand: ParsableCommand {
             }
         }
 
+        func summary(_ stopReason: String) -> String {
+            pages.take(from: engine)
+            return StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed, droppedTicks: outcome.dropped,
+                                      maxTick: outcome.maxTick, stopReason: stopReason, pages: pages.byTree(of: engine),
+                                      storageBytes: ProcessIO.writeBytes.flatMap { after in storageBefore.map { after - $0 } })
+        }
         do {
             try engine.shutdown()
         } catch {
             printError("strata sim: shutdown could not finish: \(error)")
-            pages.take(from: engine)
-            say(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
-                                     droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason,
-                                     pages: pages.byTree(of: engine), storageBytes: ProcessIO.writeBytes.flatMap { a in storageBefore.map { a - $0 } }))
+            say(summary(outcome.reason))
             throw ExitCode.failure
         }
-        pages.take(from: engine)
-        say(StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed,
-                                 droppedTicks: outcome.dropped, maxTick: outcome.maxTick, stopReason: outcome.reason + ", shut down cleanly",
-                                 pages: pages.byTree(of: engine), storageBytes: ProcessIO.writeBytes.flatMap { a in storageBefore.map { a - $0 } }))
+        say(summary(outcome.reason + ", shut down cleanly"))
     }
 
     private struct Outcome {

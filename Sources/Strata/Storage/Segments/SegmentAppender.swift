@@ -7,7 +7,7 @@ import GRDBSQLite
 /// bytes plus the last page, where an upsert in place costs a page per changed row
 /// once the world outgrows the cache (docs/storage.md).
 ///
-/// Except in a bulk batch (``Writer/isBulk(_:)``: the first save of a large world): there
+/// Except in a bulk batch (``WriteBatch/isBulk``: the first save of a large world): there
 /// the components of the entities it spawns go straight into their base rows, in key
 /// order, at the right edge of `components` (their numbers are new: no record of them can
 /// be in the log), instead of into the log and, at the next compaction, into the base
@@ -44,7 +44,7 @@ final class SegmentAppender: BatchPart {
         records.removeAll(keepingCapacity: true)
         baseWrites.removeAll(keepingCapacity: true)
         payloads.reset()
-        let spawned: Set<EntityNumber>? = batch.rowCount >= Writer.bulkRows ? Set(batch.entityInserts.map(\.number)) : nil
+        let spawned: Set<EntityNumber>? = batch.isBulk ? Set(batch.entityInserts.map(\.number)) : nil
         for write in batch.writes {
             let key = SegmentKey(entity: write.entity, typeID: try typeID(for: write, db))
             if let spawned, spawned.contains(write.entity) {
