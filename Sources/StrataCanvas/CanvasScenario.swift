@@ -60,6 +60,11 @@ public final class CanvasScenario {
         strokes = world.entities(with: StrokeStyle.self).filter(\.value.finished).map(\.entity)
         if let existing = world.entities(with: DocumentMetadata.self).first {
             document = existing.entity
+        } else if let alive = world.entity(for: Self.documentID) {
+            // The entity is there but its metadata is not (it did not decode, or a salvage
+            // lost it; the start reported which): start the metadata again on the same entity.
+            document = alive
+            world.insert(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0), for: document)
         } else {
             // The same id in every document: devices that sync share one metadata entity.
             document = world.spawn(id: Self.documentID)

@@ -562,3 +562,35 @@ import Testing
         #expect(throws: StoreError.self) { try DatabaseInspection.inspect(path: "/nonexistent/x.db") }
     }
 }
+
+@Suite struct ReloadEdgeTests {
+    @Test func entityRowsThatCannotBeLoadedAreCountedAndKept() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for x in 0 ..< 3 { engine.world.spawn(Position(x: Float(x), y: 0)) }
+            #expect(engine.compactNow())   // into base rows
+            try engine.shutdown()
+        }
+        // Damage as a bad disk or another tool could leave it: an id of 3 bytes, and a base
+        // row of an entity number that has no row.
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            try db.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (100, x'010203', 0)")
+            try db.execute(sql: """
+                INSERT INTO components (entity_num, type_id, version, payload, updated_at)
+                SELECT 500, type_id, version, payload, updated_at FROM components LIMIT 1
+                """)
+        }
+        try queue.close()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.entityCount == 3)
+        #expect(engine.recovery.loaded.malformedEntityRows == 1, "\(engine.recovery)")
+        #expect(engine.recovery.loaded.orphanRows == 1, "\(engine.recovery)")
+        #expect(engine.recovery.description.contains("kept 1 entity rows with a malformed or repeated id"), "\(engine.recovery)")
+        #expect(engine.recovery.description.contains("kept 1 component rows of no entity"), "\(engine.recovery)")
+    }
+}

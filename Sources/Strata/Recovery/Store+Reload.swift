@@ -24,6 +24,11 @@ public struct LoadSummary: Sendable, Equatable {
     /// Settings loaded, and those whose stored text this build cannot read (kept, not loaded).
     public var settings = 0
     public var unreadableSettings = 0
+    /// Entity rows whose id is not 16 bytes or repeats an earlier row's: kept in the file,
+    /// not loaded.
+    public var malformedEntityRows = 0
+    /// Base rows of an entity number that has no entity row: kept, not loaded.
+    public var orphanRows = 0
 }
 
 extension Store {
@@ -62,7 +67,10 @@ extension Store {
                 var numbers: [EntityNumber] = []
                 numbers.reserveCapacity(expected)
                 while sqlite3_step(entities) == SQLITE_ROW {
-                    guard let id = EntityID(bytes: columnBlob(entities, 1)) else { continue }
+                    guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil else {
+                        summary.malformedEntityRows += 1
+                        continue
+                    }
                     let number = sqlite3_column_int64(entities, 0)
                     let entity = world.makeEntity(id: id, number: number, spawnPending: false)
                     precondition(entity.index == UInt32(numbers.count))
@@ -83,7 +91,10 @@ extension Store {
                     log.baseRows += 1
                     let payload = columnBlob(base, 3)
                     baseBytes += payload.count
-                    guard position < numbers.count && numbers[position] == number else { continue }
+                    guard position < numbers.count && numbers[position] == number else {
+                        summary.orphanRows += 1
+                        continue
+                    }
                     loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
                                  payload: payload, at: UInt32(position))
                 }
@@ -119,6 +130,9 @@ extension Store {
                 summary.undecodableRows = loader.undecodableRows
                 summary.olderPayloadRows = loader.olderPayloads.count
                 world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
+                if summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
+                    logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id and \(summary.orphanRows) component rows of no entity")
+                }
                 let settings = try Store.readSettings(db)
                 world.loadSettings(settings.values)
                 summary.settings = settings.values.count
