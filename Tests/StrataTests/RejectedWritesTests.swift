@@ -178,4 +178,31 @@ import Testing
         #expect(try fixture.count(persisted: Position(x: 5, y: 1)) == 1)
         #expect(try fixture.count(persisted: Title("late")) == 1)
     }
+
+    @Test func aShutdownThatCannotParkSaysWhatWasLost() throws {
+        // The disk stays full and the side file cannot be written either (here: a folder
+        // stands in its place). The shutdown's error counts the rows lost; it never says
+        // "parked" or "nothing lost" for them.
+        var fixture = EngineFixture()
+        let vfs = try FaultVFS.register(name: "full-\(UUID().uuidString)")
+        fixture.options.vfs = vfs.name
+        let engine = try fixture.open()
+        let shape = engine.world.spawn(Position(x: 1, y: 1))
+        #expect(engine.flushNow())
+        try FileManager.default.createDirectory(atPath: fixture.directory.databasePath + ".rejected", withIntermediateDirectories: false)
+        vfs.arm(.write, nth: 1, code: FaultVFS.diskFull, persistent: true)
+        engine.world.mutate(Position.self, of: shape) { $0.x = 5 }
+        engine.world.spawn(Title("late"))
+        do {
+            try engine.shutdown()
+            Issue.record("the shutdown reported no error")
+        } catch let error as StoreError {
+            #expect(error.message.contains("3 LOST"), "\(error)")
+            #expect(!error.message.contains("nothing lost"), "\(error)")
+            #expect(!error.message.contains("parked in"), "\(error)")
+        }
+        #expect(engine.metrics.lostRows == 3)
+        #expect(engine.metrics.rejectedRowsInSideFile == 0)
+        vfs.disarm()
+    }
 }

@@ -153,9 +153,9 @@ extension Engine {
         let cause = pendingReplacement?.corruption
             ?? StoreError(.corrupt, message: "the file is corrupt", path: store.location.path)
         for rider in whole.riders { rider.finish(cause) }
-        writer.parkInSideFile(writer.rejectedWrites(whole, error: cause, context: whole), because: cause)
+        let parked = writer.parkInSideFile(writer.rejectedWrites(whole, error: cause, context: whole), because: cause)
         let riders = whole.riders.isEmpty ? "" : "; \(whole.riders.count) requests riding it (jobs queued with it) not written, each logged"
-        let error = StoreError(.write, message: "the corrupt file could not be replaced: \(whole.rowCount) rows (the whole world) parked in \(store.location.rejectedPath)\(riders); the damaged file is \(pendingReplacement?.setAside ?? store.location.path)", path: store.location.path)
+        let error = StoreError(.write, message: "the corrupt file could not be replaced: \(whole.rowCount) rows (the whole world), \(parked.summary)\(riders); the damaged file is \(pendingReplacement?.setAside ?? store.location.path)", path: store.location.path)
         logger.critical("\(error)")
         return error
     }

@@ -77,30 +77,51 @@ extension Writer {
         return rows.count
     }
 
-    /// Appends `rows` to `PATH.rejected`, one JSON object per line, synced.
-    func parkInSideFile(_ rows: [RejectedWrite], because reason: StoreError) {
+    /// Appends `rows` to `PATH.rejected`, one JSON object per line, synced. Returns what
+    /// happened to them: every sentence about these rows is made from it.
+    @discardableResult
+    func parkInSideFile(_ rows: [RejectedWrite], because reason: StoreError) -> ParkOutcome {
         let path = store.location.rejectedPath
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         var data = Data()
+        var unencodable = 0
         for row in rows {
-            guard let line = try? encoder.encode(row) else { continue }
+            guard let line = try? encoder.encode(row) else { unencodable += 1; continue }
             data.append(line)
             data.append(UInt8(ascii: "\n"))
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        let written = fd >= 0 && data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == data.count && fsync(fd) == 0
-        if fd >= 0 { close(fd) }
-        if written {
-            logger.error("writer: the database refused \(rows.count) rows (\(reason)); parked in \(path)")
-            metrics.update {
-                $0.rejectedRows += rows.count
-                $0.rejectedRowsInSideFile += rows.count
+        let encoded = rows.count - unencodable
+        var failure: String?
+        if encoded > 0 {
+            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            if fd < 0 {
+                failure = "\(path) could not be opened: \(String(cString: strerror(errno)))"
+            } else {
+                let wrote = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                if wrote != data.count {
+                    failure = wrote < 0 ? "\(path) could not be written: \(String(cString: strerror(errno)))"
+                        : "\(path) took \(wrote) of \(data.count) bytes (the disk is full?)"
+                } else if fsync(fd) != 0 {
+                    failure = "\(path) could not be synced: \(String(cString: strerror(errno)))"
+                }
+                close(fd)
             }
-        } else {
-            logger.critical("writer: \(rows.count) rows LOST: the database refused them (\(reason)) and \(path) could not be written (errno \(errno))")
-            metrics.update { $0.lostRows += rows.count }
         }
+        let outcome = ParkOutcome(parked: failure == nil ? encoded : 0, lost: (failure == nil ? 0 : encoded) + unencodable,
+                                  path: path, failure: failure ?? (unencodable > 0 ? "\(unencodable) rows could not be encoded" : nil))
+        if outcome.parked > 0 {
+            logger.error("writer: the database refused \(outcome.parked) rows (\(reason)); parked in \(path)")
+        }
+        if outcome.lost > 0 {
+            logger.critical("writer: \(outcome.lost) rows LOST: the database refused them (\(reason)) and \(outcome.failure ?? path)")
+        }
+        metrics.update {
+            $0.rejectedRows += outcome.parked
+            $0.rejectedRowsInSideFile += outcome.parked
+            $0.lostRows += outcome.lost
+        }
+        return outcome
     }
 
     /// The rows of `batch` as ``RejectedWrite``s.

@@ -327,14 +327,14 @@ final class Writer: @unchecked Sendable {
         if case .batch(let batch) = buffer.take(until: Date()) {
             let cause = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
             for rider in batch.riders { rider.finish(cause) }
-            parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
+            let parked = parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
             let derived = batch.writes.filter { $0.value.map { type(of: $0).tier == .derived } ?? false }.count
             let tiers = "\(batch.rowCount - derived) critical (entity rows, settings, operations, critical components, removals), \(derived) derived"
             // Requests that rode the batch (jobs queued from the tick thread) are not rows to
             // park: each failed above, and said so through its own log line.
-            let riders = batch.riders.isEmpty ? ", nothing lost"
-                : "; \(batch.riders.count) requests riding the batch (jobs queued with it) not written, each logged"
-            let error = StoreError(.write, message: "\(batch.rowCount) rows not written to the database (\(reason)): \(tiers); parked in \(store.location.rejectedPath)\(riders): \(cause.message)", path: store.location.path)
+            let riders = batch.riders.isEmpty ? "" : "; \(batch.riders.count) requests riding the batch (jobs queued with it) not written, each logged"
+            let nothingLost = parked.lost == 0 && batch.riders.isEmpty ? ", nothing lost" : ""
+            let error = StoreError(.write, message: "\(batch.rowCount) rows not written to the database (\(reason)): \(tiers); \(parked.summary)\(nothingLost)\(riders): \(cause.message)", path: store.location.path)
             logger.error("writer: \(error)")
             controlLock.withLock { shutdownError = error }
         }
