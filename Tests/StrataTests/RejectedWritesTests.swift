@@ -205,4 +205,26 @@ import Testing
         #expect(engine.metrics.rejectedRowsInSideFile == 0)
         vfs.disarm()
     }
+
+    @Test func aSideFileLineThatDoesNotReadIsKeptThroughAReplay() throws {
+        // A crash mid-append leaves a torn last line; the next park starts a line of its own,
+        // and a replay puts back what reads and keeps the torn line as it was.
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let path = fixture.directory.databasePath + ".rejected"
+        let torn = #"{"error":"disk full","kind":"setti"#
+        try Data(torn.utf8).write(to: URL(fileURLWithPath: path))
+        let row = RejectedWrite(rejectedAt: 1, error: "disk full", kind: .setting, name: "volume", payload: Array("i:7".utf8))
+        let outcome = engine.writer.parkInSideFile([row], because: StoreError(.write, message: "test", path: path))
+        #expect(outcome == ParkOutcome(parked: 1, lost: 0, path: path, failure: nil))
+
+        #expect(try engine.rejectedWrites().map(\.name) == ["volume"])
+        let report = try engine.replayRejectedWrites()
+        #expect(report.replayed == 1, "\(report)")
+        #expect(report.kept.count == 1 && report.kept[0].contains("does not read"), "\(report)")
+        #expect(engine.world.setting("volume") == .integer(7))
+        let left = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(left == torn + "\n", "the torn line, and only it")
+    }
 }

@@ -24,7 +24,7 @@ extension Engine {
         } catch {
             throw StoreError(.read, wrapping: error, path: store.location.path)
         }
-        return rows + (try Self.sideFileRows(store.location.rejectedPath))
+        return rows + Self.sideFileRows(store.location.rejectedPath)
     }
 
     /// What ``replayRejectedWrites()`` did.
@@ -48,6 +48,11 @@ extension Engine {
     public func replayRejectedWrites() throws -> ReplayReport {
         var report = ReplayReport()
         var remainingSide: [RejectedWrite] = []
+        let sideFile = SideFile(path: store.location.rejectedPath)
+        let unreadable = sideFile.read().unreadableLines
+        for line in unreadable {
+            report.kept.append("a line of \(sideFile.path) that does not read (\(line.count) bytes): kept in the file")
+        }
         for row in try rejectedWrites() {
             if let reason = replay(row) {
                 report.kept.append("\(row.kind.rawValue) \(row.name ?? ""): \(reason)")
@@ -57,7 +62,7 @@ extension Engine {
             report.replayed += 1
             if let id = row.id { nextBatch.replayedRejections.append(id) }
         }
-        try Self.rewriteSideFile(store.location.rejectedPath, with: remainingSide)
+        try sideFile.rewrite(rows: remainingSide, keeping: unreadable)
         if report.replayed > 0 { flush(reason: .explicitSave) }
         return report
     }
@@ -130,25 +135,6 @@ extension Engine {
         world.remove(C.self, from: entity)
     }
 
-    static func sideFileRows(_ path: String) throws -> [RejectedWrite] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        let decoder = JSONDecoder()
-        return data.split(separator: UInt8(ascii: "\n")).compactMap { try? decoder.decode(RejectedWrite.self, from: Data($0)) }
-    }
+    static func sideFileRows(_ path: String) -> [RejectedWrite] { SideFile(path: path).read().rows }
 
-    static func rewriteSideFile(_ path: String, with rows: [RejectedWrite]) throws {
-        guard FileManager.default.fileExists(atPath: path) else { return }
-        if rows.isEmpty {
-            try FileManager.default.removeItem(atPath: path)
-            return
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        var data = Data()
-        for row in rows {
-            data.append(try encoder.encode(row))
-            data.append(UInt8(ascii: "\n"))
-        }
-        try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-    }
 }

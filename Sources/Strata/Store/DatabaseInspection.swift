@@ -150,7 +150,7 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                 if try db.tableExists("rejected_writes") {
                     inspection.rejectedWrites = try Int.fetchOne(db, sql: "SELECT count(*) FROM rejected_writes") ?? 0
                 }
-                inspection.rejectedWritesInSideFile = (try? Engine.sideFileRows(reported.rejectedPath).count) ?? 0
+                inspection.rejectedWritesInSideFile = Engine.sideFileRows(reported.rejectedPath).count
                 if try db.tableExists("operation_log") {
                     try inspection.readOperationLog(db)
                 }

@@ -94,7 +94,12 @@ extension Writer {
         let encoded = rows.count - unencodable
         var failure: String?
         if encoded > 0 {
-            let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            // A line torn by a crash mid-append stays a line of its own (SideFile keeps it).
+            var last: UInt8 = UInt8(ascii: "\n")
+            if fd >= 0, lseek(fd, 0, SEEK_END) > 0, pread(fd, &last, 1, lseek(fd, 0, SEEK_END) - 1) == 1, last != UInt8(ascii: "\n") {
+                data.insert(UInt8(ascii: "\n"), at: 0)
+            }
             if fd < 0 {
                 failure = "\(path) could not be opened: \(String(cString: strerror(errno)))"
             } else {
