@@ -175,3 +175,41 @@ struct CharacterSheet: Component, Codable {
         #expect(engine.recovery.loaded.undecodableRows == 0)
     }
 }
+
+/// A `Codable` component whose hand-written `encode(to: Encoder)` throws for some values.
+struct Fussy: Component, Codable, Equatable {
+    static let typeName = "test.fussy"
+    static let tier = Tier.critical
+    struct Refused: Error {}
+    var value: Int
+
+    func encode(to encoder: any Encoder) throws {
+        if value < 0 { throw Refused() }
+        var container = encoder.singleValueContainer()
+        try container.encode(value)
+    }
+    init(value: Int) { self.value = value }
+    init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Int.self) }
+}
+
+@Suite struct CodableEncodingFailureTests {
+    @Test func aValueThatCannotBeEncodedIsParkedAndTheRestCommits() throws {
+        // Its encoding throws on the writer thread: the process goes on, the row is rejected
+        // and parked with the reason, and the rest of its batch commits.
+        let fixture = EngineFixture()
+        let engine = try Engine.open(config: fixture.config, components: [Fussy.self, Position.self], logger: quietLogger,
+                                     options: fixture.options)
+        defer { try? engine.shutdown() }
+        let good = engine.world.spawn(Fussy(value: 7))
+        let bad = engine.world.spawn(Fussy(value: -1))
+        engine.world.spawn(Position(x: 1, y: 2))
+        #expect(engine.flushNow())
+        let parked = try engine.rejectedWrites()
+        #expect(parked.count == 1, "\(parked)")
+        #expect(parked.first?.entity == engine.world.id(of: bad))
+        #expect(parked.first?.error.contains("test.fussy: its Codable encoding failed") == true, "\(parked)")
+        #expect(try fixture.count(persisted: Fussy(value: 7)) == 1)
+        #expect(try fixture.count(persisted: Position(x: 1, y: 2)) == 1)
+        #expect(engine.world.get(Fussy.self, for: good) == Fussy(value: 7))
+    }
+}

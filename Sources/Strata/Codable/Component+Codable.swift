@@ -21,18 +21,23 @@ import Foundation
 /// ``PayloadReader/decode(_:)``.
 extension Component where Self: Codable {
     public func encode(to payload: inout PayloadWriter) {
+        let start = payload.bytes.count
         let encoder = PayloadEncoder(writer: payload)
         payload = PayloadWriter(capacity: 0)
         do {
             // The component itself is a struct of fields, not one of the shapes `encodeValue`
             // looks for first (those casts cost more than encoding a small struct).
             try self.encode(to: encoder)
+            payload = encoder.writer
         } catch {
             // Only a hand-written `encode(to: Encoder)` can fail here (a bare nil, or an
-            // error of its own), and a component's encoding cannot: it is a programming error.
-            preconditionFailure("\(Self.typeName): its Codable encoding failed: \(error)")
+            // error of its own). The bytes written so far go; the failure stays with the
+            // buffer, and the writer rejects and parks this one row (the rest of its batch
+            // commits) instead of stopping the process.
+            payload = encoder.writer
+            payload.truncate(to: start)
+            payload.encodingFailure = "\(Self.typeName): its Codable encoding failed: \(error)"
         }
-        payload = encoder.writer
     }
 
     public init(from payload: inout PayloadReader, version: Int) throws {

@@ -14,8 +14,18 @@ public struct PayloadWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Why the last encoding into this buffer failed (a `Codable` component whose
+    /// `encode(to: Encoder)` threw): the writer rejects and parks that one row.
+    var encodingFailure: String?
+
     /// Empties the buffer, keeping its storage (the writer thread reuses one buffer).
-    public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+    public mutating func reset() {
+        bytes.removeAll(keepingCapacity: true)
+        encodingFailure = nil
+    }
+
+    /// Drops what was written after the first `count` bytes.
+    mutating func truncate(to count: Int) { bytes.removeLast(bytes.count - count) }
 
     public mutating func write(_ value: UInt64) {
         var v = value

@@ -171,7 +171,7 @@ extension Writer {
             if let value = write.value {
                 var writer = PayloadWriter()
                 value.encode(to: &writer)
-                payload = writer.bytes
+                payload = writer.encodingFailure == nil ? writer.bytes : nil   // the error says why
                 version = Int64(type(of: value).payloadVersion)
             }
             rows.append(RejectedWrite(rejectedAt: now, error: message, kind: write.value == nil ? .componentRemoval : .component,

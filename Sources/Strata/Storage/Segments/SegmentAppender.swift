@@ -52,6 +52,7 @@ final class SegmentAppender: BatchPart {
                 guard let value = write.value else { continue }
                 let start = payloads.bytes.count
                 value.encode(to: &payloads)
+                try rejectUnencodable()
                 baseWrites.append((key, type(of: value).payloadVersion, start ..< payloads.bytes.count))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
@@ -60,6 +61,7 @@ final class SegmentAppender: BatchPart {
             if let value = write.value {
                 let start = payloads.bytes.count
                 value.encode(to: &payloads)
+                try rejectUnencodable()
                 records.append(.init(key: key, version: type(of: value).payloadVersion, payload: start ..< payloads.bytes.count))
                 pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
                 counts.componentPuts += 1
@@ -78,6 +80,14 @@ final class SegmentAppender: BatchPart {
         pendingRows = (seq, chunks.count, bytes, records.count)
         counts.segmentRows += chunks.count
         counts.segmentBytes += bytes
+    }
+
+    /// A value whose encoding failed fails the commit with an error retrying cannot fix:
+    /// the batch is split until that row is alone, and it is parked (Writer+Rejection.swift).
+    private func rejectUnencodable() throws {
+        guard let failure = payloads.encodingFailure else { return }
+        payloads.encodingFailure = nil
+        throw StoreError(.write, sqliteCode: SQLITE_MISMATCH, message: failure, path: "")
     }
 
     /// A bulk batch's new entities' components, as base rows, in key order.
