@@ -289,6 +289,15 @@ int strata_vfs_register(const char *name) {
     return rc;
 }
 
+int strata_vfs_registered(void) {
+    sqlite3_mutex *mutex = registry_mutex();
+    sqlite3_mutex_enter(mutex);
+    int n = 0;
+    for (counting_vfs *v = registry; v; v = v->next) n++;
+    sqlite3_mutex_leave(mutex);
+    return n;
+}
+
 int strata_vfs_read(const char *name, strata_vfs_counts *out) {
     sqlite3_mutex *mutex = registry_mutex();
     sqlite3_mutex_enter(mutex);

@@ -147,3 +147,31 @@ import Testing
         #expect(engine.metrics.vfs!.syncs > 2, "the clean-shutdown mark and the TRUNCATE checkpoint sync")
     }
 }
+
+@Suite(.serialized) struct CountingVFSLeaseTests {
+    @Test func enginesOpenedOneAfterAnotherReuseTheirCountingVFS() throws {
+        // SQLite keeps every registered VFS until the process ends: an engine gives its
+        // counting VFS back at the close, and the next open takes it.
+        var fixture = EngineFixture()
+        fixture.config.metrics.countFsyncs = true
+        let first = try fixture.open()
+        first.world.spawn(Position(x: 1, y: 1))
+        try first.shutdown()
+        let syncsOfFirst = try #require(first.metrics.vfs).wal.syncs + (try #require(first.metrics.vfs)).mainDatabase.syncs
+        var names: Set<String> = [try #require(first.countingVFS).name]
+        for _ in 0 ..< 5 {
+            let engine = try fixture.open()
+            names.insert(try #require(engine.countingVFS).name)
+            engine.world.spawn(Position(x: 2, y: 2))
+            #expect(engine.flushNow())
+            try engine.shutdown()
+        }
+        // Tests running beside this one open engines too, and may take the VFS given back
+        // between a close and the next open: not at every one of them.
+        #expect(names.count < 6, "the opens reused a counting VFS: \(names)")
+        #expect(CountingVFS.registeredCount > 0)
+        #expect(try #require(first.metrics.vfs).wal.syncs + (try #require(first.metrics.vfs)).mainDatabase.syncs == syncsOfFirst,
+                "a closed engine's figures stay what they were")
+        #expect(syncsOfFirst > 0)
+    }
+}

@@ -41,6 +41,9 @@ typedef struct {
 /// calls return the same instance). Returns SQLITE_OK or an SQLite error code.
 int strata_vfs_register(const char *name);
 
+/// How many counting VFSs this process has registered.
+int strata_vfs_registered(void);
+
 /// Copies the counters of the VFS named `name`; returns 0, or -1 if no such VFS.
 int strata_vfs_read(const char *name, strata_vfs_counts *out);
 

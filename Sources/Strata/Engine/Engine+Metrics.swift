@@ -7,9 +7,9 @@ extension Engine {
     func startMetricsExport(factory: any MetricsFactory) {
         guard config.metrics.exportInterval > .zero else { return }
         let lane = jobs.lane
-        let (recorder, buffer, countingVFS, baseline) = (recorder, buffer, countingVFS, vfsBaseline)
+        let (recorder, buffer, vfs) = (recorder, buffer, vfsLease)
         let sources = MetricsExporter.Sources(
-            metrics: { Engine.metrics(recorder: recorder, buffer: buffer, countingVFS: countingVFS, baseline: baseline) },
+            metrics: { Engine.metrics(recorder: recorder, buffer: buffer, vfs: vfs) },
             jobs: {
                 // A short bound: the exporter must never hold up a shutdown.
                 try? lane.perform(.normal, timeout: .seconds(2)) { db in try JobRows.counts(db) }

@@ -21,7 +21,9 @@ extension Engine {
     ///   - options: what is not configuration: the clock, the VFS, a metrics factory, test hooks.
     public static func open(config: StrataConfig, components: [any Component.Type] = [],
                             logger: Logger = Logger(label: "strata"), options: Options = Options()) throws -> Engine {
-        let countingVFS = config.metrics.countFsyncs && options.vfs == nil ? try CountingVFS.registerUnique() : nil
+        let countingVFS = config.metrics.countFsyncs && options.vfs == nil ? try CountingVFS.acquire() : nil
+        var handedToEngine = false   // else an open that fails gives the VFS back
+        defer { if !handedToEngine, let countingVFS { CountingVFS.release(countingVFS) } }
         let location = StoreLocation(path: config.database.path, vfs: options.vfs ?? countingVFS?.name)
         let storeOptions = storeOptions(config: config, options: options)
 
@@ -117,6 +119,7 @@ extension Engine {
                 logger.error("assets: the reconciliation at open failed: \(error)")
             }
         }
+        handedToEngine = true
         let engine = Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
                             assets: assets,
                             recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)

@@ -65,10 +65,13 @@ public final class Engine {
     var nextBatch = WriteBatch()
     /// The counting VFS the document is opened through (`[metrics] count_fsyncs`: its
     /// figures are in ``metrics``); nil when that is off, or when ``Options/vfs`` names
-    /// another VFS. ``PageWrites`` reads which pages its commits wrote.
-    public let countingVFS: CountingVFS?
-    /// The counts at open (migrations, the session mark), so metrics show this session's.
-    let vfsBaseline: VFSCounts
+    /// another VFS. ``PageWrites`` reads which pages its commits wrote. Valid while the
+    /// engine is open: at its close the VFS goes back for the next engine to use (the
+    /// engine's ``metrics`` keep their figures).
+    public var countingVFS: CountingVFS? { vfsLease?.vfs }
+    /// The counting VFS's counts since the open (migrations and the session mark are not
+    /// this session's writes), frozen at the close.
+    let vfsLease: VFSLease?
     /// What the writer was last told of the power and the user (for compaction).
     var compactionContext: Writer.CompactionContext?
     /// What the engine was opened with, for the next document (``switchDocument(to:timeout:)``).
@@ -143,8 +146,7 @@ public final class Engine {
         self.assets = assets
         let clock = options.clock
         self.options = options
-        self.countingVFS = countingVFS
-        self.vfsBaseline = countingVFS?.counts ?? VFSCounts()
+        self.vfsLease = countingVFS.map(VFSLease.init)
         self.world = world
         self.config = config
         self.recovery = recovery
@@ -160,19 +162,18 @@ public final class Engine {
 
     /// A snapshot of the persistence metrics.
     public var metrics: PersistenceMetrics {
-        Self.metrics(recorder: recorder, buffer: buffer, countingVFS: countingVFS, baseline: vfsBaseline)
+        Self.metrics(recorder: recorder, buffer: buffer, vfs: vfsLease)
     }
 
     /// The snapshot from the pieces that hold it (any thread: the metrics exporter's too).
-    static func metrics(recorder: MetricsRecorder, buffer: WriteBuffer, countingVFS: CountingVFS?,
-                        baseline vfsBaseline: VFSCounts) -> PersistenceMetrics {
+    static func metrics(recorder: MetricsRecorder, buffer: WriteBuffer, vfs: VFSLease?) -> PersistenceMetrics {
         var snapshot = recorder.snapshot
         let flushes = buffer.flushCounts
         snapshot.flushCount = flushes.flushes
         snapshot.flushesByReason = flushes.reasons
         snapshot.mergedBatches = flushes.merged
         snapshot.writerWakes = flushes.wakes
-        if let countingVFS { snapshot.vfs = countingVFS.counts.since(vfsBaseline) }
+        if let vfs { snapshot.vfs = vfs.counts }
         return snapshot
     }
 
@@ -412,6 +413,7 @@ public final class Engine {
         if error == nil { recorder.update { $0.cleanShutdownCount += 1 } }
         reportFinalMetrics()
         try? store.close()
+        vfsLease?.close()
         if let error { throw error }
         logger.info("clean shutdown of \(store.location.path)")
     }
@@ -423,6 +425,12 @@ public final class Engine {
     public func abandon() {
         owner.check("Engine")
         guard !isShutDown else { return }
+        stopAsACrash()
+    }
+
+    /// Every thread the engine started stops (workers, sync, monitors, the exporter, the
+    /// writer) and the file closes, without a clean-shutdown mark.
+    private func stopAsACrash() {
         isShutDown = true
         _ = workerPool?.stop(timeout: .zero)   // as a crash: what runs stays `processing` in the file
         stopSync()
@@ -431,14 +439,13 @@ public final class Engine {
         stopMetricsExport()
         writer.abandon()
         try? store.close()
+        vfsLease?.close()
     }
 
     deinit {
         if !isShutDown {
             logger.warning("engine released without shutdown(): undrained changes are lost; the next open will report a crash")
-            metricsExporter?.stop()
-            writer.abandon()
-            try? store.close()
+            stopAsACrash()
         }
     }
 }

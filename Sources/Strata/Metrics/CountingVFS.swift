@@ -1,3 +1,4 @@
+import Synchronization
 import CStrataVFS
 import Foundation
 
@@ -79,10 +80,36 @@ public final class CountingVFS: Sendable {
         return CountingVFS(name: name)
     }
 
-    /// A VFS of its own, for one engine's counts.
+    /// Counting VFSs no open engine uses. SQLite keeps a VFS registered until the process
+    /// ends, so engines take one from here and give it back at their close (``VFSLease``)
+    /// instead of registering one per open.
+    private static let idle = Mutex<[String]>([])
+
+    /// A VFS of its own, for one engine's counts: an idle one, or a new one.
+    static func acquire() throws -> CountingVFS {
+        if let name = idle.withLock({ $0.popLast() }) {
+            let vfs = CountingVFS(name: name)
+            _ = vfs.takePageWrites()   // what its last engine left untaken
+            vfs.reset()
+            return vfs
+        }
+        return try registerUnique()
+    }
+
+    /// A new VFS under a name of its own.
     static func registerUnique() throws -> CountingVFS {
         try register(name: "strata-counting-\(UUID().uuidString.prefix(8).lowercased())")
     }
+
+    /// Gives a VFS back once no connection uses it. Its page log stays readable until
+    /// another engine takes it (`strata sim` reads the shutdown's pages after the close).
+    static func release(_ vfs: CountingVFS) {
+        vfs.recordPageWrites(false)
+        idle.withLock { $0.append(vfs.name) }
+    }
+
+    /// Counting VFSs registered in this process (tests).
+    static var registeredCount: Int { Int(strata_vfs_registered()) }
 
     /// The counters now (any thread).
     public var counts: VFSCounts {
