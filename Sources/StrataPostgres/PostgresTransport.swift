@@ -162,6 +162,9 @@ public struct PostgresEndpoint: Sendable, Equatable {
         user = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
         password = components.password
         port = components.port ?? 5432
+        guard (1 ... 65535).contains(port) else {
+            throw SyncError(.failed, "port \(port) is not between 1 and 65535: \(url)")
+        }
         database = String(components.path.drop(while: { $0 == "/" }))
         if database.isEmpty { database = user }
         let hostItem = components.queryItems?.first { $0.name == "host" }?.value

@@ -149,3 +149,60 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.url.appendingPathComponent("strata-data").path))
     }
 }
+
+/// Tools asked to change a document never replace it on their own: a damaged file is
+/// refused and left byte for byte as it was (only `strata maintain --repair` sets it
+/// aside), and a missing one is not created.
+@Suite struct ToolRefusalTests {
+    static let changingTools: [[String]] = [["maintain", "PATH"], ["jobs", "PATH", "pause"], ["sync", "retry", "PATH"]]
+
+    @Test(arguments: changingTools)
+    func aDamagedDocumentIsRefusedAndLeftAsItIs(arguments: [String]) throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 3000)
+        let path = fixture.directory.databasePath
+        _ = try damageLeafPage(of: "entities", skip: 2, in: path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+
+        let run = try ChildProcess.strata(arguments.map { $0 == "PATH" ? path : $0 })
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(run.stderr.contains("left as it is") && run.stderr.contains("strata maintain --repair"), "\(run.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes, "unchanged")
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path)
+        #expect(!files.contains { $0.contains(".corrupt-") }, "nothing set aside: \(files)")
+    }
+
+    @Test func maintainRepairSetsTheDamagedFileAsideAndSalvages() throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 3000)
+        let path = fixture.directory.databasePath
+        _ = try damageLeafPage(of: "entities", skip: 2, in: path)
+        let run = try ChildProcess.strata(["maintain", path, "--repair"])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("was damaged: set aside as"), "\(run.stdout)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path)
+        #expect(files.contains { $0.contains(".corrupt-") }, "\(files)")
+        #expect(try DatabaseInspection.inspect(path: path).entityCount > 0)
+    }
+
+    @Test(arguments: changingTools)
+    func aMissingDocumentIsNotCreated(arguments: [String]) throws {
+        let directory = TestDirectory()
+        let path = directory.databasePath
+        let run = try ChildProcess.strata(arguments.map { $0 == "PATH" ? path : $0 })
+        #expect(run.status == 1, "\(run.stdout)\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test(arguments: [
+        ("postgresql://me@localhost:99999/strata", "port 99999 is not between 1 and 65535"),
+        ("http://localhost/strata", "not a postgresql:// URL"),
+    ])
+    func aSyncServerThatCannotBeRightIsRefusedBeforeTheDocumentIsOpened(url: String, message: String) throws {
+        let directory = TestDirectory()
+        let run = try ChildProcess.strata(["sim", "--db", directory.databasePath, "--duration", "1", "--sync", url])
+        #expect(run.status == 64, "\(run.stderr)")
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.databasePath), "nothing opened")
+    }
+}

@@ -1,4 +1,5 @@
 import CoreMetrics
+import GRDB
 import Foundation
 import Logging
 
@@ -27,6 +28,14 @@ extension Engine {
         let location = StoreLocation(path: config.database.path, vfs: options.vfs ?? countingVFS?.name)
         let storeOptions = storeOptions(config: config, options: options)
 
+        if !options.createIfMissing && !FileManager.default.fileExists(atPath: location.path) {
+            throw StoreError(.open, message: "no such document (nothing was created)", path: location.path)
+        }
+        if !options.replaceIfCorrupt && FileManager.default.fileExists(atPath: location.path) {
+            // Before the session mark: a tool refusing a damaged file leaves it as it was,
+            // without a crash on record. Damage the open would not read (jobs, indexes) too.
+            if let problem = quickCheck(location) { throw leftAsItIs(problem, path: location.path) }
+        }
         var opened: Opened
         var setAside: String?
         var corruption: String?
@@ -36,6 +45,10 @@ extension Engine {
             // A replacement of a corrupt file was cut short (`Engine+StoreReplacement.swift`):
             // what is at PATH is its unfinished copy. Salvage the set-aside file instead.
             if fm.fileExists(atPath: original) {
+                guard options.replaceIfCorrupt else {
+                    throw leftAsItIs(StoreError(.corrupt, message: "the replacement of a corrupt file (set aside as \(original)) was cut short", path: location.path),
+                                     path: location.path)
+                }
                 let unfinished = fm.fileExists(atPath: location.path) ? try setAsideCorruptFiles(location) : nil
                 corruption = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
                 setAside = original
@@ -48,6 +61,7 @@ extension Engine {
                                      salvageFrom: setAside)
         } catch let error as StoreError where error.isCorruption {
             // At open, in the integrity check after a crash, or in the reload: the same path.
+            guard options.replaceIfCorrupt else { throw leftAsItIs(error, path: location.path) }
             corruption = error.message
             setAside = try setAsideCorruptFiles(location)
             try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
@@ -200,6 +214,21 @@ extension Engine {
         } catch {
             try? store.close()
             throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+
+    /// `PRAGMA quick_check` on a connection of its own: nil if the file passes (or is not
+    /// a database SQLite can open: the open itself says so), else the corruption.
+    static func quickCheck(_ location: StoreLocation) -> StoreError? {
+        do {
+            let queue = try DatabaseQueue(path: location.path)
+            defer { try? queue.close() }
+            let problems = try queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA quick_check(10)") }.filter { $0 != "ok" }
+            guard !problems.isEmpty else { return nil }
+            return StoreError(.corrupt, message: "quick_check: \(problems.joined(separator: "; "))", path: location.path)
+        } catch {
+            let failure = StoreError(.corrupt, wrapping: error, path: location.path)
+            return failure.isCorruption ? failure : nil
         }
     }
 

@@ -48,6 +48,7 @@ extension Engine {
     @discardableResult
     func replaceCorruptStore(closing: Bool = false) -> Bool {
         guard let corruption = buffer.reportedCorruption else { return true }
+        guard options.replaceIfCorrupt else { return false }   // a tool's engine: left as it is
         var state = pendingReplacement ?? StoreReplacement(corruption: corruption)
         if !closing, let retryAt = state.retryAt, clock.now() < retryAt { return false }
         writer.join()
@@ -143,6 +144,13 @@ extension Engine {
         batch.derivedDrainedAt = held.derivedDrainedAt
         batch.sequence = buffer.lastSubmitted   // it stands for every batch handed off so far
         return batch
+    }
+
+    /// The error of an engine that must not replace a corrupt file (``Options/replaceIfCorrupt``).
+    static func leftAsItIs(_ corruption: StoreError, path: String) -> StoreError {
+        StoreError(.corrupt, sqliteCode: corruption.sqliteCode,
+                   message: "\(corruption.message); the file is left as it is: `strata maintain --repair \(path)` (or opening it in the host, `strata sim --db \(path)`) sets it aside, salvages what still reads into a new file and reports what could not be",
+                   path: path)
     }
 
     /// Shutdown could not replace the corrupt file: the world and what waited is parked

@@ -135,6 +135,14 @@ public final class Engine {
         /// Once a session, when the user is idle on mains power, check the whole file
         /// (`PRAGMA integrity_check`) on a connection and thread of its own (`Writer+IntegrityCheck.swift`).
         public var idleIntegrityCheck = true
+        /// A missing file is a new, empty document. False (a tool working on a document
+        /// that must exist): the open fails with ``StoreError/Code/open``.
+        public var createIfMissing = true
+        /// A file found corrupt (at the open, or later) is set aside, salvaged and replaced.
+        /// False (a tool that must not change what it was not asked to): the open fails
+        /// with ``StoreError/Code/corrupt`` and the file is left as it is; only a repair
+        /// (`strata maintain --repair`, or a host's open) replaces it.
+        public var replaceIfCorrupt = true
 
         public init() {}
     }
@@ -406,7 +414,9 @@ public final class Engine {
         memoryMonitor?.stop()
         stopMetricsExport()
         var error = writer.stop()
-        if buffer.reportedCorruption != nil {
+        if let corruption = buffer.reportedCorruption, !options.replaceIfCorrupt {
+            error = Engine.leftAsItIs(corruption, path: store.location.path)
+        } else if buffer.reportedCorruption != nil {
             // Found corrupt in the last moments: the new file gets everything, or it is parked.
             error = replaceCorruptStore(closing: true) ? writer.stop() : parkAfterFailedReplacement()
         }

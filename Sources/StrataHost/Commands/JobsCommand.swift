@@ -54,7 +54,7 @@ struct JobsCommand: ParsableCommand {
             guard FileManager.default.fileExists(atPath: path) else {
                 throw StoreError(.open, message: "no database file", path: path)
             }
-            let engine = try Engine.open(config: config, logger: Logger(label: "strata.jobs"))
+            let engine = try Engine.open(config: config, logger: Logger(label: "strata.jobs"), options: .forTools)
             var changed = true
             var failure: Error?
             do {

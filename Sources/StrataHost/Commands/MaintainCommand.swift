@@ -12,7 +12,9 @@ struct MaintainCommand: ParsableCommand {
             Opens the document as an engine would (it must not be open elsewhere), folds the segment \
             log, runs a maintenance round whatever the power ([maintenance] and [jobs] retention from \
             the config), and shuts down cleanly. --vacuum then rewrites the file once with \
-            auto_vacuum=INCREMENTAL (a full VACUUM: files made before Strata set it).
+            auto_vacuum=INCREMENTAL (a full VACUUM: files made before Strata set it). A damaged file \
+            is refused and left as it is, unless --repair: then it is set aside, what still reads is \
+            salvaged into a new file, and the report says what could not be.
             """)
 
     @Argument(help: "The database file.")
@@ -23,6 +25,9 @@ struct MaintainCommand: ParsableCommand {
 
     @Flag(help: "Also rewrite the file with a full VACUUM (converts it to auto_vacuum=INCREMENTAL).")
     var vacuum = false
+
+    @Flag(help: "A damaged file is set aside and salvaged into a new one (without it, a damaged file is refused).")
+    var repair = false
 
     @Flag(help: "Print JSON.")
     var json = false
@@ -47,14 +52,18 @@ struct MaintainCommand: ParsableCommand {
             throw ExitCode.failure
         }
         let sizeBefore = Self.fileBytes(path)
-        var options = Engine.Options()
-        options.idleIntegrityCheck = false
+        var options = Engine.Options.forTools
+        options.replaceIfCorrupt = repair
         var logger = Logger(label: "strata")
         logger.logLevel = .warning
         var result: Result
         do {
             // No component types: every row is kept as it is (compaction folds unknown types byte for byte).
             let engine = try Engine.open(config: settings, logger: logger, options: options)
+            if let setAside = engine.recovery.setAsideCorruptFile {
+                say("strata maintain: \(path) was damaged: set aside as \(setAside); a new file holds what still read")
+                for line in engine.recovery.description.split(separator: "\n") { say("  \(line)") }
+            }
             let compacted = engine.compactNow(timeout: .seconds(3600))
             let maintained = engine.maintainNow(timeout: .seconds(3600))
             let metrics = engine.metrics

@@ -111,6 +111,15 @@ struct SimCommand: ParsableCommand {
         if let sync { config.sync.server = sync }
         if let syncDocument { config.sync.document = syncDocument }
         let syncing = !config.sync.server.isEmpty
+        if syncing {
+            // A server that cannot be right is refused before the document is touched.
+            do {
+                _ = try PostgresEndpoint(url: config.sync.server)
+            } catch {
+                printError("strata sim: \(sync != nil ? "--sync" : "[sync] server"): \(error)")
+                throw ExitCode(64)
+            }
+        }
 
         // Before the engine opens: its metrics are made through the factory bootstrapped here.
         let metricsServer: MetricsServer?

@@ -64,7 +64,8 @@ struct SyncCommand: ParsableCommand {
             config.database.path = path
             do {
                 let engine = try Engine.open(config: config, components: canvasComponents,
-                                             logger: Logger(label: "strata", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                             logger: Logger(label: "strata", factory: { _ in SwiftLogNoOpLogHandler() }),
+                                             options: .forTools)
                 let count = try engine.retrySyncDeadLetters()
                 try engine.shutdown()
                 say("strata sync retry: \(count) dead letters back in the outbox")
