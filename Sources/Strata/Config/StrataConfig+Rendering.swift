@@ -61,6 +61,7 @@ extension StrataConfig {
             retry_initial_backoff_ms = \(ms(writer.retryInitialBackoff))
             retry_max_backoff_ms = \(ms(writer.retryMaxBackoff))
             min_free_disk_mb = \(mb(writer.minFreeDiskBytes))
+            disk_reserve_kb = \(writer.diskReserveBytes / 1024)
 
             [compaction]
             idle_backlog_mb = \(mb(compaction.idleBacklogBytes))

@@ -292,7 +292,10 @@ extension StrataConfig {
         }
         let minFree = try r.number("min_free_disk_mb", default: Double(c.minFreeDiskBytes) / 1_048_576, range: 0 ... 1_048_576, unit: " MB")
         c.minFreeDiskBytes = Int(minFree * 1_048_576)
-        try r.rejectUnknownKeys(known: ["busy_timeout_ms", "retry_initial_backoff_ms", "retry_max_backoff_ms", "min_free_disk_mb"])
+        let reserve = try r.number("disk_reserve_kb", default: Double(c.diskReserveBytes / 1024), range: 0 ... 1_048_576, unit: " KB")
+        c.diskReserveBytes = Int(reserve) * 1024
+        try r.rejectUnknownKeys(known: ["busy_timeout_ms", "retry_initial_backoff_ms", "retry_max_backoff_ms", "min_free_disk_mb",
+                                        "disk_reserve_kb"])
         return c
     }
 }

@@ -274,6 +274,9 @@ public struct WriterConfig: Sendable, Equatable {
     /// `min_free_disk_mb`: below this much free space on the document's filesystem the
     /// writer holds derived batches in memory and commits critical ones only (0: off).
     public var minFreeDiskBytes = 10 * 1024 * 1024
+    /// `disk_reserve_kb`: space kept beside the document (`PATH.reserve`) and freed when a
+    /// shutdown meets a full disk, so its last batch commits or is parked, not lost (0: off).
+    public var diskReserveBytes = 1024 * 1024
 
     public init() {}
 }

@@ -170,6 +170,7 @@ extension Engine {
                 compactionStepBudget: config.compaction.stepBudget,
                 operationLog: config.operationLog,
                 minFreeDiskBytes: config.writer.minFreeDiskBytes,
+                diskReserveBytes: config.writer.diskReserveBytes,
                 freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace,
                 checkpointAtStart: checkpointAtStart,
                 idleIntegrityCheck: options.idleIntegrityCheck,

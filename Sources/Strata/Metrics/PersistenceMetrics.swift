@@ -104,6 +104,13 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var rejectedRowsInSideFile = 0
     /// Rows neither committed nor parked (the side file could not be written either).
     public var lostRows = 0
+    /// Rows that committed after their batch failed at least once (a full disk that freed
+    /// again, an I/O error that passed): held in memory meanwhile, late but not lost.
+    public var rowsCommittedLate = 0
+    /// Rows held in memory now because their last commit attempt failed (0 once they commit).
+    public var rowsHeld = 0
+    /// Times a shutdown on a full disk freed the disk reserve (`[writer] disk_reserve_kb`).
+    public var diskReserveReleases = 0
     /// Free space on the document's filesystem at the last commit (bytes), and whether it
     /// was below `min_free_disk_mb` (derived batches are then held in memory).
     public var freeDiskBytes: Int?

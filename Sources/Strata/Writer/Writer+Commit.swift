@@ -10,7 +10,11 @@ extension Writer {
         do {
             try commitRecorded(batch)
             if consecutiveFailures > 0 {
-                logger.notice("writer: batch committed after \(consecutiveFailures) failed attempts")
+                logger.notice("writer: batch of \(batch.rowCount) rows committed after \(consecutiveFailures) failed attempts")
+                metrics.update {
+                    $0.rowsCommittedLate += batch.rowCount
+                    $0.rowsHeld = 0
+                }
             }
             consecutiveFailures = 0
             return true
@@ -31,6 +35,7 @@ extension Writer {
                     checkpoint(.truncate)
                 }
                 logger.warning("writer: commit of \(batch.rowCount) rows failed (attempt \(consecutiveFailures)), will retry: \(storeError)")
+                metrics.update { $0.rowsHeld = batch.rowCount }
                 buffer.putBack(batch)
                 return false
             }

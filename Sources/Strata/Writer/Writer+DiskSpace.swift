@@ -35,6 +35,21 @@ extension Writer {
         return hold
     }
 
+    /// The space kept for a shutdown on a full disk (``DiskReserve``).
+    var diskReserve: DiskReserve { DiskReserve(path: store.location.reservePath, bytes: settings.diskReserveBytes) }
+
+    /// Frees the reserve once, when a shutdown cannot commit its last batch. Returns
+    /// whether it freed anything (then the batch is tried once more).
+    func releaseDiskReserve() -> Bool {
+        guard !diskReserveReleased else { return false }
+        diskReserveReleased = true
+        let freed = diskReserve.release()
+        guard freed > 0 else { return false }
+        logger.warning("writer: the disk is full at shutdown: freed the \(freed / 1024) KB kept in \(store.location.reservePath) for this, and trying the last batch once more")
+        metrics.update { $0.diskReserveReleases += 1 }
+        return true
+    }
+
     /// Free bytes for an unprivileged writer on the filesystem holding `path` (`statvfs`).
     static func freeDiskSpace(_ path: String) -> Int? {
         var stats = statvfs()

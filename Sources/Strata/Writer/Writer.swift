@@ -62,6 +62,8 @@ final class Writer: @unchecked Sendable {
         var operationLog = OperationLogConfig()
         /// Below this much free space, derived batches wait (`Writer+DiskSpace.swift`); 0: off.
         var minFreeDiskBytes = 0
+        /// Freed when a shutdown meets a full disk (``DiskReserve``); 0: none.
+        var diskReserveBytes = 0
         /// Reads the free space for the document at a path (tests replace `statvfs`).
         var freeDiskSpace: @Sendable (String) -> Int? = Writer.freeDiskSpace
         /// Checkpoint (TRUNCATE) as soon as the thread starts: after a crash, the WAL the
@@ -117,6 +119,8 @@ final class Writer: @unchecked Sendable {
     /// A bulk commit could not switch back to WAL mode (`Writer+Bulk.swift`).
     var walModeLost = false
     var consecutiveFailures = 0
+    /// The disk reserve was freed this session (`Writer+DiskSpace.swift`).
+    var diskReserveReleased = false
     /// Free space was below `min_free_disk_mb` at the last look (`Writer+DiskSpace.swift`).
     var diskSpaceLow = false
     /// This session's idle integrity check has started.
@@ -208,6 +212,9 @@ final class Writer: @unchecked Sendable {
             logger.error("writer: cannot install the WAL hook: \(error)")
         }
         if settings.checkpointAtStart { checkpoint(.truncate) }
+        if !diskReserve.ensure() {
+            logger.notice("writer: no room for the disk reserve (\(settings.diskReserveBytes / 1024) KB at \(store.location.reservePath)): made when there is")
+        }
         var closingFailures = 0
         var lastBatch = Date.distantPast
         var checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
@@ -252,6 +259,8 @@ final class Writer: @unchecked Sendable {
                     if buffer.isClosed {
                         closingFailures += 1
                         if closingFailures >= settings.shutdownAttempts {
+                            // One more attempt with the reserve's space, then the side file has room.
+                            if releaseDiskReserve() { continue loop }
                             abandonWaiting(reason: "shutdown after \(closingFailures) failed attempts")
                             break loop
                         }
