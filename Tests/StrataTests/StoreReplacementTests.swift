@@ -205,3 +205,51 @@ struct Annotation: Component, Equatable {
         #expect(try reopened.store.verify().isEmpty)
     }
 }
+
+/// A file found corrupt while the host is still starting (before its first tick): the
+/// calls that wait on the writer there do not stall until the tick loop replaces it.
+@Suite struct StartupCorruptionTests {
+    @Test func aDamagedPageFoundAtTheStartIsReplacedThereAndThen() throws {
+        // A canvas with thumbnails (asset rows); its `assets` page overwritten on disk. The
+        // sim's start reads the assets through the writer (the reconciliation, the
+        // thumbnails' catch-up), which finds the damage: the file is set aside and replaced
+        // there and then, and the sim runs its second and exits.
+        let directory = TestDirectory()
+        let path = directory.databasePath
+        let first = try ChildProcess.strata(["sim", "--db", path, "--duration", "5", "--entities", "100", "--activity", "5",
+                                             "--log-level", "critical"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM assets") ?? 0 } > 0)
+        _ = try damageLeafPage(of: "assets", skip: 0, in: path)
+
+        let sim = Process()
+        sim.executableURL = URL(fileURLWithPath: try strataExecutable())
+        sim.arguments = ["sim", "--db", path, "--duration", "1", "--entities", "100", "--log-level", "critical"]
+        let output = Pipe()
+        sim.standardOutput = output
+        sim.standardError = FileHandle.nullDevice
+        try sim.run()
+        // A stall is the failure (it was two waits of 120 s each), not a slow run.
+        guard eventually(timeout: .seconds(60), { !sim.isRunning }) else {
+            kill(sim.processIdentifier, SIGKILL)
+            Issue.record("the sim is still starting after 60 s")
+            return
+        }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(sim.terminationStatus == 0, "\(text)")
+        #expect(text.contains("shut down cleanly"), "\(text)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(files.contains { $0.contains(".corrupt-") }, "set aside: \(files)")
+    }
+
+    @Test func aWaitOnTheWriterEndsWhenTheHostStops() throws {
+        // No writer takes the request (as when it has stopped): the wait ends at the host's
+        // stop, not at its two-minute timeout.
+        let buffer = WriteBuffer()
+        buffer.setWaitHooks(stop: { true }, corruption: {})
+        let lane = WriterLane(buffer: buffer)
+        #expect(throws: WriterRequestError.interrupted) {
+            _ = try lane.perform(.normal, timeout: .seconds(600)) { _ in 1 }
+        }
+    }
+}

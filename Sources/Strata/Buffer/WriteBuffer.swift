@@ -58,6 +58,13 @@ final class WriteBuffer: @unchecked Sendable {
     private var requests: [WriterRequest] = []
     /// Told of the entities each commit deleted (the job queue cancels their running jobs).
     private var deletionListener: (@Sendable ([EntityNumber]) -> Void)?
+    /// Polled by callers waiting on the writer (``WriterLane``): true ends their wait
+    /// (the host is stopping: ``Engine/Options/stopWaiting``).
+    private var stopWaiting: @Sendable () -> Bool = { false }
+    /// Called by a caller waiting on the writer while the file is reported corrupt: the
+    /// engine replaces it there and then if the caller is its tick thread (else the tick
+    /// loop does, at its next tick).
+    private var corruptionWhileWaiting: (@Sendable () -> Void)?
 
     enum Take {
         case batch(WriteBatch)
@@ -220,6 +227,23 @@ final class WriteBuffer: @unchecked Sendable {
 
     /// What the writer reported, until the file is replaced.
     var reportedCorruption: StoreError? { lock.withLock { corruption } }
+
+    /// Installs the engine's answers for callers waiting on the writer (at open).
+    func setWaitHooks(stop: @escaping @Sendable () -> Bool, corruption: @escaping @Sendable () -> Void) {
+        lock.withLock {
+            stopWaiting = stop
+            corruptionWhileWaiting = corruption
+        }
+    }
+
+    /// Whether a caller waiting on the writer should stop waiting now.
+    var waitsShouldStop: Bool { lock.withLock { stopWaiting }() }
+
+    /// A caller waiting on the writer found the file reported corrupt (see above).
+    func noteCorruptionWhileWaiting() {
+        guard let hook = lock.withLock({ corruption == nil ? nil : corruptionWhileWaiting }) else { return }
+        hook()
+    }
 
     /// The file has been replaced: a new writer takes batches from here on.
     func clearCorruption() {

@@ -126,18 +126,26 @@ extension Engine {
             || ((try? store.queue.read { db in
                 try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM assets) OR EXISTS (SELECT 1 FROM asset_trash)") }) ?? nil) == true
         writer.start()
-        if hasAssets {
-            do {
-                recovery.assets = try assets.reconcile()
-            } catch {
-                logger.error("assets: the reconciliation at open failed: \(error)")
-            }
-        }
         handedToEngine = true
         let engine = Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
                             assets: assets,
                             recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
         engine.startMetricsExport(factory: metricsFactory)
+        // A call on the tick thread that waits on the writer while the file is found corrupt
+        // (at the start, before the first tick) replaces it there: only that thread can.
+        let tickThread = pthread_self()
+        let handle = TickThreadHandle(engine)
+        buffer.setWaitHooks(stop: options.stopWaiting) {
+            guard pthread_equal(pthread_self(), tickThread) != 0, let engine = handle.engine else { return }
+            engine.replaceCorruptStore()
+        }
+        if hasAssets {
+            do {
+                engine.recovery.assets = try assets.reconcile()
+            } catch {
+                logger.error("assets: the reconciliation at open failed: \(error)")
+            }
+        }
         return engine
     }
 
@@ -270,4 +278,11 @@ extension Engine {
         }
         return target
     }
+}
+
+/// The engine, for a closure other threads hold but only the tick thread runs (it checks
+/// the thread before it touches the engine).
+private final class TickThreadHandle: @unchecked Sendable {
+    weak var engine: Engine?
+    init(_ engine: Engine) { self.engine = engine }
 }

@@ -49,6 +49,9 @@ extension Engine {
     func replaceCorruptStore(closing: Bool = false) -> Bool {
         guard let corruption = buffer.reportedCorruption else { return true }
         guard options.replaceIfCorrupt else { return false }   // a tool's engine: left as it is
+        guard !isReplacingStore else { return false }   // a wait inside the replacement itself
+        isReplacingStore = true
+        defer { isReplacingStore = false }
         var state = pendingReplacement ?? StoreReplacement(corruption: corruption)
         if !closing, let retryAt = state.retryAt, clock.now() < retryAt { return false }
         writer.join()

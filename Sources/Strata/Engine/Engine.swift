@@ -43,7 +43,7 @@ public final class Engine {
 
     public let config: StrataConfig
     /// What opening the database found (crash, integrity, reload counts).
-    public let recovery: RecoveryReport
+    public internal(set) var recovery: RecoveryReport
     /// The document's file. A new one if the first was found corrupt while running
     /// (`Engine+StoreReplacement.swift`).
     public internal(set) var store: Store
@@ -79,6 +79,8 @@ public final class Engine {
     private(set) var isShutDown = false
     /// A replacement of a corrupt file that has not finished yet (it failed, and is retried).
     var pendingReplacement: StoreReplacement?
+    /// Inside ``replaceCorruptStore(closing:)`` (it is not re-entered from a wait on the writer).
+    var isReplacingStore = false
     /// The host's hook for pulled operations (`Engine+Sync.swift`).
     var syncApply: ((LoggedOperation) -> Void)?
     /// The sync's state when it stopped (for a summary after shutdown).
@@ -143,6 +145,10 @@ public final class Engine {
         /// with ``StoreError/Code/corrupt`` and the file is left as it is; only a repair
         /// (`strata maintain --repair`, or a host's open) replaces it.
         public var replaceIfCorrupt = true
+        /// Polled (every 100 ms) by calls that wait on the writer (the job queue's, the
+        /// asset store's): true ends the wait with an error, so that a host stopping on a
+        /// signal is never held by one (`strata sim` returns whether SIGINT or SIGTERM came).
+        public var stopWaiting: @Sendable () -> Bool = { false }
 
         public init() {}
     }

@@ -20,16 +20,23 @@ struct WriterLane: Sendable {
             return value == nil ? .waitForBatch : .done
         }
         guard buffer.submit(request) else { throw WriterRequestError.closed }
-        switch request.wait(until: Date(timeIntervalSinceNow: (waitingForBatches + timeout).seconds)) {
-        case .success?:
-            guard let value else { throw missing() }
-            return value
-        case .failure(let error as WriterRequestError)? where error == .timedOut:
-            throw missing()
-        case .failure(let error)?:
-            throw error
-        case nil:
-            throw WriterRequestError.timedOut
+        // Waited in slices, so that a wait never outlives the host's stop (a signal) nor
+        // stalls on a file found corrupt that only the tick thread can replace.
+        let end = Date(timeIntervalSinceNow: (waitingForBatches + timeout).seconds)
+        while true {
+            switch request.wait(until: min(end, Date(timeIntervalSinceNow: 0.1))) {
+            case .success?:
+                guard let value else { throw missing() }
+                return value
+            case .failure(let error as WriterRequestError)? where error == .timedOut:
+                throw missing()
+            case .failure(let error)?:
+                throw error
+            case nil:
+                if Date() >= end { throw WriterRequestError.timedOut }
+                if buffer.waitsShouldStop { throw WriterRequestError.interrupted }
+                buffer.noteCorruptionWhileWaiting()
+            }
         }
     }
 }

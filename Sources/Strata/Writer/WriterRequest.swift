@@ -84,12 +84,16 @@ enum WriterRequestError: Error, CustomStringConvertible {
     case timedOut
     /// It rode a batch, and what it needs was not in the file even then.
     case missingRow
+    /// The host is stopping (``Engine/Options/stopWaiting``): the caller stopped waiting;
+    /// the request may still run.
+    case interrupted
 
     var description: String {
         switch self {
         case .closed: "the engine is shut down"
         case .timedOut: "timed out waiting for the row it needs"
         case .missingRow: "the row it needs is not in the file"
+        case .interrupted: "the host is stopping: stopped waiting for the writer"
         }
     }
 }

@@ -134,7 +134,9 @@ struct SimCommand: ParsableCommand {
 
         var engine: Engine
         do {
-            engine = try Engine.open(config: config, components: canvasComponents, logger: logger)
+            var options = Engine.Options()
+            options.stopWaiting = { signals.stopSignal != nil }   // no wait on the writer outlives a stop signal
+            engine = try Engine.open(config: config, components: canvasComponents, logger: logger, options: options)
         } catch let error as StoreError {
             printError("strata sim: cannot open the database: \(error)")
             throw ExitCode.failure
