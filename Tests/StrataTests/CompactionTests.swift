@@ -152,7 +152,7 @@ final class WriterEvents: PersistenceObserver, @unchecked Sendable {
         if method == .fold { #expect(inspection.baseComponentRows == 60) }
     }
 
-    @Test func anUnreadableSegmentIsKeptReportedAndStopsCompactionBeforeIt() throws {
+    @Test func anUnreadableSegmentIsSetAsideReportedAndCompactionGoesOn() throws {
         var fixture = EngineFixture()
         _ = try makeBacklog(fixture, rounds: 4)
         // Flip a byte of the third row's records, as a bad sector would.
@@ -171,17 +171,36 @@ final class WriterEvents: PersistenceObserver, @unchecked Sendable {
         #expect(engine.recovery.loaded.segments == 4)
         // The round after it still applies: every Position is the last round's.
         #expect(engine.world.entities(with: Position.self).allSatisfy { $0.value.y == 3 })
-        #expect(!engine.compactNow(), "compaction cannot pass an unreadable row")
-        #expect(engine.metrics.unreadableSegments == 1)
+        let world = engine.world.entities(with: Position.self).map(\.value)
+        #expect(engine.compactNow(), "compaction sets the unreadable row aside and goes on")
+        #expect(engine.metrics.segmentsSetAside == 1)
+        #expect(engine.metrics.unreadableSegments == 0)
         try engine.shutdown()
 
         let stored = try DatabaseQueue(path: fixture.directory.databasePath).read { db in
-            try Data.fetchOne(db, sql: "SELECT records FROM segments WHERE id = ?", arguments: [id])
+            (try Data.fetchOne(db, sql: "SELECT records FROM segments_set_aside WHERE id = ?", arguments: [id]),
+             try String.fetchOne(db, sql: "SELECT reason FROM segments_set_aside WHERE id = ?", arguments: [id]),
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM segments") ?? -1)
         }
-        #expect(stored == damaged, "the unreadable row is kept untouched")
+        #expect(stored.0 == damaged, "its bytes are kept as they were")
+        #expect(stored.1?.contains("checksum") == true, "\(stored.1 ?? "")")
+        #expect(stored.2 == 0, "every other row was compacted")
         let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
-        #expect(inspection.unreadableSegments == 1)
-        #expect(inspection.segments < 4 + 1, "the rows before it were compacted")
+        #expect(inspection.unreadableSegments == 0)
+        #expect(inspection.segmentsSetAside == 1)
+
+        // The same world after the compaction, and the row can be written out.
+        let reopened = try Engine.open(config: fixture.config, components: replayComponents, logger: quietLogger, options: fixture.options)
+        #expect(reopened.world.entities(with: Position.self).map(\.value).sorted { ($0.x, $0.y) < ($1.x, $1.y) }
+                == world.sorted { ($0.x, $0.y) < ($1.x, $1.y) })
+        try reopened.shutdown()
+        let folder = fixture.directory.url.appendingPathComponent("set-aside").path
+        let run = try ChildProcess.strata(["doctor", fixture.directory.databasePath, "--export-set-aside", folder])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/segment-\(id).records")) == damaged)
+        #expect(FileManager.default.fileExists(atPath: folder + "/segment-\(id).json"))
+        let doctor = try ChildProcess.strata(["doctor", fixture.directory.databasePath])
+        #expect(doctor.stdout.contains("set aside"), "\(doctor.stdout)")
     }
 
     @Test func compactNowFoldsEverythingAndReloadsTheSame() throws {

@@ -99,4 +99,16 @@ extension JSONDecoder {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         return decoder
     }
+
+    @Test(arguments: [["doctor", "PATH"], ["inspect", "PATH"], ["oplog", "PATH"], ["jobs", "PATH"], ["sync", "status", "PATH"]])
+    func aReadOnlyToolLeavesNoFileBehind(arguments: [String]) throws {
+        // SQLite makes -wal and -shm to read a WAL file; a read-only connection never
+        // removes them. A tool that only reads leaves the folder as it found it.
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 20)
+        let before = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path).sorted()
+        _ = try ChildProcess.strata(arguments.map { $0 == "PATH" ? fixture.directory.databasePath : $0 })
+        let after = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path).sorted()
+        #expect(after == before)
+    }
 }

@@ -163,15 +163,21 @@ import Testing
             try engine.shutdown()
         }
         // Mark the session as crashed, so the next open runs the integrity check,
-        // then scribble over the last data pages (the components' b-tree).
+        // then scribble over the last data pages of the file (not the schema's: a damaged
+        // schema page is another test's).
         let queue = try DatabaseQueue(path: fixture.directory.databasePath)
         try queue.write { try $0.execute(sql: "UPDATE session_state SET clean_shutdown = 0") }
         try queue.writeWithoutTransaction { _ = try $0.checkpoint(.truncate) }
+        let (pages, pageSize) = try queue.read { db in
+            (try Int.fetchAll(db, sql: "SELECT pageno FROM dbstat WHERE name <> 'sqlite_schema' ORDER BY pageno DESC LIMIT 24"),
+             try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 1024)
+        }
         try queue.close()
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: fixture.directory.databasePath))
-        let size = try handle.seekToEnd()
-        try handle.seek(toOffset: size - 3 * 8192)
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 3 * 8192))
+        for page in pages {
+            try handle.seek(toOffset: UInt64((page - 1) * pageSize))
+            try handle.write(contentsOf: Data(repeating: 0xA5, count: pageSize))
+        }
         try handle.close()
 
         let engine = try fixture.open()

@@ -39,6 +39,8 @@ public struct DoctorReport: Codable, Sendable {
     public var segments: Int
     public var segmentBytes: Int
     public var unreadableSegments: Int
+    /// Unreadable segment rows compaction set aside (`segments_set_aside`).
+    public var segmentsSetAside: Int
     public var outboxPending: Int?
     public var outboxDeadLetters: Int?
     public var jobs: [String: Int]
@@ -69,8 +71,11 @@ public struct DoctorReport: Codable, Sendable {
             throw StoreError(.open, message: "not a Strata document this build reads (\(inspection.document): \(inspection.documentDetail ?? ""))", path: path)
         }
         let queue: DatabaseQueue
+        let location = StoreLocation(path: path)
+        let before = location.companions
+        defer { location.removeCompanionsMadeByReading(before: before) }
         do {
-            queue = try StoreLocation(path: path).readOnlyQueue()
+            queue = try location.readOnlyQueue()
         } catch {
             throw StoreError(.read, wrapping: error, path: path)
         }
@@ -107,7 +112,7 @@ public struct DoctorReport: Codable, Sendable {
                     autoVacuum: file.autoVacuumName,
                     fileBytes: pages * pageSize, walBytes: inspection.walBytes, tables: tables,
                     segments: inspection.segments, segmentBytes: inspection.segmentBytes,
-                    unreadableSegments: inspection.unreadableSegments,
+                    unreadableSegments: inspection.unreadableSegments, segmentsSetAside: inspection.segmentsSetAside,
                     outboxPending: outbox?.pending, outboxDeadLetters: outbox?.deadLetters.count,
                     jobs: jobs, oldestPendingJobSecs: oldest.flatMap { $0 }.map { max(0, now.timeIntervalSince1970 - Double($0) / 1000) },
                     rejectedWrites: inspection.rejectedWrites + inspection.rejectedWritesInSideFile,
@@ -131,7 +136,7 @@ public struct DoctorReport: Codable, Sendable {
         let mb = { (bytes: Int) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
         if integrity != "ok" {
             add(.error, "integrity", "PRAGMA integrity_check: \(integrity)",
-                "open it with the engine (or `strata maintain PATH`): the damaged file is set aside, salvaged and replaced; nothing is deleted")
+                "`strata maintain --repair PATH` (or opening it in the host): the damaged file is set aside, what still reads is salvaged into a new one, and the report says what could not be; nothing is deleted")
         }
         if let owner {
             add(.info, "owner", "open now by process \(owner.pid) (\(owner.command))", "the figures may move while it runs")
@@ -155,9 +160,13 @@ public struct DoctorReport: Codable, Sendable {
             add(.warning, "size", "the file is \(mb(fileBytes)), past size_warning_mb (\(mb(sizeWarningBytes)))",
                 "look at the largest tables below; set [maintenance] keep_dead_jobs_secs / keep_rejected_writes_secs and [operation_log] retention, then `strata maintain PATH`")
         }
+        if segmentsSetAside > 0 {
+            add(.warning, "segments", "\(segmentsSetAside) segment rows could not be read and were set aside (segments_set_aside, with why): the world never had their changes",
+                "`strata doctor PATH --export-set-aside DIR` writes them out (their bytes and why) for a newer build or a person to read")
+        }
         if unreadableSegments > 0 {
-            add(.error, "segments", "\(unreadableSegments) segment rows cannot be read (kept; compaction stops before them)",
-                "a newer build may read them; otherwise report it: nothing is dropped on its own")
+            add(.error, "segments", "\(unreadableSegments) segment rows cannot be read (the reload skips them; the next compaction sets them aside)",
+                "`strata maintain PATH` sets them aside now; nothing is dropped")
         } else if segmentBytes > 16 * 1_048_576 {
             add(.info, "segments", "\(segments) segment rows hold \(mb(segmentBytes)) not yet compacted (the reload replays them)",
                 "`strata maintain PATH` folds them (the engine does on mains power)")
@@ -193,7 +202,7 @@ public struct DoctorReport: Codable, Sendable {
         lines.append("integrity        \(integrity)")
         lines.append("size             \(fileBytes) bytes (\(pages) pages of \(pageSize)), WAL \(walBytes) bytes")
         lines.append("free pages       \(freePages) (\(String(format: "%.1f", fragmentation * 100)) %), auto_vacuum \(autoVacuum)")
-        lines.append("segments         \(segments) rows, \(segmentBytes) bytes\(unreadableSegments > 0 ? ", \(unreadableSegments) unreadable" : "")")
+        lines.append("segments         \(segments) rows, \(segmentBytes) bytes\(unreadableSegments > 0 ? ", \(unreadableSegments) unreadable" : "")\(segmentsSetAside > 0 ? ", \(segmentsSetAside) set aside" : "")")
         if let outboxPending { lines.append("outbox           \(outboxPending) pending, \(outboxDeadLetters ?? 0) dead letters") }
         lines.append("jobs             \(jobs.isEmpty ? "none" : jobs.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
         lines.append("rejected writes  \(rejectedWrites)")

@@ -34,8 +34,11 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var segmentBacklogRecords = 0
     /// Bytes of the log's live records (the newest of each key); the rest is garbage.
     public var segmentLiveBytes = 0
-    /// Rows that cannot be read (kept untouched; compaction stops before them).
+    /// Rows that cannot be read (skipped by the reload; compaction sets them aside).
     public var unreadableSegments = 0
+    /// Unreadable segment rows compaction moved to `segments_set_aside` (with their reason)
+    /// and went on around, this session.
+    public var segmentsSetAside = 0
 
     // Compaction
     /// Rounds finished, by method (`merge`, `fold`), and steps run (one transaction each).

@@ -15,6 +15,8 @@ import GRDBSQLite
 public final class OperationLogReader: Sendable {
     private let queue: DatabaseQueue
     public let path: String
+    /// The WAL companions that existed before the reader opened (removed at its end if it made them).
+    private let companionsBefore: (wal: Bool, shm: Bool)
 
     /// Opens `path` read-only. Throws if it is missing or has no operation log.
     public init(path: String) throws {
@@ -23,6 +25,7 @@ public final class OperationLogReader: Sendable {
         guard FileManager.default.fileExists(atPath: location.path) else {
             throw StoreError(.open, message: "no database file", path: location.path)
         }
+        companionsBefore = location.companions
         do {
             queue = try location.readOnlyQueue()
             guard try queue.read({ try $0.tableExists("operation_log") }) else {
@@ -31,6 +34,11 @@ public final class OperationLogReader: Sendable {
         } catch {
             throw StoreError(.read, wrapping: error, path: location.path)
         }
+    }
+
+    deinit {
+        try? queue.close()
+        StoreLocation(path: path).removeCompanionsMadeByReading(before: companionsBefore)
     }
 
     /// Where a paged read goes on: after `sequence` of `node`, then the nodes after it.

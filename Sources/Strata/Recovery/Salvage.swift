@@ -51,7 +51,7 @@ enum Salvage {
     /// Integer-keyed tables, in the order their rows may refer to each other.
     static let keyed: [(table: String, key: String)] = [
         ("component_types", "id"), ("entities", "num"), ("components", "entity_num"), ("segments", "id"),
-        ("rejected_writes", "id"), ("jobs", "id"), ("assets", "id"), ("sync_failures", "seq"),
+        ("rejected_writes", "id"), ("jobs", "id"), ("assets", "id"), ("sync_failures", "seq"), ("segments_set_aside", "id"),
     ]
     /// Read from each end up to a damaged page.
     static let scanned = ["settings", "replica", "peer_acks", "operation_floor", "asset_trash", "sync_state"]
@@ -79,7 +79,7 @@ enum Salvage {
     static func copyHistory(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
         withSource(corruptPath, into: store, &report) { source, report in
-            for (table, key) in keyed where ["component_types", "rejected_writes", "jobs", "assets", "sync_failures"].contains(table) {
+            for (table, key) in keyed where ["component_types", "rejected_writes", "jobs", "assets", "sync_failures", "segments_set_aside"].contains(table) {
                 copyKeyed(table, key: key, from: source, into: store, &report)
             }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }

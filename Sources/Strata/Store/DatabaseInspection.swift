@@ -30,8 +30,10 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
     public var segments = 0
     public var segmentBytes = 0
     public var segmentRecords = 0
-    /// Segment rows that cannot be read (kept untouched; compaction stops before them).
+    /// Segment rows that cannot be read (skipped by the reload; compaction sets them aside).
     public var unreadableSegments = 0
+    /// Segment rows compaction could not read and set aside (`segments_set_aside`).
+    public var segmentsSetAside = 0
     /// Compaction rounds finished over the file's life, and the steps they took.
     public var compactions = 0
     public var compactionSteps = 0
@@ -97,6 +99,8 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
             throw StoreError(.open, message: "this is a folder, not a database file", path: location.path)
         }
         let walBytes = location.walBytes
+        let before = location.companions
+        defer { location.removeCompanionsMadeByReading(before: before) }
         do {
             let queue = try location.readOnlyQueue()
             defer { try? queue.close() }
@@ -137,6 +141,9 @@ public struct DatabaseInspection: Codable, Sendable, Equatable {
                 let names = try db.tableExists("component_types") ? try ComponentTypeNames.all(db) : [:]
                 for (typeID, count) in componentsByTypeID where count > 0 {
                     inspection.components[names[typeID] ?? "#\(typeID)"] = count
+                }
+                if try db.tableExists("segments_set_aside") {
+                    inspection.segmentsSetAside = try Int.fetchOne(db, sql: "SELECT count(*) FROM segments_set_aside") ?? 0
                 }
                 if try db.tableExists("compaction_state"), let row = try Row.fetchOne(db, sql: "SELECT rounds, steps FROM compaction_state") {
                     inspection.compactions = row["rounds"]

@@ -20,6 +20,7 @@ public enum DocumentKind: Equatable, Sendable, CustomStringConvertible {
     static let tables: Set<String> = [
         "entities", "component_types", "components", "session_state", "settings", "segments", "compaction_state",
         "replica", "operation_log", "vector_clock", "peer_acks", "operation_floor", "rejected_writes", "jobs", "assets", "asset_trash", "sync_state", "sync_failures", "grdb_migrations",
+        "segments_set_aside",
     ]
 
     /// Reads the header pragmas, the tables and the applied migrations. Reads only.

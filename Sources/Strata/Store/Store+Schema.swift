@@ -299,9 +299,29 @@ extension Store {
                 PRAGMA user_version = 9;
                 """)
         }
+        migrator.registerMigration("v10: segment rows set aside") { db in
+            // A segment row that cannot be read (a bad checksum, a format this build does not
+            // know) is moved here by compaction, with why, instead of stopping it for good:
+            // the reload skipped it already, so the world is the same; its bytes are kept for
+            // `strata doctor --export-set-aside` (Writer+Compaction.swift).
+            try db.execute(sql: """
+                CREATE TABLE segments_set_aside (
+                    id INTEGER PRIMARY KEY,
+                    format INTEGER NOT NULL,
+                    record_count INTEGER NOT NULL,
+                    checksum INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    records BLOB NOT NULL,
+                    reason TEXT NOT NULL,
+                    set_aside_at INTEGER NOT NULL
+                );
+
+                PRAGMA user_version = 10;
+                """)
+        }
         return migrator
     }
 
     /// The schema version this build writes.
-    public static var schemaVersion: Int { 9 }
+    public static var schemaVersion: Int { 10 }
 }

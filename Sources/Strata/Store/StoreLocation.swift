@@ -53,6 +53,21 @@ public struct StoreLocation: Sendable, Equatable {
 extension StoreLocation {
     /// A read-only connection to the file (inspection, salvage, the idle check, readers of
     /// the log and the jobs): never a writer, never in the writer's way in WAL mode.
+    /// Which of the WAL companions exist now (before a read-only visit).
+    var companions: (wal: Bool, shm: Bool) {
+        (FileManager.default.fileExists(atPath: walPath), FileManager.default.fileExists(atPath: shmPath))
+    }
+
+    /// Removes the `-wal` and `-shm` files a read-only visit made: SQLite creates them to
+    /// read a WAL file and, read-only, never removes them, so a tool that only read would
+    /// leave them behind. Only those that did not exist `before`, only while no engine
+    /// owns the document, and a WAL only if it is empty. Call once the connection is closed.
+    func removeCompanionsMadeByReading(before: (wal: Bool, shm: Bool)) {
+        guard !before.wal || !before.shm, DocumentLock.owner(of: self) == nil else { return }
+        if !before.wal, walBytes == 0 { try? FileManager.default.removeItem(atPath: walPath) }
+        if !before.shm, !FileManager.default.fileExists(atPath: walPath) { try? FileManager.default.removeItem(atPath: shmPath) }
+    }
+
     func readOnlyQueue() throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.readonly = true
@@ -66,6 +81,8 @@ extension StoreLocation {
         guard FileManager.default.fileExists(atPath: path) else {
             throw StoreError(.open, message: "no database file", path: path)
         }
+        let before = companions
+        defer { removeCompanionsMadeByReading(before: before) }
         do {
             let queue = try readOnlyQueue()
             defer { try? queue.close() }

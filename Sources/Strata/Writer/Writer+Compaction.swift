@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Compaction on the writer thread: between batches, one bounded step at a time.
 ///
@@ -124,7 +125,10 @@ extension Writer {
         // A waiting `compactNow()` is told only once the metrics show the step: its
         // caller reads them next.
         if let (id, damage) = result.blockedBy {
-            logger.error("writer: segment \(id) cannot be read (\(damage)): kept; compaction stops before it")
+            // The reload skipped it already: set aside, the world is the same, and
+            // compaction goes on around it. If even that fails, it stops before the row.
+            if setAsideSegment(id, damage) { return }
+            logger.error("writer: segment \(id) cannot be read (\(damage)) nor set aside: kept; compaction stops before it")
             segmentLog.blockedBy = id
             round = nil
             metrics.update { $0.recordBacklog(segmentLog) }
@@ -172,6 +176,48 @@ extension Writer {
             forcedCompactionsServed = max(forcedCompactionsServed, ticket)
             forcedCompactionFailed = failed
             controlLock.broadcast()
+        }
+    }
+
+    /// Moves the unreadable segment row `id` into `segments_set_aside`, with `damage` as
+    /// its reason, in one transaction. Returns whether it did.
+    private func setAsideSegment(_ id: Int64, _ damage: SegmentDamage) -> Bool {
+        do {
+            let (bytes, records, lastID) = try store.withConnection { db in
+                try db.inTransaction(.immediate) {
+                    try db.execute(sql: """
+                        INSERT INTO segments_set_aside (id, format, record_count, checksum, created_at, records, reason, set_aside_at)
+                        SELECT id, format, record_count, checksum, created_at, records, ?, ? FROM segments WHERE id = ?
+                        """, arguments: [damage.description, unixMilliseconds(), id])
+                    try db.execute(sql: "DELETE FROM segments WHERE id = ?", arguments: [id])
+                    return .commit
+                }
+                let row = try Row.fetchOne(db, sql: "SELECT length(records) AS bytes, record_count FROM segments_set_aside WHERE id = ?",
+                                           arguments: [id])
+                let bytes: Int = row?["bytes"] ?? 0, records: Int = row?["record_count"] ?? 0
+                return (bytes, records, try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments"))
+            }
+            segmentLog.noteRows(removed: 1, bytes: bytes, records: records)
+            segmentLog.unreadableRows = max(0, segmentLog.unreadableRows - 1)
+            segmentLog.lastID = lastID
+            if let current = round {
+                if let lastID, current.endID > lastID { round?.endID = lastID }
+                if lastID == nil {
+                    round = nil
+                    if current.forced { serveForcedCompactions(upTo: current.ticket, failed: false) }
+                }
+            }
+            logger.error("writer: segment \(id) cannot be read (\(damage)): set aside in segments_set_aside (the world never had its changes); compaction goes on")
+            metrics.update {
+                $0.segmentsSetAside += 1
+                $0.recordBacklog(segmentLog)
+            }
+            return true
+        } catch {
+            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+            if reportIfCorrupt(storeError) { return true }
+            logger.warning("writer: could not set segment \(id) aside: \(storeError)")
+            return false
         }
     }
 }

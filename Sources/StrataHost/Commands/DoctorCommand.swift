@@ -21,7 +21,22 @@ struct DoctorCommand: ParsableCommand {
     @Flag(help: "Print JSON (a stable interface for scripts).")
     var json = false
 
+    @Option(name: .customLong("export-set-aside"),
+            help: "Write the segment rows compaction could not read and set aside into this folder (segment-ID.records and .json), then exit.")
+    var exportSetAside: String?
+
     func run() throws {
+        if let exportSetAside {
+            do {
+                let entries = try SetAsideSegments.export(path: path, to: exportSetAside)
+                say("strata doctor: \(entries.count) set-aside segment rows written to \(exportSetAside)")
+                for entry in entries { say("  segment-\(entry.id): \(entry.bytes) bytes, \(entry.recordCount) records: \(entry.reason)") }
+                return
+            } catch {
+                printError("strata doctor: \(error)")
+                throw ExitCode(3)
+            }
+        }
         let settings = try loadConfig(config, command: "doctor")
         let report: DoctorReport
         do {

@@ -68,7 +68,8 @@ struct StatusLine {
                 } ?? ""),
             "  segment log  \(m.segmentsWritten) rows appended (\(megabytes(m.segmentBytesWritten)) of records); now \(m.segmentBacklogRows) rows, "
                 + "\(megabytes(m.segmentBacklogBytes)), \(megabytes(m.segmentLiveBytes)) live"
-                + (m.unreadableSegments > 0 ? "; \(m.unreadableSegments) UNREADABLE (kept, compaction stopped)" : ""),
+                + (m.unreadableSegments > 0 ? "; \(m.unreadableSegments) UNREADABLE (skipped; compaction sets them aside)" : "")
+                + (m.segmentsSetAside > 0 ? "; \(m.segmentsSetAside) set aside in segments_set_aside" : ""),
             String(format: "  compaction   %d rounds (%@), %d steps, max step %.2f ms, %@ read, %@ rewritten, %d keys folded",
                    m.compactionRounds, (m.compactionsByMethod.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ").nilIfEmpty ?? "none") as NSString,
                    m.compactionSteps, m.maxCompactionStepDuration.milliseconds, megabytes(m.compactionBytesRead) as NSString,

@@ -1,0 +1,43 @@
+import Foundation
+import GRDB
+
+/// Segment rows compaction could not read and set aside (`segments_set_aside`,
+/// Writer+Compaction.swift): written out, read-only, for a newer build or a person.
+public enum SetAsideSegments {
+    /// One row as written out: `segment-ID.records` holds its bytes, `segment-ID.json` this.
+    public struct Entry: Codable, Sendable, Equatable {
+        public var id: Int64
+        public var format: Int
+        public var recordCount: Int
+        public var checksum: Int64
+        public var createdAt: Int64
+        public var reason: String
+        public var setAsideAt: Int64
+        public var bytes: Int
+    }
+
+    /// Writes every set-aside row of the document at `path` into `folder` (made if
+    /// missing). Returns what it wrote. The document is only read.
+    @discardableResult
+    public static func export(path: String, to folder: String) throws -> [Entry] {
+        let rows = try StoreLocation(path: path).readExisting { db -> [(Entry, Data)] in
+            guard try db.tableExists("segments_set_aside") else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT * FROM segments_set_aside ORDER BY id").map { row in
+                let records: Data = row["records"]
+                return (Entry(id: row["id"], format: row["format"], recordCount: row["record_count"], checksum: row["checksum"],
+                              createdAt: row["created_at"], reason: row["reason"], setAsideAt: row["set_aside_at"],
+                              bytes: records.count), records)
+            }
+        }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        for (entry, records) in rows {
+            let base = URL(fileURLWithPath: folder).appendingPathComponent("segment-\(entry.id)")
+            try records.write(to: base.appendingPathExtension("records"), options: .atomic)
+            try encoder.encode(entry).write(to: base.appendingPathExtension("json"), options: .atomic)
+        }
+        return rows.map(\.0)
+    }
+}
