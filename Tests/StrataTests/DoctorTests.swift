@@ -111,4 +111,30 @@ extension JSONDecoder {
         let after = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path).sorted()
         #expect(after == before)
     }
+
+    @Test func doctorReportsATruncatedFileAsDamageWithWhatToDo() throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 300)
+        let path = fixture.directory.databasePath
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.truncate(atOffset: 20_000)
+        try handle.close()
+        let run = try ChildProcess.strata(["doctor", path])
+        #expect(run.status == 2, "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("damaged or truncated") && run.stdout.contains("strata maintain --repair"), "\(run.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal") && !FileManager.default.fileExists(atPath: path + "-shm"))
+    }
+
+    @Test(arguments: [["jobs", "PATH"], ["sync", "status", "PATH"], ["oplog", "PATH"]])
+    func readOnlyToolsSayAnotherApplicationsFileIsNotAStrataDocument(arguments: [String]) throws {
+        let directory = TestDirectory()
+        let path = directory.databasePath
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('x')") }
+        try queue.close()
+        let run = try ChildProcess.strata(arguments.map { $0 == "PATH" ? path : $0 })
+        #expect(run.status == 1, "\(run.stdout)")
+        #expect(run.stderr.contains("not a Strata document"), "\(run.stderr)")
+        #expect(!run.stdout.contains("0 pending"))
+    }
 }

@@ -77,7 +77,11 @@ public struct DoctorReport: Codable, Sendable {
         do {
             queue = try location.readOnlyQueue()
         } catch {
-            throw StoreError(.read, wrapping: error, path: path)
+            let failure = StoreError(.read, wrapping: error, path: path)
+            guard failure.isCorruption else { throw failure }
+            var report = damaged(path, failure, problems: [], walBytes: inspection.walBytes)
+            report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner, entities: 0)
+            return report
         }
         defer { try? queue.close() }
         // Outside the read transaction below: a check that fails on a damaged page fails the
@@ -119,12 +123,27 @@ public struct DoctorReport: Codable, Sendable {
                     statisticsRows: stats, findings: [])
             }
         } catch {
-            throw StoreError(.read, wrapping: error, path: path)
+            let failure = StoreError(.read, wrapping: error, path: path)
+            guard failure.isCorruption else { throw failure }
+            report = damaged(path, failure, problems: problems, walBytes: inspection.walBytes)
         }
         if let unreadable, report.integrity == "ok" { report.integrity = unreadable }
         report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner,
                                        entities: inspection.entityCount)
         return report
+    }
+
+    /// The report of a file too damaged (or truncated) to read even the header's figures:
+    /// the integrity finding says so, with what to do, instead of a raw SQLite error.
+    static func damaged(_ path: String, _ failure: StoreError, problems: [String], walBytes: Int) -> DoctorReport {
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        let detail = ([failure.message] + problems.filter { $0 != "ok" }).joined(separator: "; ")
+        return DoctorReport(
+            path: path, integrity: "the file cannot be read: it is damaged or truncated (\(detail))",
+            pageSize: 0, pages: 0, freePages: 0, fragmentation: 0, autoVacuum: "unknown", fileBytes: bytes,
+            walBytes: walBytes, tables: [:], segments: 0, segmentBytes: 0, unreadableSegments: 0, segmentsSetAside: 0,
+            outboxPending: nil, outboxDeadLetters: nil, jobs: [:], oldestPendingJobSecs: nil, rejectedWrites: 0,
+            statisticsRows: 0, findings: [])
     }
 
     /// A finding per thing worth knowing, with what to do about it.
@@ -148,7 +167,7 @@ public struct DoctorReport: Codable, Sendable {
                     ? "`strata maintain PATH` returns them to the filesystem (the engine does when idle on mains)"
                     : "`strata maintain PATH --vacuum` rewrites the file once with auto_vacuum=INCREMENTAL and returns them")
         }
-        if autoVacuum != "incremental" {
+        if autoVacuum != "incremental" && autoVacuum != "unknown" {
             add(.info, "auto_vacuum", "auto_vacuum is \(autoVacuum): free pages are never returned on their own (a file made with [database] auto_vacuum = \"none\" or before Strata set it)",
                 "`strata maintain PATH --vacuum` once (a full VACUUM: about the file's size in writes)")
         }

@@ -28,8 +28,12 @@ public final class OperationLogReader: Sendable {
         companionsBefore = location.companions
         do {
             queue = try location.readOnlyQueue()
+            let kind = try queue.read { try DocumentKind.classify($0) }
+            if case .foreign(let why) = kind {
+                throw StoreError(.foreign, message: "not a Strata document (\(why))", path: location.path)
+            }
             guard try queue.read({ try $0.tableExists("operation_log") }) else {
-                throw StoreError(.read, message: "no operation log (schema \(Store.schemaVersion) or later has one)", path: location.path)
+                throw StoreError(.read, message: "no operation log (a document of schema 3 or later has one)", path: location.path)
             }
         } catch {
             throw StoreError(.read, wrapping: error, path: location.path)

@@ -86,7 +86,17 @@ extension StoreLocation {
         do {
             let queue = try readOnlyQueue()
             defer { try? queue.close() }
-            return try queue.read(body)
+            return try queue.read { db in
+                // Another application's SQLite file: said as such, never "0 pending" nor a
+                // raw "no such table".
+                switch try DocumentKind.classify(db) {
+                case .strata: break
+                case .empty: throw StoreError(.foreign, message: "an empty SQLite file, not a Strata document", path: path)
+                case .foreign(let why): throw StoreError(.foreign, message: "not a Strata document (\(why))", path: path)
+                case .newerSchema(let why): throw StoreError(.newerSchema, message: why, path: path)
+                }
+                return try body(db)
+            }
         } catch let error as StoreError {
             throw error
         } catch {
