@@ -600,3 +600,52 @@ import Testing
         #expect(engine.recovery.description.contains("kept 1 component rows of no entity"), "\(engine.recovery)")
     }
 }
+
+/// A clean start checks the tables it does not read once the file's last check is old
+/// (`[maintenance] start_check_secs`): damage there is found before a job or a sync needs it.
+@Suite struct StartCheckTests {
+    func damagedQuietIndex(_ fixture: EngineFixture, lastCheckAgoMs: Int64?) throws {
+        try writeTitlesAndOperations(fixture, count: 3000)
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE session_state SET last_check_at = ?",
+                           arguments: [lastCheckAgoMs.map { unixMilliseconds() - $0 }])
+        }
+        try queue.close()
+        _ = try damageLeafPage(of: quietIndex, skip: 2, in: fixture.directory.databasePath)
+    }
+
+    @Test func damageInATableTheStartDoesNotReadIsFoundOnceTheLastCheckIsOld() throws {
+        let fixture = EngineFixture()
+        try damagedQuietIndex(fixture, lastCheckAgoMs: 2 * 86_400_000)
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        // The session reported is the new file's; the damaged one is set aside.
+        #expect(engine.recovery.setAsideCorruptFile != nil, "\(engine.recovery)")
+        #expect(engine.recovery.corruption?.contains("jobs") == true, "\(engine.recovery.corruption ?? "")")
+        #expect(engine.world.entityCount == 3000, "the world is salvaged whole")
+    }
+
+    @Test func aRecentCheckIsNotRepeatedAndAPassingOneIsRecorded() throws {
+        let fixture = EngineFixture()
+        try damagedQuietIndex(fixture, lastCheckAgoMs: 60_000)
+        do {
+            let engine = try fixture.open()
+            #expect(!engine.recovery.session.checkedUnreadTables, "checked a minute ago")
+            #expect(engine.recovery.setAsideCorruptFile == nil)
+            engine.abandon()
+        }
+        // A healthy file past the age: checked, passes, and the time is kept.
+        let healthy = EngineFixture()
+        try writeTitlesAndOperations(healthy, count: 10)
+        let queue = try DatabaseQueue(path: healthy.directory.databasePath)
+        try queue.write { try $0.execute(sql: "UPDATE session_state SET last_check_at = NULL") }
+        try queue.close()
+        let engine = try healthy.open()
+        #expect(engine.recovery.session.checkedUnreadTables)
+        #expect(engine.recovery.session.integrity == "ok")
+        try engine.shutdown()
+        let stored = try healthy.count("SELECT count(*) FROM session_state WHERE last_check_at > ?", [unixMilliseconds() - 60_000])
+        #expect(stored == 1)
+    }
+}

@@ -85,6 +85,7 @@ extension StrataConfig {
             rewrite_step_rows = \(maintenance.rewriteStepRows)
             keep_dead_jobs_secs = \(secs(maintenance.keepDeadJobs))
             keep_rejected_writes_secs = \(secs(maintenance.keepRejectedWrites))
+            start_check_secs = \(secs(maintenance.startCheckAge))
 
             [jobs]
             workers = \(jobs.workers)

@@ -229,10 +229,12 @@ extension StrataConfig {
                                         max: .seconds(100 * 365 * 86_400))
         c.keepRejectedWrites = try r.duration("keep_rejected_writes_secs", default: c.keepRejectedWrites, unit: .seconds,
                                               allowZero: true, max: .seconds(100 * 365 * 86_400))
+        c.startCheckAge = try r.duration("start_check_secs", default: c.startCheckAge, unit: .seconds, allowZero: true,
+                                         max: .seconds(100 * 365 * 86_400))
         try r.rejectUnknownKeys(known: ["interval_secs", "size_warning_mb", "vacuum_min_free_mb", "vacuum_max_free_mb",
                                         "vacuum_step_pages", "retention_step_rows", "analysis_limit", "rewrite_old_payloads",
                                         "rewrite_step_rows", "keep_dead_jobs_secs",
-                                        "keep_rejected_writes_secs"])
+                                        "keep_rejected_writes_secs", "start_check_secs"])
         return c
     }
 

@@ -86,6 +86,11 @@ public struct MaintenanceConfig: Sendable, Equatable {
     /// `keep_rejected_writes_secs`: parked rejected writes are deleted this long after they
     /// were parked; 0: kept until replayed.
     public var keepRejectedWrites: Duration = .zero
+    /// `start_check_secs`: a start after a clean shutdown runs `PRAGMA quick_check` on the
+    /// tables it does not read (jobs, assets, sync state, parked rows, their indexes) when
+    /// the file's last check (this one, the one after a crash, or the idle full check) is
+    /// older than this, so that damage there is found before it is needed; 0: never.
+    public var startCheckAge: Duration = .seconds(86_400)
 
     public init() {}
 }

@@ -157,6 +157,7 @@ extension Engine {
         storeOptions.busyTimeout = config.writer.busyTimeout
         storeOptions.journalSizeLimitBytes = config.persistence.maxWalSizeBytes
         storeOptions.prepareConnection = options.prepareConnection
+        storeOptions.startCheckAge = options.replaceIfCorrupt ? config.maintenance.startCheckAge : .zero   // tools quick_check anyway
         return storeOptions
     }
 
@@ -247,7 +248,7 @@ extension Engine {
         let store = try Store(location: location, options: options)
         do {
             let marked = FileManager.default.fileExists(atPath: location.verifyMarkerPath)
-            let session = try store.beginSession(fullCheck: marked)
+            let session = try store.beginSession(fullCheck: marked, startCheckAge: options.startCheckAge)
             guard session.integrityOK else {
                 throw StoreError(.corrupt, message: "integrity check failed: \(session.integrity ?? "")", path: location.path)
             }

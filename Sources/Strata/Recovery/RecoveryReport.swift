@@ -30,7 +30,9 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         }
         switch session.previous {
         case .none: lines.append("new database")
-        case .clean: lines.append("previous session shut down cleanly")
+        case .clean:
+            lines.append("previous session shut down cleanly"
+                + (session.checkedUnreadTables ? "; the tables a start does not read checked (quick_check): \(session.integrity ?? "not run")" : ""))
         case .crashed:
             lines.append("previous session did not shut down cleanly (crash #\(session.crashCount)); integrity check: \(session.integrity ?? "not run")")
         }

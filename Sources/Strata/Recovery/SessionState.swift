@@ -28,6 +28,9 @@ public struct SessionState: Sendable, Equatable {
     public var cleanShutdownCount: Int
     /// `quick_check`'s verdict after a crash ("ok" or its first problems); nil if not run.
     public var integrity: String?
+    /// A clean start checked the tables it does not read (``MaintenanceConfig/startCheckAge``):
+    /// `integrity` is that check's verdict.
+    public var checkedUnreadTables = false
 
     public var integrityOK: Bool { integrity == nil || integrity == "ok" }
 }
@@ -37,10 +40,16 @@ extension Store {
     /// Runs before the writer starts, on the opening thread.
     /// With `fullCheck`, `PRAGMA integrity_check` runs whatever the previous session's end
     /// (a check while running found damage: ``StoreLocation/verifyMarkerPath``).
-    func beginSession(now: Date = Date(), fullCheck: Bool = false) throws -> SessionState {
+    ///
+    /// After a clean shutdown, when the file's last check is older than `startCheckAge`
+    /// (not zero), `PRAGMA quick_check` runs on the tables the start does not read
+    /// (``tablesAStartDoesNotRead``): damage there is found now, not when a job or a sync
+    /// needs the page.
+    func beginSession(now: Date = Date(), fullCheck: Bool = false, startCheckAge: Duration = .zero) throws -> SessionState {
         do {
             return try queue.writeWithoutTransaction { db in
-                let row = try Row.fetchOne(db, sql: "SELECT clean_shutdown, crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
+                let row = try Row.fetchOne(db, sql: "SELECT clean_shutdown, crash_count, clean_shutdown_count, last_check_at FROM session_state WHERE id = 1")
+                let nowMs = Int64(now.timeIntervalSince1970 * 1000)
                 var state = SessionState(previous: .none, sessionID: EntityID(), crashCount: 0, cleanShutdownCount: 0)
                 if let row {
                     state.crashCount = row["crash_count"]
@@ -55,19 +64,32 @@ extension Store {
                 if state.previous == .crashed || fullCheck {
                     let problems = try String.fetchAll(db, sql: fullCheck ? "PRAGMA integrity_check(10)" : "PRAGMA quick_check(10)")
                     state.integrity = problems.joined(separator: "; ")
+                } else if state.previous == .clean, startCheckAge > .zero,
+                          nowMs - ((row?["last_check_at"] as Int64?) ?? 0) >= Int64(startCheckAge.milliseconds) {
+                    var problems: [String] = []
+                    for table in Self.tablesAStartDoesNotRead where try db.tableExists(table) {
+                        problems += try String.fetchAll(db, sql: "PRAGMA quick_check(\(table))").filter { $0 != "ok" }
+                            .map { "\(table): \($0)" }
+                    }
+                    state.integrity = problems.isEmpty ? "ok" : problems.prefix(10).joined(separator: "; ")
+                    state.checkedUnreadTables = true
                 }
+                let checked = state.integrity == "ok"
                 // The running mark must survive power loss, or a crash could go unnoticed.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
                 defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
                 try db.inTransaction {
                     try db.execute(sql: """
-                        INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count)
-                        VALUES (1, 0, ?, ?, NULL, ?, ?)
+                        INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count,
+                                                   last_check_at)
+                        VALUES (1, 0, ?, ?, NULL, ?, ?, ?)
                         ON CONFLICT (id) DO UPDATE SET clean_shutdown = 0, session_id = excluded.session_id,
                             started_at = excluded.started_at, ended_at = NULL, crash_count = excluded.crash_count,
-                            clean_shutdown_count = excluded.clean_shutdown_count
-                        """, arguments: [state.sessionID.withBytes { Data($0) }, Int64(now.timeIntervalSince1970 * 1000),
-                                         state.crashCount, state.cleanShutdownCount])
+                            clean_shutdown_count = excluded.clean_shutdown_count,
+                            last_check_at = coalesce(excluded.last_check_at, session_state.last_check_at)
+                        """, arguments: [state.sessionID.withBytes { Data($0) }, nowMs,
+                                         state.crashCount, state.cleanShutdownCount,
+                                         checked || state.previous == .none ? nowMs : nil])
                     return .commit
                 }
                 return state
@@ -76,6 +98,14 @@ extension Store {
             throw StoreError(.read, wrapping: error, path: location.path)
         }
     }
+}
+
+extension Store {
+    /// Tables no start reads (the reload reads entities, components, segments, settings,
+    /// the operation log and its clock): their damage would wait until a job, an asset or
+    /// a sync needs the page. `quick_check(TABLE)` covers a table and its indexes.
+    static let tablesAStartDoesNotRead = ["jobs", "assets", "asset_trash", "sync_state", "sync_failures", "rejected_writes",
+                                          "peer_acks", "operation_floor", "segments_set_aside", "compaction_state", "replica"]
 }
 
 extension Writer {

@@ -299,7 +299,7 @@ extension Store {
                 PRAGMA user_version = 9;
                 """)
         }
-        migrator.registerMigration("v10: segment rows set aside") { db in
+        migrator.registerMigration("v10: segment rows set aside, the time of the last check") { db in
             // A segment row that cannot be read (a bad checksum, a format this build does not
             // know) is moved here by compaction, with why, instead of stopping it for good:
             // the reload skipped it already, so the world is the same; its bytes are kept for
@@ -315,6 +315,10 @@ extension Store {
                     reason TEXT NOT NULL,
                     set_aside_at INTEGER NOT NULL
                 );
+
+                -- When the file was last checked whole or in the tables a start does not read
+                -- (SessionState.swift): a clean start checks them again past an age.
+                ALTER TABLE session_state ADD COLUMN last_check_at INTEGER;
 
                 PRAGMA user_version = 10;
                 """)

@@ -39,6 +39,9 @@ public final class Store: Sendable {
         public var autoVacuum = AutoVacuum.incremental
         public var busyTimeout: Duration = .milliseconds(100)
         public var journalSizeLimitBytes = 5 * 1024 * 1024
+        /// A clean start checks the tables it does not read past this age of the last
+        /// check (`[maintenance] start_check_secs`; zero: never). SessionState.swift.
+        public var startCheckAge: Duration = .zero
         /// Runs on every connection after the engine's pragmas (tests install observers here).
         public var prepareConnection: (@Sendable (Database) throws -> Void)?
 

@@ -40,6 +40,11 @@ extension Writer {
             // The marker and the report first, then the metrics: whoever sees the result sees them.
             if problems.isEmpty {
                 logger.info("integrity check of \(location.path): ok")
+                // The whole file passed: the next clean start need not check its unread tables.
+                _ = try? WriterLane(buffer: buffer).perform(.normal, timeout: .seconds(30)) { db -> Bool? in
+                    try db.execute(sql: "UPDATE session_state SET last_check_at = ? WHERE id = 1", arguments: [unixMilliseconds()])
+                    return true
+                }
             } else {
                 _ = FileManager.default.createFile(atPath: location.verifyMarkerPath, contents: Data(problems.joined(separator: "\n").utf8))
                 logger.error("integrity check of \(location.path) found damage (\(problems.prefix(3).joined(separator: "; "))): the file is replaced at the next flush, or at the next open")
