@@ -103,12 +103,13 @@ bench-sync: deps
 	.build/release/strata bench-sync --server "$$url" $(SYNC_BENCH_ARGS); status=$$?; \
 	scripts/private-postgres.sh stop $(SYNC_BENCH_DIR); rm -rf $(SYNC_BENCH_DIR); exit $$status
 
-# The durability contract under faults (release build, ~25 min; docs/durability.md): 500
+# The durability contract under faults (release build, ~30 min; docs/durability.md): 500
 # power cuts that drop unsynced writes, 500 that tear them, 1000 SIGKILLs of `strata sim`,
 # every I/O call site the workload reaches failed with EIO and with ENOSPC, once and from
 # then on, every read failed with SQLITE_CORRUPT (the file is replaced while running), and 100
 # runs on a real disk that fills (a tmpfs, as root; ~8 min): half freed mid-run, half kept full
-# through the shutdown. Exits non-zero on any failure, keeping the files in TORTURE_DIR.
+# through the shutdown; and the page sweep: each page of a 2000-shape canvas damaged in turn and
+# started on twice (~4 min). Exits non-zero on any failure, keeping the files in TORTURE_DIR.
 TORTURE_DIR ?= torture-results
 torture: deps
 	$(SWIFT) build -c release --product strata
@@ -116,6 +117,7 @@ torture: deps
 	.build/release/strata torture --mode sigkill --cycles 1000 --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 	.build/release/strata torture --mode eio,enospc,corrupt --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 	.build/release/strata torture --mode diskfull --cycles 100 --dir $(TORTURE_DIR) $(TORTURE_ARGS)
+	.build/release/strata torture --mode pages --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 
 clean:
 	rm -rf .build Benchmarks/.build bench-results torture-results

@@ -13,20 +13,21 @@ struct TortureCommand: ParsableCommand {
             unsynced writes are lost, or kept whole, lost or torn at 512-byte sectors. sigkill kills a \
             `strata sim` child. eio and enospc fail every I/O call site the workload reaches, once and \
             from then on; corrupt fails every read with SQLITE_CORRUPT (the file is replaced while running); \
-            diskfull runs `strata sim` on a tmpfs a filler has all but filled, freed mid-run or never (root). After each fault the document is reopened and checked: integrity, no orphaned \
+            diskfull runs `strata sim` on a tmpfs a filler has all but filled, freed mid-run or never (root); \
+            pages damages each page of a 2000-shape canvas in turn (--cycles: that many, evenly) and starts on it twice. After each fault the document is reopened and checked: integrity, no orphaned \
             component, every critical change older than the critical delay present, derived changes \
             within their bound, the crash counted, the next session running. Exits 1 on any failure, \
             keeping the failing files in --dir.
             """)
 
     enum Mode: String, CaseIterable {
-        case drop, torn, sigkill, eio, enospc, corrupt, diskfull
+        case drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages
     }
 
-    @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc, corrupt, diskfull.")
+    @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages.")
     var mode: String
 
-    @Option(parsing: .unconditional, help: "Cycles per mode (drop, torn, sigkill, diskfull); for eio/enospc/corrupt the most sites walked per method (default: all).")
+    @Option(parsing: .unconditional, help: "Cycles per mode (drop, torn, sigkill, diskfull, pages); for eio/enospc/corrupt the most sites walked per method (default: all).")
     var cycles: Int?
 
     @Option(parsing: .unconditional, help: "Seed of the cycles' random choices (default: from the time).")
@@ -44,7 +45,7 @@ struct TortureCommand: ParsableCommand {
 
     func validate() throws {
         guard !modes.isEmpty, modes.count == mode.split(separator: ",").count else {
-            throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt or diskfull (comma-separated), got '\(mode)'")
+            throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt, diskfull or pages (comma-separated), got '\(mode)'")
         }
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
     }
@@ -77,6 +78,7 @@ struct TortureCommand: ParsableCommand {
             case .torn: try PowerCutTorture(setup: setup, mode: .torn, cycles: cycles ?? 100).run(progress: progress)
             case .sigkill: try KillTorture(setup: setup, cycles: cycles ?? 100).run(progress: progress)
             case .diskfull: try DiskFullTorture(setup: setup, cycles: cycles ?? 20).run(progress: progress)
+            case .pages: try PageSweepTorture(setup: setup, cycles: cycles ?? Int.max).run(progress: progress)
             case .eio, .enospc, .corrupt: try IOFaultTorture(setup: setup, mode: mode.rawValue, maxSites: cycles).run(progress: progress)
             }
             if interactive { writeAll(STDERR_FILENO, "\r\u{1B}[K") }
