@@ -147,18 +147,26 @@ import Testing
         try reopened.shutdown()
     }
 
-    @Test func aShutdownThatCannotWriteParksWhatIsLeftInTheSideFile() throws {
-        // A disk that stays full through the shutdown: nothing is lost, it is parked, and
-        // the next session can put it back.
+    /// An engine whose disk fills for good after a first flush, with three rows waiting:
+    /// a moved position, and a spawned entity with its title (`before`: done first).
+    func engineOnAFullDisk(before: (EngineFixture) throws -> Void = { _ in }) throws -> (EngineFixture, FaultVFS, Engine, EntityID) {
         var fixture = EngineFixture()
         let vfs = try FaultVFS.register(name: "full-\(UUID().uuidString)")
         fixture.options.vfs = vfs.name
         let engine = try fixture.open()
         let shape = engine.world.spawn(Position(x: 1, y: 1))
         #expect(engine.flushNow())
+        try before(fixture)
         vfs.arm(.write, nth: 1, code: FaultVFS.diskFull, persistent: true)
         engine.world.mutate(Position.self, of: shape) { $0.x = 5 }
         let spawned = engine.world.id(of: engine.world.spawn(Title("late")))!
+        return (fixture, vfs, engine, spawned)
+    }
+
+    @Test func aShutdownThatCannotWriteParksWhatIsLeftInTheSideFile() throws {
+        // A disk that stays full through the shutdown: nothing is lost, it is parked, and
+        // the next session can put it back.
+        var (fixture, vfs, engine, spawned) = try engineOnAFullDisk()
         #expect(throws: StoreError.self) { try engine.shutdown() }
         #expect(engine.metrics.lostRows == 0)
         #expect(engine.metrics.rejectedRowsInSideFile == 3, "the entity row, its title, the moved position")
@@ -183,16 +191,9 @@ import Testing
         // The disk stays full and the side file cannot be written either (here: a folder
         // stands in its place). The shutdown's error counts the rows lost; it never says
         // "parked" or "nothing lost" for them.
-        var fixture = EngineFixture()
-        let vfs = try FaultVFS.register(name: "full-\(UUID().uuidString)")
-        fixture.options.vfs = vfs.name
-        let engine = try fixture.open()
-        let shape = engine.world.spawn(Position(x: 1, y: 1))
-        #expect(engine.flushNow())
-        try FileManager.default.createDirectory(atPath: fixture.directory.databasePath + ".rejected", withIntermediateDirectories: false)
-        vfs.arm(.write, nth: 1, code: FaultVFS.diskFull, persistent: true)
-        engine.world.mutate(Position.self, of: shape) { $0.x = 5 }
-        engine.world.spawn(Title("late"))
+        let (_, vfs, engine, _) = try engineOnAFullDisk { fixture in
+            try FileManager.default.createDirectory(atPath: fixture.directory.databasePath + ".rejected", withIntermediateDirectories: false)
+        }
         do {
             try engine.shutdown()
             Issue.record("the shutdown reported no error")
