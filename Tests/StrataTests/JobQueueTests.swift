@@ -332,4 +332,30 @@ final class Counter: @unchecked Sendable {
     private var count = 0
     var value: Int { lock.withLock { count } }
     func add() { lock.withLock { count += 1 } }
+
+    @Test func aStopSignalDuringTheShutdownEndsTheWaitForRunningJobs() throws {
+        // A job that will not finish, a shutdown that would wait an hour for it: the host's
+        // stop (Options.stopWaiting) ends the wait; the job is left pending for next time.
+        var fixture = EngineFixture()
+        fixture.config.jobs.shutdownTimeout = .seconds(3600)
+        let stop = LockedFlag()
+        fixture.options.stopWaiting = { stop.isSet }
+        let engine = try fixture.open()
+        let id = engine.world.id(of: engine.world.spawn(Title("slow")))!
+        #expect(engine.flushNow())
+        let release = DispatchSemaphore(value: 0)
+        let started = DispatchSemaphore(value: 0)
+        engine.registerJobHandler("slow") { _ in
+            started.signal()
+            release.wait()
+        }
+        _ = try engine.jobs.enqueue("slow", for: id)
+        engine.startWorkers(1)
+        started.wait()
+        stop.set()
+        try engine.shutdown()   // returns: the hour-long wait was cut short
+        release.signal()
+        let listing = try JobListing.read(path: fixture.directory.databasePath)
+        #expect(listing.counts == ["pending": 1], "left pending for the next session: \(listing.counts)")
+    }
 }

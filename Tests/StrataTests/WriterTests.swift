@@ -375,7 +375,10 @@ final class LockedFlag: @unchecked Sendable {
     private var flag = false
     func set() { lock.withLock { flag = true } }
     var value: Bool { lock.withLock { flag } }
+    var isSet: Bool { value }
+}
 
+extension WriterTests {
     @Test func theSessionAfterACrashCheckpointsAtOnce() throws {
         // Sessions that crash before their first checkpoint must not let the WAL grow.
         let fixture = EngineFixture()

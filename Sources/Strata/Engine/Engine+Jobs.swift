@@ -56,7 +56,7 @@ extension Engine {
     func stopWorkers() {
         guard let pool = workerPool else { return }
         workerPool = nil
-        let stuck = pool.stop(timeout: config.jobs.shutdownTimeout)
+        let stuck = pool.stop(timeout: config.jobs.shutdownTimeout, stopWaiting: options.stopWaiting)
         guard !stuck.isEmpty else { return }
         logger.warning("jobs: \(stuck.count) still running at shutdown: left pending for the next session")
         _ = try? jobs.perform(.full) { db in try JobRows.release(db, ids: stuck) }

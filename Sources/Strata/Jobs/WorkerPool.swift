@@ -69,13 +69,15 @@ final class WorkerPool: @unchecked Sendable {
 
     /// Stops taking jobs and waits up to `timeout` for the running ones. Returns the ids
     /// of the jobs still running then.
-    func stop(timeout: Duration) -> [Job.ID] {
+    /// `stopWaiting`: polled every 100 ms; true ends the wait at once (the host is told
+    /// to stop again: ``Engine/Options/stopWaiting``).
+    func stop(timeout: Duration, stopWaiting: () -> Bool = { false }) -> [Job.ID] {
         let deadline = Date(timeIntervalSinceNow: timeout.seconds)
         lock.withLock {
             stopping = true
             lock.broadcast()
-            while active > 0 {
-                if !lock.wait(until: deadline) { break }
+            while active > 0 && Date() < deadline && !stopWaiting() {
+                _ = lock.wait(until: min(deadline, Date(timeIntervalSinceNow: 0.1)))
             }
         }
         return queue.runningIDs

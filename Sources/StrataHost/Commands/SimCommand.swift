@@ -135,7 +135,7 @@ struct SimCommand: ParsableCommand {
         var engine: Engine
         do {
             var options = Engine.Options()
-            options.stopWaiting = { signals.stopSignal != nil }   // no wait on the writer outlives a stop signal
+            options.stopWaiting = { signals.stopWaiting }   // no wait on the engine outlives a stop signal
             engine = try Engine.open(config: config, components: canvasComponents, logger: logger, options: options)
         } catch let error as StoreError {
             printError("strata sim: cannot open the database: \(error)")
@@ -205,6 +205,7 @@ struct SimCommand: ParsableCommand {
                                       maxTick: outcome.maxTick, stopReason: stopReason, pages: pages.byTree(of: engine),
                                       storageBytes: ProcessIO.writeBytes.flatMap { after in storageBefore.map { after - $0 } })
         }
+        signals.shutdownBegins()   // from here on, another stop signal cuts the shutdown's waits short
         do {
             try engine.shutdown()
         } catch {

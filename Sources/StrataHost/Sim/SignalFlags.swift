@@ -4,7 +4,10 @@ import Synchronization
 /// The signals that ask `strata sim` to stop, and the Ctrl-Z requests, as set by the
 /// handlers. Process-wide: a signal disposition is.
 private let receivedStop = Atomic<Int32>(0)
+private let receivedStops = Atomic<Int>(0)
 private let receivedSuspends = Atomic<Int>(0)
+/// Stop signals already answered by a shutdown: waits end on one more (``stopWaiting``).
+private let answeredStops = Atomic<Int>(0)
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed) turned into a flag the tick loop
 /// polls: the loop then shuts the engine down cleanly instead of dying mid-batch. SIGTSTP
@@ -17,7 +20,10 @@ private let receivedSuspends = Atomic<Int>(0)
 final class SignalFlags: Sendable {
     init(handleSuspend: Bool = false) {
         for sig in [SIGINT, SIGTERM, SIGHUP] {
-            Self.install(sig) { receivedStop.store($0, ordering: .relaxed) }
+            Self.install(sig) {
+                receivedStop.store($0, ordering: .relaxed)
+                receivedStops.add(1, ordering: .relaxed)
+            }
         }
         if handleSuspend {
             Self.install(SIGTSTP) { _ in receivedSuspends.add(1, ordering: .relaxed) }
@@ -42,6 +48,18 @@ final class SignalFlags: Sendable {
     /// Whether a SIGTSTP arrived since the last call.
     func takeSuspendRequest() -> Bool {
         receivedSuspends.exchange(0, ordering: .relaxed) > 0
+    }
+
+    /// Whether a wait on the engine should end: a stop signal came that no shutdown has
+    /// answered yet (before the shutdown, the first; during it, another).
+    var stopWaiting: Bool {
+        receivedStops.load(ordering: .relaxed) > answeredStops.load(ordering: .relaxed)
+    }
+
+    /// The shutdown begins: the signals so far are answered by it, and only a new one
+    /// cuts its waits short (the jobs' shutdown timeout).
+    func shutdownBegins() {
+        answeredStops.store(receivedStops.load(ordering: .relaxed), ordering: .relaxed)
     }
 
     /// The signal that asked to stop, or nil.
