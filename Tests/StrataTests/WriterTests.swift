@@ -395,4 +395,19 @@ extension WriterTests {
         #expect(engine.world.count(of: Title.self) == 600)
         try engine.shutdown()
     }
+
+    @Test func anEngineReleasedWithoutShutdownStopsTheThreadsItStarted() throws {
+        // As abandon() does: the workers (and the sync, the monitors, the exporter) stop,
+        // and the counting VFS goes back for the next open.
+        let fixture = EngineFixture()
+        var pool: WorkerPool?
+        do {
+            let engine = try fixture.open()
+            engine.registerJobHandler("render") { _ in }
+            engine.startWorkers(1)
+            pool = engine.workerPool
+            #expect(pool?.isStopping == false)
+        }
+        #expect(pool?.isStopping == true)
+    }
 }

@@ -42,6 +42,8 @@ final class WorkerPool: @unchecked Sendable {
     private var looksTaken = 0
 
     var looks: Int { lock.withLock { looksTaken } }
+    /// ``stop(timeout:stopWaiting:)`` was called: the workers end after their job.
+    var isStopping: Bool { lock.withLock { stopping } }
 
     init(queue: JobQueue, handlers: [String: JobHandler], logger: Logger, pollInterval: Duration = .seconds(1)) {
         self.queue = queue
