@@ -4,7 +4,7 @@
 SWIFT ?= swift
 # libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus);
 # postgresql: the sync tests start a private server (initdb + pg_ctl, a Unix socket).
-APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql
+APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30

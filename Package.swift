@@ -15,7 +15,6 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
@@ -67,13 +66,19 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
-        // The sync transport to a PostgreSQL server (postgres-nio): a separate library, so
-        // an engine that does not sync does not build SwiftNIO.
+        // libpq, PostgreSQL's client library (Debian's libpq-dev), for the sync transport.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // The sync transport to a PostgreSQL server, on libpq: a separate library, so an
+        // engine that does not sync does not link it.
         .target(
             name: "StrataPostgres",
             dependencies: [
                 "Strata",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "CLibPQ",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -124,7 +129,6 @@ let package = Package(
                 "StrataPostgres",
                 "StrataServiceLifecycle",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

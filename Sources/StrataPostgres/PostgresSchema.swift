@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import PostgresNIO
 import Strata
 
 /// The server's schema, created by the first client that connects (under an advisory
@@ -52,32 +51,31 @@ enum PostgresSchema {
 
     /// Creates or upgrades the schema; returns the server's node id, the schema version
     /// and the server's version string.
-    static func prepare(_ connection: PostgresConnection, logger: Logger) async throws -> (UUID, Int, String) {
-        try await connection.query("BEGIN", logger: logger)
+    static func prepare(_ connection: PGConnection) throws -> (UUID, Int, String) {
+        try connection.query("BEGIN")
         do {
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('strata_schema'))", logger: logger)
-            try await connection.query("""
+            try connection.query("SELECT pg_advisory_xact_lock(hashtext('strata_schema'))")
+            try connection.query("""
                 CREATE TABLE IF NOT EXISTS strata_sync_meta (
                     id int PRIMARY KEY CHECK (id = 1), node uuid NOT NULL, schema_version int NOT NULL)
-                """, logger: logger)
-            try await connection.query("INSERT INTO strata_sync_meta VALUES (1, gen_random_uuid(), 0) ON CONFLICT DO NOTHING", logger: logger)
-            let row = try await connection.query("SELECT node, schema_version, version() FROM strata_sync_meta", logger: logger).collect()
-            guard let first = row.first else { throw SyncError(.failed, "strata_sync_meta is empty") }
-            let (node, current, server) = try first.decode((UUID, Int, String).self)
+                """)
+            try connection.query("INSERT INTO strata_sync_meta VALUES (1, gen_random_uuid(), 0) ON CONFLICT DO NOTHING")
+            let rows = try connection.query("SELECT node, schema_version, version() FROM strata_sync_meta")
+            guard let first = rows.first, first.count == 3, let node = first[0].flatMap(UUID.init(uuidString:)),
+                  let current = first[1].flatMap({ Int($0) }), let server = first[2]
+            else { throw SyncError(.failed, "strata_sync_meta is empty or unreadable") }
             guard current <= version else {
                 throw SyncError(.failed, "the server's sync schema is version \(current); this build knows up to \(version)")
             }
             for step in (current + 1) ..< (version + 1) {
-                for statement in migrations[step] ?? [] {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                try await connection.query("UPDATE strata_sync_meta SET schema_version = \(step)", logger: logger)
+                for statement in migrations[step] ?? [] { try connection.query(statement) }
+                try connection.query("UPDATE strata_sync_meta SET schema_version = $1", [String(step)])
             }
-            try await connection.query("COMMIT", logger: logger)
+            try connection.query("COMMIT")
             let short = server.split(separator: " ").prefix(2).joined(separator: " ")
             return (node, version, short)
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? connection.query("ROLLBACK")
             throw error
         }
     }

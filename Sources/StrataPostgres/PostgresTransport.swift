@@ -1,11 +1,10 @@
 import Foundation
 import Logging
-import NIOCore
-import PostgresNIO
 import Strata
 
-/// A ``SyncTransport`` to a PostgreSQL server, through postgres-nio: one connection,
-/// made on first use and again after a failure; every call one round trip.
+/// A ``SyncTransport`` to a PostgreSQL server, through libpq (``PGConnection``): one
+/// connection, made on first use and again after a failure; every call one round trip,
+/// bounded by `timeout` (a dead server is given up on, the query cancelled).
 ///
 /// The server's schema (``PostgresSchema``) is created by the first client that connects
 /// and versioned like the local one. Operations of every document live in one table,
@@ -21,30 +20,35 @@ import Strata
 public actor PostgresTransport: SyncTransport {
     public let endpoint: PostgresEndpoint
     public let document: String
+    private let url: String
+    private let timeout: Duration
     private let logger: Logger
-    private var connection: PostgresConnection?
+    private var connection: PGConnection?
     private var info: SyncServerInfo?
-    private var nextConnectionID = 1
 
-    public init(url: String, document: String, logger: Logger = Logger(label: "strata.sync.postgres")) throws {
+    /// `timeout`: the longest any one call (the connect, a push, a pull) may take; the
+    /// sync's `request_timeout_ms` (``SyncConfig/requestTimeout``) by default.
+    public init(url: String, document: String, timeout: Duration = SyncConfig().requestTimeout,
+                logger: Logger = Logger(label: "strata.sync.postgres")) throws {
         self.endpoint = try PostgresEndpoint(url: url)
+        self.url = url
         self.document = document
+        self.timeout = timeout
         self.logger = logger
     }
 
     public func connect() async throws -> SyncServerInfo {
-        if let connection, !connection.isClosed, let info { return info }
-        await disconnect()
+        if let connection, connection.isOpen, let info { return info }
+        disconnectNow()
         do {
-            let connection = try await PostgresConnection.connect(configuration: endpoint.configuration, id: nextConnectionID, logger: logger)
-            nextConnectionID += 1
+            let connection = try PGConnection(conninfo: url, timeout: timeout)
             self.connection = connection
-            let (node, version, server) = try await PostgresSchema.prepare(connection, logger: logger)
+            let (node, version, server) = try PostgresSchema.prepare(connection)
             let info = SyncServerInfo(node: NodeID(node), schemaVersion: version, description: "PostgreSQL \(server), document \"\(document)\"")
             self.info = info
             return info
         } catch {
-            await disconnect()
+            disconnectNow()
             throw Self.classify(error)
         }
     }
@@ -52,70 +56,79 @@ public actor PostgresTransport: SyncTransport {
     public func push(_ operations: [LoggedOperation]) async throws -> PushReceipt {
         guard !operations.isEmpty else { return PushReceipt(inserted: 0, duplicates: 0) }
         let connection = try await connected()
-        let ids = operations.map(\.id.uuid), nodes = operations.map(\.node.uuid)
-        let seqs = operations.map(\.seq), stamps = operations.map(\.timestamp.rawValue)
-        let kinds = operations.map(\.kind), payloads = operations.map { ByteBuffer(bytes: $0.payload) }
         do {
-            let rows = try await connection.query(
-                "SELECT strata_push(\(document), \(ids), \(nodes), \(seqs), \(stamps), \(kinds), \(payloads))", logger: logger).collect()
-            let inserted = try rows.first?.decode(Int64.self) ?? 0
-            return PushReceipt(inserted: Int(inserted), duplicates: operations.count - Int(inserted))
+            let rows = try connection.query("SELECT strata_push($1, $2::uuid[], $3::uuid[], $4::int8[], $5::int8[], $6::text[], $7::bytea[])", [
+                document,
+                PGText.array(operations.map { $0.id.uuid.uuidString }),
+                PGText.array(operations.map { $0.node.uuid.uuidString }),
+                PGText.array(operations.map(\.seq)),
+                PGText.array(operations.map(\.timestamp.rawValue)),
+                PGText.textArray(operations.map(\.kind)),
+                PGText.byteaArray(operations.map(\.payload)),
+            ])
+            let inserted = rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
+            return PushReceipt(inserted: inserted, duplicates: operations.count - inserted)
         } catch {
-            throw await failed(error)
+            throw failed(error)
         }
     }
 
     public func pull(excluding node: NodeID, clock: [NodeID: Int64], after cursor: Int64, limit: Int) async throws -> PulledPage {
         let connection = try await connected()
-        let clockNodes = clock.keys.map(\.uuid), clockSeqs = clock.keys.map { clock[$0]! }
+        let clockNodes = Array(clock.keys)
         do {
-            let rows = try await connection.query("""
+            let rows = try connection.query("""
                 SELECT o.position, o.id, o.node, o.seq, o.hlc, o.kind, o.payload FROM strata_operations o
-                LEFT JOIN unnest(\(clockNodes)::uuid[], \(clockSeqs)::int8[]) AS c(node, seq) ON c.node = o.node
-                WHERE o.document = \(document) AND o.position > \(cursor) AND o.node <> \(node.uuid) AND o.seq > coalesce(c.seq, 0)
-                ORDER BY o.position LIMIT \(Int64(limit))
-                """, logger: logger).collect()
+                LEFT JOIN unnest($1::uuid[], $2::int8[]) AS c(node, seq) ON c.node = o.node
+                WHERE o.document = $3 AND o.position > $4 AND o.node <> $5 AND o.seq > coalesce(c.seq, 0)
+                ORDER BY o.position LIMIT $6
+                """, [PGText.array(clockNodes.map(\.uuid.uuidString)), PGText.array(clockNodes.map { clock[$0]! }),
+                      document, String(cursor), node.uuid.uuidString, String(limit)])
             var operations: [LoggedOperation] = []
             var last = cursor
             for row in rows {
-                let (position, id, node, seq, hlc, kind, payload) = try row.decode((Int64, UUID, UUID, Int64, Int64, String, ByteBuffer).self)
-                operations.append(LoggedOperation(id: EntityID(id), node: NodeID(node), seq: seq, timestamp: HybridTimestamp(rawValue: hlc),
-                                                  kind: kind, payload: Array(buffer: payload)))
+                guard row.count == 7, let position = row[0].flatMap({ Int64($0) }), let id = row[1].flatMap(UUID.init(uuidString:)),
+                      let from = row[2].flatMap(UUID.init(uuidString:)), let seq = row[3].flatMap({ Int64($0) }),
+                      let hlc = row[4].flatMap({ Int64($0) }), let kind = row[5], let payload = row[6]
+                else { throw SyncError(.failed, "the server sent an operation this build cannot read") }
+                operations.append(LoggedOperation(id: EntityID(id), node: NodeID(from), seq: seq, timestamp: HybridTimestamp(rawValue: hlc),
+                                                  kind: kind, payload: try PGText.bytes(payload)))
                 last = position
             }
             return PulledPage(operations: operations, cursor: last, hasMore: rows.count == limit)
         } catch {
-            throw await failed(error)
+            throw failed(error)
         }
     }
 
     public func serverClock() async throws -> Int64 {
         let connection = try await connected()
         do {
-            let rows = try await connection.query("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8", logger: logger).collect()
-            return try rows.first?.decode(Int64.self) ?? 0
+            let rows = try connection.query("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::int8")
+            return rows.first?.first.flatMap { $0 }.flatMap { Int64($0) } ?? 0
         } catch {
-            throw await failed(error)
+            throw failed(error)
         }
     }
 
-    public func disconnect() async {
-        let connection = self.connection
-        self.connection = nil
+    public func disconnect() async { disconnectNow() }
+
+    private func disconnectNow() {
+        connection?.close()
+        connection = nil
         info = nil
-        try? await connection?.close()
     }
 
-    private func connected() async throws -> PostgresConnection {
+    private func connected() async throws -> PGConnection {
         _ = try await connect()
         guard let connection else { throw SyncError(.unreachable, "not connected") }
         return connection
     }
 
     /// Classifies `error`, dropping the connection unless the server merely refused the data.
-    private func failed(_ error: any Error) async -> SyncError {
+    private func failed(_ error: any Error) -> SyncError {
         let classified = Self.classify(error)
-        if classified.kind != .rejected { await disconnect() }
+        if classified.kind != .rejected { disconnectNow() }
         return classified
     }
 
@@ -123,30 +136,24 @@ public actor PostgresTransport: SyncTransport {
     /// RAISE): `.rejected`; no connection: `.unreachable`; the rest: `.failed`.
     static func classify(_ error: any Error) -> SyncError {
         if let error = error as? SyncError { return error }
-        guard let psql = error as? PSQLError else { return SyncError(.unreachable, "\(error)") }
-        switch psql.code {
-        case .server:
-            let state = psql.serverInfo?[.sqlState] ?? ""
-            let message = psql.serverInfo?[.message] ?? "server error"
-            // Classes 22 (data exception), 23 (integrity constraint), P0 (PL/pgSQL raise).
-            if state.hasPrefix("22") || state.hasPrefix("23") || state.hasPrefix("P0") {
-                return SyncError(.rejected, "\(message) (SQLSTATE \(state))")
-            }
-            // 08 connection exception, 57P admin shutdown / cannot connect now, 53 resources.
-            if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
-                return SyncError(.unreachable, "\(message) (SQLSTATE \(state))")
-            }
-            return SyncError(.failed, "\(message) (SQLSTATE \(state))")
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .queryCancelled:
-            return SyncError(.unreachable, psql.underlying.map { "\(psql.code): \($0)" } ?? "\(psql.code)")
-        default:
-            return SyncError(.failed, "\(psql.code)")
+        guard let server = error as? PGError else { return SyncError(.unreachable, "\(error)") }
+        let state = server.sqlState
+        // Classes 22 (data exception), 23 (integrity constraint), P0 (PL/pgSQL raise).
+        if state.hasPrefix("22") || state.hasPrefix("23") || state.hasPrefix("P0") {
+            return SyncError(.rejected, server.description)
         }
+        // 08 connection exception, 57P admin shutdown / cannot connect now, 53 resources.
+        if state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") {
+            return SyncError(.unreachable, server.description)
+        }
+        return SyncError(.failed, server.description)
     }
 }
 
 /// Where a `postgresql://` URL points: `postgresql://USER[:PASSWORD]@[HOST][:PORT]/DATABASE`,
-/// with `?host=/a/folder` for a Unix socket (`/a/folder/.s.PGSQL.PORT`, as libpq does).
+/// with `?host=/a/folder` for a Unix socket (`/a/folder/.s.PGSQL.PORT`) and libpq's other
+/// parameters (`sslmode`, `sslrootcert`, …). Checked here, before a document is opened;
+/// libpq reads the URL itself.
 public struct PostgresEndpoint: Sendable, Equatable {
     public var user: String
     public var password: String?
@@ -167,6 +174,10 @@ public struct PostgresEndpoint: Sendable, Equatable {
         }
         database = String(components.path.drop(while: { $0 == "/" }))
         if database.isEmpty { database = user }
+        if let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value,
+           !["disable", "allow", "prefer", "require", "verify-ca", "verify-full"].contains(mode) {
+            throw SyncError(.failed, "sslmode \(mode) is not one of disable, allow, prefer, require, verify-ca, verify-full: \(url)")
+        }
         let hostItem = components.queryItems?.first { $0.name == "host" }?.value
         if let hostItem, hostItem.hasPrefix("/") {
             socketFolder = hostItem
@@ -175,16 +186,5 @@ public struct PostgresEndpoint: Sendable, Equatable {
         } else {
             socketFolder = hostItem ?? "/var/run/postgresql"
         }
-    }
-
-    var configuration: PostgresConnection.Configuration {
-        var configuration: PostgresConnection.Configuration
-        if let socketFolder {
-            configuration = .init(unixSocketPath: "\(socketFolder)/.s.PGSQL.\(port)", username: user, password: password, database: database)
-        } else {
-            configuration = .init(host: host ?? "localhost", port: port, username: user, password: password, database: database, tls: .disable)
-        }
-        configuration.options.connectTimeout = .seconds(5)
-        return configuration
     }
 }

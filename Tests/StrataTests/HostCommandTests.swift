@@ -196,6 +196,7 @@ import Testing
 
     @Test(arguments: [
         ("postgresql://me@localhost:99999/strata", "port 99999 is not between 1 and 65535"),
+        ("postgresql://me@localhost/strata?sslmode=maybe", "sslmode maybe is not one of"),
         ("http://localhost/strata", "not a postgresql:// URL"),
     ])
     func aSyncServerThatCannotBeRightIsRefusedBeforeTheDocumentIsOpened(url: String, message: String) throws {

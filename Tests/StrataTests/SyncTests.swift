@@ -85,7 +85,7 @@ import Testing
         // The schema exists once a client connected; then the server refuses one kind.
         let first = try transport(server)
         _ = try awaitBlocking { try await first.connect() }
-        try awaitBlocking { await first.disconnect() }   // postgres-nio wants its connections closed
+        try awaitBlocking { await first.disconnect() }
         try server.sql("""
             CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN IF NEW.kind = 'poison' THEN RAISE EXCEPTION 'poison row'; END IF; RETURN NEW; END $$;
@@ -220,6 +220,42 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
 }
 
 /// `strata sim --sync`: real processes, one server.
+/// The libpq transport's bounds, without a server that answers.
+@Suite struct PostgresTransportTests {
+    @Test func aServerThatNeverAnswersIsGivenUpOnWithinTheTimeout() throws {
+        // A listening socket that accepts and says nothing: the connect waits for the
+        // server's first message, and must give up at the timeout, not hang.
+        let folder = TestDirectory()
+        let socketPath = folder.url.appendingPathComponent(".s.PGSQL.5432").path
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        _ = withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            socketPath.utf8CString.withUnsafeBytes { raw.copyMemory(from: $0) }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        #expect(listen(fd, 4) == 0)
+        let transport = try PostgresTransport(url: "postgresql://strata@/strata?host=\(folder.url.path)", document: "doc",
+                                              timeout: .milliseconds(300), logger: quietLogger)
+        let outcome = try awaitBlocking { () async -> SyncError? in
+            do {
+                _ = try await transport.connect()
+                return nil
+            } catch let error as SyncError {
+                return error
+            } catch {
+                return SyncError(.failed, "\(error)")
+            }
+        }
+        #expect(outcome?.kind == .unreachable, "\(String(describing: outcome))")
+        #expect(outcome?.message.contains("no answer within 300 ms") == true, "\(String(describing: outcome))")
+    }
+}
+
 @Suite(.serialized) struct SyncSimTests {
     @Test func syncStatusAndRetryFromTheCommandLine() throws {
         let fixture = EngineFixture()

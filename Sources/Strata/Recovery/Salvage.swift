@@ -230,12 +230,16 @@ enum Salvage {
                                   conflict: String = "OR REPLACE") {
         guard let columns = columns(table, source, store) else { return }
         let list = columns.joined(separator: ", ")
+        // The table's own B-tree, never an index: with statistics, SQLite may scan a small
+        // table's unique index and sort, and a damaged index page would hide intact rows.
+        // (The operation log's seeks go through its (node, seq) index on purpose.)
+        let from = seekFilter == "1" ? "\(table) NOT INDEXED" : table
         func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store) throws {
             try Salvage.insert(rows, table, columns, into: store, conflict: conflict)
         }
         // Whether a seek to `k` reads (nil: it fails; .some(nil): nothing at or after k).
         func firstKey(from k: Int64) -> Int64?? {
-            do { return .some(try source.read { try Int64.fetchOne($0, sql: "SELECT \(key) FROM \(table) WHERE \(seekFilter) AND \(key) >= ? ORDER BY \(key) LIMIT 1", arguments: [k]) }) }
+            do { return .some(try source.read { try Int64.fetchOne($0, sql: "SELECT \(key) FROM \(from) WHERE \(seekFilter) AND \(key) >= ? ORDER BY \(key) LIMIT 1", arguments: [k]) }) }
             catch { return nil }
         }
         var next = Int64.min
@@ -246,7 +250,7 @@ enum Salvage {
             var rows: [Row] = []
             do {
                 try source.read { db in
-                    let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) >= ? AND (\(filter)) ORDER BY \(key) LIMIT 256", arguments: [next])
+                    let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) >= ? AND (\(filter)) ORDER BY \(key) LIMIT 256", arguments: [next])
                     while let row = try cursor.next() { rows.append(row.copy()) }
                 }
             } catch {
@@ -263,7 +267,7 @@ enum Salvage {
                 if rows.count == 256 {
                     if rows.first?[key] as Int64? == last {
                         // One key fills the batch (an entity's many components): take all of it.
-                        rows = try source.read { db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) = ? AND (\(filter))", arguments: [last]) }
+                        rows = try source.read { db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [last]) }
                     } else {
                         rows.removeAll { $0[key] as Int64? == last }   // the last key's rows go in the next batch, whole
                     }
@@ -279,7 +283,7 @@ enum Salvage {
                 case .some(.none):
                     break   // nothing at or after `next`
                 case .some(.some(let k)):
-                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(table) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }),
+                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }),
                        (try? insert(rows, table, columns, into: store)) != nil {
                         copied += rows.count
                     } else {
@@ -320,7 +324,7 @@ enum Salvage {
                     // walking back from `high` reads it before it reaches the damage.
                     var dividers: [Row] = []
                     try? source.read { db in
-                        let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table) WHERE \(seekFilter) AND \(key) < ? AND \(key) >= ? AND (\(filter)) ORDER BY \(key) DESC", arguments: [high, next])
+                        let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(from) WHERE \(seekFilter) AND \(key) < ? AND \(key) >= ? AND (\(filter)) ORDER BY \(key) DESC", arguments: [high, next])
                         while let row = try cursor.next() { dividers.append(row.copy()) }
                     }
                     if (try? insert(dividers, table, columns, into: store)) != nil {

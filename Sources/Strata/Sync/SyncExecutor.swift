@@ -2,8 +2,8 @@ import Foundation
 
 /// The thread the sync's async calls run on (`strata.sync.io`), instead of Swift's shared
 /// cooperative pool: a host whose own tasks block that pool (a test runner waiting on a
-/// process; a game loop inside a task) must not hold up a push. The transport's I/O itself
-/// runs on its own event loop (postgres-nio's); this thread runs the code between awaits.
+/// process; a game loop inside a task) must not hold up a push. The transport's calls run
+/// here too (`PostgresTransport` on libpq: each bounded by `request_timeout_ms`).
 final class SyncExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked Sendable: `jobs` and `stopped` are guarded by `condition`.
     private let condition = NSCondition()

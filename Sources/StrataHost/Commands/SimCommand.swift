@@ -167,7 +167,8 @@ struct SimCommand: ParsableCommand {
         if syncing {
             let transport: PostgresTransport
             do {
-                transport = try PostgresTransport(url: config.sync.server, document: config.sync.document, logger: logger)
+                transport = try PostgresTransport(url: config.sync.server, document: config.sync.document,
+                                              timeout: config.sync.requestTimeout, logger: logger)
             } catch {
                 printError("strata sim: [sync] server: \(error)")
                 try? engine.shutdown()

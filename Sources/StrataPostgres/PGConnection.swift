@@ -1,0 +1,200 @@
+import CLibPQ
+import Foundation
+import Glibc
+import Strata
+
+/// One libpq connection, driven without blocking past a deadline: the connect
+/// (`PQconnectStart`/`PQconnectPoll`), the send (`PQsendQueryParams` and `PQflush` in
+/// non-blocking mode) and the wait for the result (`PQconsumeInput`/`PQisBusy`) each poll
+/// the socket until `timeout` has passed; then the connection is closed, so a dead server
+/// never holds the sync thread nor a shutdown.
+///
+/// Parameters and results travel as text (PostgreSQL's own text forms: arrays as `{…}`,
+/// `bytea` as `\x` and hex). Not thread-safe: its owner (``PostgresTransport``) calls it
+/// one call at a time.
+final class PGConnection {
+    private var conn: OpaquePointer?
+    let timeout: Duration
+
+    /// Connects to `conninfo` (a `postgresql://` URL or `key=value` pairs).
+    init(conninfo: String, timeout: Duration) throws {
+        self.timeout = timeout
+        let deadline = Self.deadline(timeout)
+        guard let conn = PQconnectStart(conninfo) else { throw SyncError(.unreachable, "libpq could not allocate a connection") }
+        self.conn = conn
+        guard PQstatus(conn) != CONNECTION_BAD else { throw failure(.unreachable, "cannot connect") }
+        var polling = PGRES_POLLING_WRITING
+        while polling != PGRES_POLLING_OK {
+            switch polling {
+            case PGRES_POLLING_FAILED: throw failure(.unreachable, "cannot connect")
+            case PGRES_POLLING_READING: try wait(for: Int16(POLLIN), until: deadline, doing: "connecting")
+            default: try wait(for: Int16(POLLOUT), until: deadline, doing: "connecting")
+            }
+            polling = PQconnectPoll(conn)
+        }
+        guard PQsetnonblocking(conn, 1) == 0 else { throw failure(.unreachable, "cannot make the connection non-blocking") }
+    }
+
+    deinit { close() }
+
+    func close() {
+        if let conn { PQfinish(conn) }
+        conn = nil
+    }
+
+    var isOpen: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+    /// Runs `sql` with text parameters (`$1`, `$2`, …; nil is NULL) and returns the rows of
+    /// its last result as text (nil for NULL). A server error throws ``PGError``.
+    @discardableResult
+    func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        guard let conn else { throw SyncError(.unreachable, "not connected") }
+        let deadline = Self.deadline(timeout)
+        let sent: Int32 = withCStrings(parameters) { values in
+            PQsendQueryParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        guard sent == 1 else { throw failure(.unreachable, "cannot send the query") }
+        // Non-blocking: push the query out as the socket takes it.
+        while true {
+            let flushed = PQflush(conn)
+            if flushed == 0 { break }
+            if flushed < 0 { throw failure(.unreachable, "cannot send the query") }
+            try wait(for: Int16(POLLOUT | POLLIN), until: deadline, doing: "sending")
+            if PQconsumeInput(conn) == 0 { throw failure(.unreachable, "the connection failed") }
+        }
+        var rows: [[String?]] = []
+        var error: PGError?
+        while true {
+            while PQisBusy(conn) == 1 {
+                try wait(for: Int16(POLLIN), until: deadline, doing: "waiting for the answer")
+                if PQconsumeInput(conn) == 0 { throw failure(.unreachable, "the connection failed") }
+            }
+            guard let result = PQgetResult(conn) else { break }
+            defer { PQclear(result) }
+            switch PQresultStatus(result) {
+            case PGRES_TUPLES_OK:
+                rows = Self.rows(of: result)
+            case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+                rows = []
+            default:
+                let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+                let message = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+                    ?? String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines)
+                error = error ?? PGError(sqlState: state, message: message)
+            }
+        }
+        if let error { throw error }
+        guard PQstatus(conn) == CONNECTION_OK else { throw failure(.unreachable, "the connection failed") }
+        return rows
+    }
+
+    private static func rows(of result: OpaquePointer) -> [[String?]] {
+        let count = PQntuples(result), columns = PQnfields(result)
+        return (0 ..< count).map { row in
+            (0 ..< columns).map { column in
+                PQgetisnull(result, row, column) == 1 ? nil : String(cString: PQgetvalue(result, row, column))
+            }
+        }
+    }
+
+    /// Polls the socket for `events` until `deadline`; past it the query in flight is
+    /// cancelled and the connection closed.
+    private func wait(for events: Int16, until deadline: Double, doing what: String) throws {
+        guard let conn else { throw SyncError(.unreachable, "not connected") }
+        while true {
+            let left = deadline - Self.now()
+            guard left > 0 else {
+                // Closed, not cancelled: libpq 15's PQcancel blocks on a connection of its own
+                // (to a server that does not answer, for as long as TCP tries). The server
+                // ends the session when it sees the socket closed; a push it still commits is
+                // ignored when it comes again (ON CONFLICT DO NOTHING).
+                close()
+                throw SyncError(.unreachable, "no answer within \(Int(timeout.milliseconds)) ms (\(what))")
+            }
+            var descriptor = pollfd(fd: PQsocket(conn), events: events, revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(left * 1000, 1000).rounded(.up)))
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR { throw failure(.unreachable, "poll failed") }
+        }
+    }
+
+    private func failure(_ kind: SyncError.Kind, _ what: String) -> SyncError {
+        let detail = conn.map { String(cString: PQerrorMessage($0)).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        close()
+        return SyncError(kind, detail.isEmpty ? what : "\(what): \(detail)")
+    }
+
+    private static func deadline(_ timeout: Duration) -> Double { now() + Double(timeout.milliseconds) / 1000 }
+
+    private static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
+/// An error the server answered with: its SQLSTATE and message.
+struct PGError: Error, CustomStringConvertible {
+    var sqlState: String
+    var message: String
+    var description: String { "\(message) (SQLSTATE \(sqlState))" }
+}
+
+/// `body` with the strings as C strings (nil for NULL), valid for the call.
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = strings.map { $0.map { strdup($0) } ?? nil }
+    defer { for copy in copies { free(copy) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+}
+
+/// PostgreSQL's text forms for the parameters and results the transport uses.
+enum PGText {
+    /// `{a,b,c}` of plain elements (numbers, uuids).
+    static func array<T>(_ values: [T]) -> String { "{" + values.map { "\($0)" }.joined(separator: ",") + "}" }
+
+    /// `{"a","b"}` with `"` and `\` escaped.
+    static func textArray(_ values: [String]) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    /// `{"\\x0a0b",…}`: each element bytea's hex form, quoted (its backslash escaped).
+    static func byteaArray(_ values: [[UInt8]]) -> String {
+        "{" + values.map { "\"\\\\x" + hex($0) + "\"" }.joined(separator: ",") + "}"
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// A `bytea` in its text form (`\x0a0b`).
+    static func bytes(_ text: String) throws -> [UInt8] {
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
+            throw SyncError(.failed, "a bytea the server sent is not in hex form")
+        }
+        func value(_ c: UInt8) throws -> UInt8 {
+            switch c {
+            case UInt8(ascii: "0") ... UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a") ... UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A") ... UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: throw SyncError(.failed, "a bytea the server sent is not in hex form")
+            }
+        }
+        var out = [UInt8]()
+        out.reserveCapacity((utf8.count - 2) / 2)
+        var i = 2
+        while i < utf8.count {
+            out.append(try value(utf8[i]) << 4 | value(utf8[i + 1]))
+            i += 2
+        }
+        return out
+    }
+}
