@@ -21,7 +21,8 @@ public struct StoreLocation: Sendable, Equatable {
     public var shmPath: String { path + "-shm" }
     /// Rows the database refused, parked as JSON lines (``RejectedWrite``).
     public var rejectedPath: String { path + ".rejected" }
-    /// Space kept for a shutdown on a full disk (``DiskReserve``, `[writer] disk_reserve_kb`).
+    /// Space kept for a shutdown on a full disk (`[writer] disk_reserve_kb`): freed when a
+    /// shutdown meets a disk still full, made again at the next open.
     public var reservePath: String { path + ".reserve" }
     /// Present when a check while running found the file damaged: the next open runs the
     /// full integrity check, and sets the file aside and salvages it.
