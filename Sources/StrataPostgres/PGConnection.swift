@@ -33,6 +33,9 @@ final class PGConnection {
             polling = PQconnectPoll(conn)
         }
         guard PQsetnonblocking(conn, 1) == 0 else { throw failure(.unreachable, "cannot make the connection non-blocking") }
+        // The server's NOTICEs ("relation … already exists, skipping") are not the host's
+        // output: libpq would print them on standard error.
+        PQsetNoticeProcessor(conn, { _, _ in }, nil)
     }
 
     deinit { close() }

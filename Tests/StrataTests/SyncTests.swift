@@ -287,6 +287,19 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
         return result
     }
 
+    @Test func theServersNoticesAreNotTheSimsOutput() throws {
+        // Every connect after the first meets the schema in place ("relation … already
+        // exists, skipping"): libpq would print that NOTICE on standard error.
+        let server = try PrivatePostgres()
+        for device in ["deviceA", "deviceB"] {
+            let directory = TestDirectory(device)
+            let run = try ChildProcess.strata(["sim", "--db", directory.databasePath, "--sync", server.url, "--duration", "1",
+                                               "--entities", "5", "--sync-settle", "0", "--log-level", "warning"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(!run.stderr.contains("NOTICE"), "\(run.stderr)")
+        }
+    }
+
     @Test func twoDevicesConverge() throws {
         let server = try PrivatePostgres()
         let first = TestDirectory("deviceA"), second = TestDirectory("deviceB")
