@@ -333,13 +333,14 @@ final class Counter: @unchecked Sendable {
     var value: Int { lock.withLock { count } }
     func add() { lock.withLock { count += 1 } }
 
-    @Test func aStopSignalDuringTheShutdownEndsTheWaitForRunningJobs() throws {
+    @Test(.timeLimit(.minutes(2)))   // without the stop, the shutdown would wait an hour
+    func aStopSignalDuringTheShutdownEndsTheWaitForRunningJobs() throws {
         // A job that will not finish, a shutdown that would wait an hour for it: the host's
         // stop (Options.stopWaiting) ends the wait; the job is left pending for next time.
         var fixture = EngineFixture()
         fixture.config.jobs.shutdownTimeout = .seconds(3600)
         let stop = LockedFlag()
-        fixture.options.stopWaiting = { stop.isSet }
+        fixture.options.stopWaiting = { stop.value }
         let engine = try fixture.open()
         let id = engine.world.id(of: engine.world.spawn(Title("slow")))!
         #expect(engine.flushNow())

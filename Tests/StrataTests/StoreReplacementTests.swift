@@ -242,7 +242,8 @@ struct Annotation: Component, Equatable {
         #expect(files.contains { $0.contains(".corrupt-") }, "set aside: \(files)")
     }
 
-    @Test func aWaitOnTheWriterEndsWhenTheHostStops() throws {
+    @Test(.timeLimit(.minutes(2)))   // without the stop, the wait would last ten minutes
+    func aWaitOnTheWriterEndsWhenTheHostStops() throws {
         // No writer takes the request (as when it has stopped): the wait ends at the host's
         // stop, not at its two-minute timeout.
         let buffer = WriteBuffer()

@@ -375,7 +375,6 @@ final class LockedFlag: @unchecked Sendable {
     private var flag = false
     func set() { lock.withLock { flag = true } }
     var value: Bool { lock.withLock { flag } }
-    var isSet: Bool { value }
 }
 
 extension WriterTests {

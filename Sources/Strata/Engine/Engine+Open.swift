@@ -227,17 +227,21 @@ extension Engine {
         }
     }
 
-    /// `PRAGMA quick_check` on a connection of its own: nil if the file passes (or is not
-    /// a database SQLite can open: the open itself says so), else the corruption.
+    /// `PRAGMA quick_check` on a read-only connection of its own (it changes nothing, and
+    /// removes the `-wal`/`-shm` it made): nil if the file passes (or SQLite cannot open it
+    /// for another reason: the open itself says so), else the corruption.
     static func quickCheck(_ location: StoreLocation) -> StoreError? {
+        let plain = StoreLocation(path: location.path)
+        let before = plain.companions
+        defer { plain.removeCompanionsMadeByReading(before: before) }
         do {
-            let queue = try DatabaseQueue(path: location.path)
+            let queue = try plain.readOnlyQueue()
             defer { try? queue.close() }
             let problems = try queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA quick_check(10)") }.filter { $0 != "ok" }
             guard !problems.isEmpty else { return nil }
             return StoreError(.corrupt, message: "quick_check: \(problems.joined(separator: "; "))", path: location.path)
         } catch {
-            let failure = StoreError(.corrupt, wrapping: error, path: location.path)
+            let failure = StoreError(.open, wrapping: error, path: location.path)
             return failure.isCorruption ? failure : nil
         }
     }

@@ -96,8 +96,9 @@ extension Writer {
         if encoded > 0 {
             let fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             // A line torn by a crash mid-append stays a line of its own (SideFile keeps it).
-            var last: UInt8 = UInt8(ascii: "\n")
-            if fd >= 0, lseek(fd, 0, SEEK_END) > 0, pread(fd, &last, 1, lseek(fd, 0, SEEK_END) - 1) == 1, last != UInt8(ascii: "\n") {
+            var last = UInt8(ascii: "\n")
+            let size = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0
+            if size > 0, pread(fd, &last, 1, size - 1) == 1, last != UInt8(ascii: "\n") {
                 data.insert(UInt8(ascii: "\n"), at: 0)
             }
             if fd < 0 {
