@@ -47,6 +47,24 @@ final class PGConnection {
 
     var isOpen: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
 
+    /// The connection's socket (-1 when closed), for a caller that waits on it.
+    var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
+
+    /// Reads what the server sent and counts the notifications in it (each one freed).
+    /// Throws when the connection is gone (the server closed it, or it broke).
+    func takeNotifications() throws -> Int {
+        guard let conn else { throw SyncError(.unreachable, "not connected") }
+        guard PQconsumeInput(conn) == 1, PQstatus(conn) == CONNECTION_OK else {
+            throw failure(.unreachable, "the listening connection failed")
+        }
+        var count = 0
+        while let notification = PQnotifies(conn) {
+            PQfreemem(notification)
+            count += 1
+        }
+        return count
+    }
+
     /// Runs `sql` with text parameters (`$1`, `$2`, …; nil is NULL) and returns the rows of
     /// its last result as text (nil for NULL). A server error throws ``PGError``.
     @discardableResult

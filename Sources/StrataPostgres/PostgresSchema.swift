@@ -7,7 +7,7 @@ import Strata
 /// migrations; never edit a shipped one.
 enum PostgresSchema {
     /// The version this build writes.
-    static let version = 1
+    static let version = 2
 
     /// Migration `n` brings the schema from `n - 1` to `n`: statements run one by one in
     /// one transaction.
@@ -47,7 +47,40 @@ enum PostgresSchema {
             END $$
             """,
         ],
+        // Push without polling: a push that stored something notifies the document's
+        // channel (no payload: listeners pull by position). NOTIFY is sent at commit, and
+        // several in one transaction are one.
+        2: [
+            """
+            CREATE OR REPLACE FUNCTION strata_push(doc text, ids uuid[], nodes uuid[], seqs int8[], hlcs int8[], kinds text[], payloads bytea[])
+            RETURNS int8 LANGUAGE plpgsql AS $$
+            DECLARE inserted int8;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(hashtext('strata_push'), hashtext(doc));
+                INSERT INTO strata_operations (document, id, node, seq, hlc, kind, payload)
+                SELECT doc, t.id, t.node, t.seq, t.hlc, t.kind, t.payload
+                FROM unnest(ids, nodes, seqs, hlcs, kinds, payloads) AS t(id, node, seq, hlc, kind, payload)
+                ORDER BY t.node, t.seq
+                ON CONFLICT DO NOTHING;
+                GET DIAGNOSTICS inserted = ROW_COUNT;
+                IF inserted > 0 THEN
+                    PERFORM pg_notify('strata_' || md5(doc), '');
+                END IF;
+                RETURN inserted;
+            END $$
+            """,
+        ],
     ]
+
+    /// The channel a document's pushes notify: `strata_` and the md5 of its name (a
+    /// channel is an identifier of at most 63 bytes; a document's name may be anything).
+    static func channel(of document: String, on connection: PGConnection) throws -> String {
+        let rows = try connection.query("SELECT 'strata_' || md5($1)", [document])
+        guard let channel = rows.first?.first ?? nil, channel.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
+            throw SyncError(.failed, "the server did not name the document's channel")
+        }
+        return channel
+    }
 
     /// Creates or upgrades the schema; returns the server's node id, the schema version
     /// and the server's version string.

@@ -25,6 +25,7 @@ public actor PostgresTransport: SyncTransport {
     private let logger: Logger
     private var connection: PGConnection?
     private var info: SyncServerInfo?
+    private var listener: PGListener?
 
     /// `timeout`: the longest any one call (the connect, a push, a pull) may take; the
     /// sync's `request_timeout_ms` (``SyncConfig/requestTimeout``) by default.
@@ -112,6 +113,22 @@ public actor PostgresTransport: SyncTransport {
     }
 
     public func disconnect() async { disconnectNow() }
+
+    /// Listens on the document's channel (`LISTEN`, on a connection and a thread of its
+    /// own: ``PGListener``); `strata_push` notifies it from schema 2 on.
+    public func startListening(_ changed: @escaping @Sendable (ListenEvent) -> Void) async -> Bool {
+        if listener == nil {
+            let listener = PGListener(url: url, document: document, timeout: timeout, changed: changed)
+            self.listener = listener
+            listener.start()
+        }
+        return true
+    }
+
+    public func stopListening() async {
+        listener?.stop()
+        listener = nil
+    }
 
     private func disconnectNow() {
         connection?.close()

@@ -169,6 +169,129 @@ import Testing
         #expect(first.vectorClock.count == 1)
     }
 
+    @Test func aPushReachesAListeningDeviceWithoutAPoll() throws {
+        let server = try PrivatePostgres()
+        var a = fixture(server, "listenA"), b = fixture(server, "listenB")
+        a.config.sync.networkSource = .none
+        b.config.sync.networkSource = .none
+        // Polls so rare that only the server's notification can bring the operations in time.
+        b.config.sync.pullInterval = .seconds(3600)
+        b.config.sync.safetyPull = .seconds(3600)
+        let first = try a.open(), second = try b.open()
+        defer { try? first.shutdown(); try? second.shutdown() }
+        var applied: [LoggedOperation] = []
+        first.startSync(transport: try transport(server)) { _ in }
+        second.startSync(transport: try transport(server)) { applied.append($0) }
+        #expect(eventually(timeout: .seconds(10)) { second.sync?.listening == true && second.sync?.notifiedPulls == 1 })
+        let idle = second.sync!
+
+        let sent = (1 ... 5).map { first.appendOperation(kind: "shape.move", payload: [UInt8($0)]) }
+        first.endTick()
+        #expect(first.flushNow())
+        #expect(eventually(timeout: .seconds(10)) {
+            second.endTick()
+            return applied.count == sent.count
+        })
+        #expect(applied == sent)
+        let state = second.sync!
+        #expect(state.notifications > idle.notifications)
+        #expect(state.notifiedPulls > idle.notifiedPulls)
+        // Listening cost the server nothing but the pulls it asked for.
+        #expect(state.requests - idle.requests == state.pulls - idle.pulls)
+    }
+
+    @Test func aBacklogIsPushedAndJoinedInGrowingPagesAndAppliedOverSeveralTicks() throws {
+        let server = try PrivatePostgres()
+        var a = fixture(server, "joinA"), b = fixture(server, "joinB")
+        a.config.sync.networkSource = .none
+        a.config.sync.batchSize = 500
+        b.config.sync.networkSource = .none
+        b.config.sync.pullBatchSize = 100
+        b.config.sync.joinBatchSize = 1600
+        let first = try a.open()
+        let sent = (0 ..< 5000).map { first.appendOperation(kind: "join", payload: [UInt8($0 % 256)]) }
+        first.endTick()
+        #expect(first.flushNow())
+        first.startSync(transport: try transport(server)) { _ in }
+        #expect(eventually(timeout: .seconds(20)) {
+            first.endTick()
+            return first.sync?.acknowledgedThrough == Int64(sent.count)
+        })
+        // The backlog went in pushes of 500, 1000, 2000, then the rest (1500): 4, not 10.
+        #expect(first.sync!.pushes <= 5, "\(first.sync!.pushes) pushes")
+        try first.shutdown()
+
+        let second = try b.open()
+        defer { try? second.shutdown() }
+        var applied: [LoggedOperation] = []
+        var mostInOneTick = 0
+        second.startSync(transport: try transport(server)) { applied.append($0) }
+        #expect(eventually(timeout: .seconds(20)) {
+            let before = applied.count
+            second.endTick()
+            mostInOneTick = max(mostInOneTick, applied.count - before)
+            return applied.count >= sent.count
+        })
+        #expect(applied.map(\.id) == sent.map(\.id))
+        // Pages of 100, 200, 400, 800, then 1600: 5000 operations in 6 pages, not 50.
+        let state = second.sync!
+        #expect(state.pulls <= 8, "\(state.pulls) pulls")
+        #expect(!state.catchingUp)
+        #expect(mostInOneTick <= 2000, "\(mostInOneTick) operations applied in one tick")
+        #expect(second.flushNow())
+        #expect(try SyncStatus.read(path: b.directory.databasePath).receivedOperations == sent.count)
+    }
+
+    @Test func aNotificationStormCostsOnePullPerWake() throws {
+        let server = try PrivatePostgres()
+        var b = fixture(server, "stormB")
+        b.config.sync.networkSource = .none
+        b.config.sync.pullInterval = .seconds(3600)
+        b.config.sync.safetyPull = .seconds(3600)
+        let second = try b.open()
+        defer { try? second.shutdown() }
+        second.startSync(transport: try transport(server)) { _ in }
+        #expect(eventually(timeout: .seconds(10)) { second.sync?.listening == true && second.sync?.notifiedPulls == 1 })
+        let before = second.sync!
+        // 5000 distinct notifications on the document's channel, in one transaction and in 50.
+        try server.sql("SELECT pg_notify('strata_' || md5('doc'), i::text) FROM generate_series(1, 5000) i")
+        for i in 0 ..< 50 { try server.sql("SELECT pg_notify('strata_' || md5('doc'), 'x\(i)')") }
+        #expect(eventually(timeout: .seconds(10)) { (second.sync?.notifications ?? 0) >= before.notifications + 2 })
+        Thread.sleep(forTimeInterval: 0.3)   // whatever else the storm wakes
+        let state = second.sync!
+        let wakes = state.notifications - before.notifications, pulls = state.pulls - before.pulls
+        // Notifications are read in batches (one wake for all a read brings) and a wake only
+        // marks a pull due: a pass pulls once for every wake since the last.
+        #expect(wakes <= 200, "\(wakes) wakes for 5050 notifications")
+        #expect(pulls <= wakes, "\(pulls) pulls for \(wakes) wakes")
+    }
+
+    @Test func aListenerThatLosesTheServerPollsUntilItListensAgain() throws {
+        let server = try PrivatePostgres()
+        var a = fixture(server, "relistenA"), b = fixture(server, "relistenB")
+        a.config.sync.networkSource = .none
+        b.config.sync.networkSource = .none
+        b.config.sync.safetyPull = .seconds(3600)
+        let first = try a.open(), second = try b.open()
+        defer { try? first.shutdown(); try? second.shutdown() }
+        var applied: [LoggedOperation] = []
+        first.startSync(transport: try transport(server)) { _ in }
+        second.startSync(transport: try transport(server)) { applied.append($0) }
+        #expect(eventually(timeout: .seconds(10)) { second.sync?.listening == true })
+        server.stop()
+        #expect(eventually(timeout: .seconds(10)) { second.sync?.listening == false })
+        let sent = (1 ... 3).map { first.appendOperation(kind: "while.down", payload: [UInt8($0)]) }
+        first.endTick()
+        #expect(first.flushNow())
+        try server.start()
+        #expect(eventually(timeout: .seconds(20)) {
+            first.endTick()
+            second.endTick()
+            return applied.count == sent.count && second.sync?.listening == true
+        })
+        #expect(applied == sent)
+    }
+
     @Test func airplaneModeFiftyTimesUnderLoad() throws {
         let server = try PrivatePostgres()
         let bus = try PrivateSystemBus()

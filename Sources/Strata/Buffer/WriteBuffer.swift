@@ -58,6 +58,8 @@ final class WriteBuffer: @unchecked Sendable {
     private var requests: [WriterRequest] = []
     /// Told of the entities each commit deleted (the job queue cancels their running jobs).
     private var deletionListener: (@Sendable ([EntityNumber]) -> Void)?
+    /// Told of the operations each commit logged (the sync pushes them at once).
+    private var operationsListener: (@Sendable ([LoggedOperation]) -> Void)?
     /// Polled by callers waiting on the writer (``WriterLane``): true ends their wait
     /// (the host is stopping: ``Engine/Options/stopWaiting``).
     private var stopWaiting: @Sendable () -> Bool = { false }
@@ -163,6 +165,16 @@ final class WriteBuffer: @unchecked Sendable {
     /// A commit deleted these entities. Writer thread.
     func notifyDeleted(_ numbers: [EntityNumber]) {
         lock.withLock { deletionListener }?(numbers)
+    }
+
+    /// Sets (or clears) who is told when a commit logged operations. Any thread.
+    func setOperationsListener(_ listener: (@Sendable ([LoggedOperation]) -> Void)?) {
+        lock.withLock { operationsListener = listener }
+    }
+
+    /// A commit logged these operations. Writer thread.
+    func notifyCommitted(_ operations: [LoggedOperation]) {
+        lock.withLock { operationsListener }?(operations)
     }
 
     /// The requests still waiting, taken (the writer, as it finishes, fails them).

@@ -100,10 +100,13 @@ extension StrataConfig {
             document = "\(sync.document)"
             batch_size = \(sync.batchSize)
             pull_batch_size = \(sync.pullBatchSize)
+            join_batch_size = \(sync.joinBatchSize)
             max_attempts = \(sync.maxAttempts)
             retry_initial_backoff_ms = \(ms(sync.retryInitialBackoff))
             retry_max_backoff_secs = \(secs(sync.retryMaxBackoff))
             pull_interval_ms = \(ms(sync.pullInterval))
+            listen = \(sync.listen)
+            safety_pull_secs = \(secs(sync.safetyPull))
             push_interval_ms = \(ms(sync.pushInterval))
             network_source = "\(sync.networkSource.rawValue)"
             request_timeout_ms = \(ms(sync.requestTimeout))

@@ -272,13 +272,19 @@ extension StrataConfig {
         if c.retryMaxBackoff < c.retryInitialBackoff {
             throw r.error(.invalidValue, "retry_max_backoff_secs", "must be at least retry_initial_backoff_ms")
         }
+        c.joinBatchSize = try r.int("join_batch_size", default: c.joinBatchSize, range: 1 ... 100_000)
+        if c.joinBatchSize < c.pullBatchSize {
+            throw r.error(.invalidValue, "join_batch_size", "must be at least pull_batch_size (\(c.pullBatchSize))")
+        }
         c.pullInterval = try r.duration("pull_interval_ms", default: c.pullInterval, unit: .milliseconds, max: .seconds(86_400))
+        c.listen = try r.bool("listen", default: c.listen)
+        c.safetyPull = try r.duration("safety_pull_secs", default: c.safetyPull, unit: .seconds, max: .seconds(86_400))
         c.pushInterval = try r.duration("push_interval_ms", default: c.pushInterval, unit: .milliseconds, max: .seconds(3600))
         c.networkSource = try r.choice("network_source", default: c.networkSource)
         c.requestTimeout = try r.duration("request_timeout_ms", default: c.requestTimeout, unit: .milliseconds, max: .seconds(600))
         try r.rejectUnknownKeys(known: ["server", "document", "batch_size", "pull_batch_size", "max_attempts", "retry_initial_backoff_ms",
                                         "retry_max_backoff_secs", "pull_interval_ms", "push_interval_ms", "network_source",
-                                        "request_timeout_ms"])
+                                        "request_timeout_ms", "join_batch_size", "listen", "safety_pull_secs"])
         return c
     }
 

@@ -319,6 +319,10 @@ public struct SyncConfig: Sendable, Equatable {
     public var batchSize = 50
     /// `pull_batch_size`: operations per pulled page.
     public var pullBatchSize = 500
+    /// `join_batch_size`: the largest push and pulled page. While pushes and pages come
+    /// back full (a backlog; a device joining a large document, or back from a long time
+    /// offline) each is twice the last, up to this.
+    public var joinBatchSize = 10_000
     /// `max_attempts`: pushes the server refuses an operation before it is a dead letter
     /// (kept, shown by `strata sync status`, pushed again by `strata sync retry`). Failures
     /// to reach the server do not count: being offline is not the operation's fault.
@@ -327,8 +331,15 @@ public struct SyncConfig: Sendable, Equatable {
     public var retryInitialBackoff: Duration = .milliseconds(250)
     /// `retry_max_backoff_secs`: the longest wait.
     public var retryMaxBackoff: Duration = .seconds(30)
-    /// `pull_interval_ms`: how often the server is asked for other devices' operations.
+    /// `pull_interval_ms`: how often the server is asked for other devices' operations
+    /// when it cannot tell (`listen` off, or its notifications not reaching this device).
     public var pullInterval: Duration = .milliseconds(500)
+    /// `listen`: the server tells this device when another one pushed (PostgreSQL's
+    /// `LISTEN`/`NOTIFY`, on a connection of its own), and it pulls at once.
+    public var listen = true
+    /// `safety_pull_secs`: while listening, the server is still asked this often (a lost
+    /// notification costs at most this long); an idle device makes no other query.
+    public var safetyPull: Duration = .seconds(30)
     /// `push_interval_ms`: how often the outbox is looked at for new operations (a
     /// committed operation waits at most this long; coming online pushes at once).
     public var pushInterval: Duration = .milliseconds(100)

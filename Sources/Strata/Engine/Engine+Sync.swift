@@ -32,6 +32,9 @@ extension Engine {
         syncClient = client
         syncChangesSeen = client.inbox.changes.load(ordering: .relaxed)
         metricsExporter?.setSyncSource { (client.state, (try? outbox.status().pending) ?? 0) }
+        buffer.setOperationsListener { [weak client, nodeID] operations in
+            client?.committed(operations.lazy.filter { $0.node == nodeID }.map(\.seq).max())
+        }
         client.start()
     }
 
@@ -65,8 +68,9 @@ extension Engine {
         client.localHighest.store(world.operationLog.nextSequence - 1, ordering: .relaxed)
         let changes = client.inbox.changes.load(ordering: .acquiring)
         guard changes != syncChangesSeen else { return }
-        syncChangesSeen = changes
-        let (operations, acknowledged) = client.inbox.take()
+        let (operations, acknowledged, more) = client.inbox.take()
+        // Operations left (a large pull): the next end of tick takes more.
+        if !more { syncChangesSeen = changes }
         for operation in operations where receiveOperation(operation) != .duplicate {
             syncApply?(operation)
         }
@@ -79,6 +83,7 @@ extension Engine {
         guard let client = syncClient else { return }
         syncClient = nil
         metricsExporter?.setSyncSource(nil)
+        buffer.setOperationsListener(nil)
         client.stop()
         stoppedSyncState = client.state
     }

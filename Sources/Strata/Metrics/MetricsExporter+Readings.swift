@@ -111,6 +111,12 @@ extension MetricsExporter {
             .counter("strata_sync_pulled_operations_total", state.pulledOperations),
             .counter("strata_sync_refusals_total", state.refusals),
             .gauge("strata_sync_dead_letters", Double(state.deadLetters)),
+            .gauge("strata_sync_listening", state.listening ? 1 : 0),
+            .counter("strata_sync_notifications_total", state.notifications),
+            .counter("strata_sync_requests_total", state.requests),
+            .counter("strata_sync_pulls_total", state.pulls),
+            .gauge("strata_sync_catching_up", state.catchingUp ? 1 : 0),
+            .gauge("strata_sync_catch_up_pulled_operations", Double(state.catchUpPulled)),
         ]
     }
 }

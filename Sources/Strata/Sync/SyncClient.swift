@@ -11,12 +11,17 @@ import Synchronization
 /// 1. Offline (the network monitor says so): wait for it to come back. Coming online
 ///    pushes at once, whatever the backoff.
 /// 2. Push: the outbox's next `batch_size` operations in ONE round trip, again and again
-///    while it has any (a backlog never waits for the next local write); at most one
-///    push in flight. A batch the server refuses is split in halves until the refused
+///    while it has any (a backlog never waits for the next local write; each full batch
+///    is followed by one twice as large, up to `join_batch_size`); at most one push in
+///    flight. A batch the server refuses is split in halves until the refused
 ///    operation is alone: it gets an attempt (and is a dead letter after `max_attempts`),
 ///    the others go through, so a poison operation never blocks the ones behind it.
-/// 3. Pull, every `pull_interval_ms`: pages of other nodes' operations the local vector
-///    clock lacks (as it was when the sync started), after the last position seen.
+/// 3. Pull: pages of other nodes' operations the local vector clock lacks (as it was when
+///    the sync started), after the last position seen. When the server says something
+///    changed (`listen`: ``SyncTransport/startListening(_:)``), at once, and otherwise
+///    every `safety_pull_secs`; without notifications, every `pull_interval_ms`. While
+///    pages come back full (a device joining), each is twice the last, up to
+///    `join_batch_size`.
 /// 4. A failure to reach the server backs off exponentially (`retry_initial_backoff_ms`
 ///    doubling to `retry_max_backoff_secs`), counting against no operation.
 ///
@@ -51,6 +56,16 @@ public final class SyncClient: @unchecked Sendable {
 
     private var server: SyncServerInfo?
     private var pullCursor: Int64 = 0
+    /// The next page's size: `pull_batch_size`, doubled while pages come back full.
+    private var pageSize: Int
+    /// The next push's size: `batch_size`, doubled while batches are full.
+    private var pushSize: Int
+    /// The server said the document changed (or listening began): pull at the next pass.
+    private let pullDue = Atomic<Bool>(false)
+    /// The transport listens for the server's news (set from the listener's events).
+    private let listening = Atomic<Bool>(false)
+    private var listenerStarted = false
+    private var lastPull = ContinuousClock.now
     private var pushedHighest: Int64 = 0
     private var nextFailureDue: Int64? = 0
     private var consecutiveFailures = 0
@@ -80,6 +95,19 @@ public final class SyncClient: @unchecked Sendable {
         public var acknowledgedThrough: Int64 = 0
         /// Operations refused by the server: retried, or dead letters.
         public var failing = 0
+        /// The server's news reaches this device (`listen`), so it pulls when told.
+        public var listening = false
+        /// Wakes by the server's news (each may stand for many notifications).
+        public var notifications = 0
+        /// Calls to the server: connects, pushes, pulls (what an idle device costs it).
+        public var requests = 0
+        /// Pull requests, and the ones a notification or listening began asked for.
+        public var pulls = 0
+        public var notifiedPulls = 0
+        /// Catching up: pages come back full (a device joining a large document, or back
+        /// after a long time offline); the operations pulled since it began.
+        public var catchingUp = false
+        public var catchUpPulled = 0
 
         /// This replica's operations the server lacks, given the highest logged one.
         public func outbox(highest: Int64) -> Int { Int(max(0, highest - acknowledgedThrough)) }
@@ -97,6 +125,8 @@ public final class SyncClient: @unchecked Sendable {
         self.network = network
         self.wallClock = wallClock
         self.logger = logger
+        self.pageSize = config.pullBatchSize
+        self.pushSize = config.batchSize
         self.localHighest.store(localHighest, ordering: .relaxed)
     }
 
@@ -137,11 +167,26 @@ public final class SyncClient: @unchecked Sendable {
         signalWaker()
     }
 
+    /// A commit logged operations (this replica's up to `highest`, if any): the outbox is
+    /// looked at now, not at the next `push_interval_ms`. Writer thread.
+    func committed(_ highest: Int64?) {
+        if let highest {
+            var seen = localHighest.load(ordering: .relaxed)
+            while seen < highest {
+                let (exchanged, now) = localHighest.compareExchange(expected: seen, desired: highest, ordering: .acquiringAndReleasing)
+                if exchanged { break }
+                seen = now
+            }
+        }
+        signalWaker()
+    }
+
     // MARK: The loop
 
     private func run() {
         var retryAt: ContinuousClock.Instant?
         var nextPull = ContinuousClock.now
+        lastPull = .now
         var networkSeen = -1
         var wasOffline = false
         while !shouldStop {
@@ -174,10 +219,16 @@ public final class SyncClient: @unchecked Sendable {
             retryAt = nil
             do {
                 try connectIfNeeded()
+                startListeningOnce()
                 try pushAll()
-                if ContinuousClock.now >= nextPull {
-                    try pullAll()
-                    nextPull = .now + config.pullInterval
+                let told = pullDue.exchange(false, ordering: .acquiringAndReleasing)
+                if told || ContinuousClock.now >= nextPull {
+                    let caughtUp = try pullAll(told: told)
+                    let listens = listening.load(ordering: .acquiring)
+                    // Not caught up (the tick thread has not taken the last pages): soon again.
+                    nextPull = .now + (!caughtUp ? config.pushInterval : listens ? config.safetyPull : config.pullInterval)
+                } else if !listening.load(ordering: .acquiring) {
+                    nextPull = min(nextPull, lastPull + config.pullInterval)
                 }
                 consecutiveFailures = 0
                 update { $0.online = true }
@@ -200,7 +251,39 @@ public final class SyncClient: @unchecked Sendable {
             }
             pause(config.pushInterval)
         }
+        if listenerStarted { blocking { await self.transport.stopListening() } }
         blocking { await self.transport.disconnect() }
+    }
+
+    /// Asks the transport to listen for the server's news, once, after the first connect
+    /// (`listen`). Its events only wake this thread.
+    private func startListeningOnce() {
+        guard config.listen, !listenerStarted else { return }
+        listenerStarted = true
+        let started = (try? call(toServer: false) { [self] in
+            await self.transport.startListening { [weak self] event in self?.heard(event) }
+        }) ?? false
+        if !started { logger.info("sync: this transport cannot listen; pulling every \(Int(config.pullInterval.milliseconds)) ms") }
+    }
+
+    /// From the listener's thread.
+    private func heard(_ event: ListenEvent) {
+        switch event {
+        case .listening:
+            listening.store(true, ordering: .releasing)
+            update { $0.listening = true }
+            logger.debug("sync: listening for the server's news")
+        case .changed:
+            update { $0.notifications += 1 }
+        case .lost(let reason):
+            listening.store(false, ordering: .releasing)
+            update { $0.listening = false }
+            logger.info("sync: not listening (\(reason)); pulling every \(Int(config.pullInterval.milliseconds)) ms until it is back")
+            signalWaker()
+            return
+        }
+        pullDue.store(true, ordering: .releasing)
+        signalWaker()
     }
 
     private func connectIfNeeded() throws {
@@ -231,7 +314,7 @@ public final class SyncClient: @unchecked Sendable {
             let highest = localHighest.load(ordering: .acquiring)
             let due = lock.withLock { nextFailureDue.map { $0 <= wallClock() } ?? false }
             guard highest > pushedHighest || due else { return }
-            let batch = try outbox.next(limit: config.batchSize, now: wallClock(), backoff: { [config] in Self.backoff($0, config) })
+            let batch = try outbox.next(limit: pushSize, now: wallClock(), backoff: { [config] in Self.backoff($0, config) })
             lock.withLock { nextFailureDue = nil }
             guard !batch.isEmpty else {
                 // Nothing committed above what was pushed yet (the flush comes), or no retry due.
@@ -244,6 +327,9 @@ public final class SyncClient: @unchecked Sendable {
             }
             try push(batch[...], to: server)
             pushedHighest = max(pushedHighest, batch.map(\.seq).max() ?? 0)
+            // A full batch: a backlog (back online, a large document's first push); the next
+            // one is twice as large, up to `join_batch_size`.
+            pushSize = batch.count == pushSize ? min(pushSize * 2, config.joinBatchSize) : config.batchSize
         }
     }
 
@@ -278,20 +364,36 @@ public final class SyncClient: @unchecked Sendable {
         }
     }
 
-    private func pullAll() throws {
+    /// Pulls pages until the server has no more (true), or the tick thread has not taken
+    /// enough of the last ones yet (false: the rest stays on the server until then).
+    private func pullAll(told: Bool) throws -> Bool {
         var more = true
+        var first = true
         while more && !shouldStop {
-            // The tick thread has not taken the last pages yet: leave the rest on the server.
-            guard inbox.backlog < config.pullBatchSize * 20 else { return }
-            let page = try call { [startClock, node, pullCursor, config] in
-                try await self.transport.pull(excluding: node, clock: startClock, after: pullCursor, limit: config.pullBatchSize)
+            guard inbox.backlog < config.joinBatchSize * 2 else { return false }
+            let page = try call { [startClock, node, pullCursor, pageSize] in
+                try await self.transport.pull(excluding: node, clock: startClock, after: pullCursor, limit: pageSize)
             }
+            lastPull = .now
             inbox.deliver(page.operations)
             pullCursor = max(pullCursor, page.cursor)
-            update { $0.pulledOperations += page.operations.count }
             more = page.hasMore
+            let catching = more || (pageSize > config.pullBatchSize && !page.operations.isEmpty)
+            update {
+                $0.pulls += 1
+                if first && told { $0.notifiedPulls += 1 }
+                $0.pulledOperations += page.operations.count
+                if catching && !$0.catchingUp { $0.catchingUp = true; $0.catchUpPulled = 0 }
+                if $0.catchingUp { $0.catchUpPulled += page.operations.count }
+                if !more { $0.catchingUp = false }
+            }
+            first = false
+            // A full page: the next one twice as large (a joining device's round trips
+            // fall fast); back to the small page once caught up.
+            pageSize = more ? min(pageSize * 2, config.joinBatchSize) : config.pullBatchSize
         }
         try outbox.notePull(now: wallClock())
+        return !more
     }
 
     // MARK: Helpers
@@ -325,7 +427,8 @@ public final class SyncClient: @unchecked Sendable {
     }
 
     /// Runs an async call from this thread, waiting at most `request_timeout_ms`.
-    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    private func call<T: Sendable>(toServer: Bool = true, _ body: @escaping @Sendable () async throws -> T) throws -> T {
+        if toServer { update { $0.requests += 1 } }
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, any Error>?
         let task = Task(executorPreference: executor) {

@@ -28,10 +28,21 @@ final class SyncInbox: @unchecked Sendable {
         changes.wrappingAdd(1, ordering: .releasing)
     }
 
-    func take() -> (operations: [LoggedOperation], acknowledged: Int64?) {
+    /// The most operations one end of tick takes: a device joining a large document
+    /// applies it over several ticks, none of them long.
+    static let perTick = 2_000
+
+    /// Takes at most `limit` operations and the acknowledgement; `more`: operations are left.
+    func take(limit: Int = perTick) -> (operations: [LoggedOperation], acknowledged: Int64?, more: Bool) {
         lock.withLock {
-            defer { operations = []; acknowledged = nil }
-            return (operations, acknowledged)
+            defer { acknowledged = nil }
+            guard operations.count > limit else {
+                defer { operations = [] }
+                return (operations, acknowledged, false)
+            }
+            let taken = Array(operations[..<limit])
+            operations.removeFirst(limit)
+            return (taken, acknowledged, true)
         }
     }
 }

@@ -101,9 +101,14 @@ struct SyncOutbox: Sendable {
     }
 
     /// The status from any connection (``SyncStatus/read(path:)`` reads a file nobody has open).
-    static func status(_ db: Database, node: Data) throws -> SyncStatus {
+    /// `countReceived`: also count the other devices' operations in the log (a scan: the
+    /// command line's status only, not the engine's, which metrics read often).
+    static func status(_ db: Database, node: Data, countReceived: Bool = false) throws -> SyncStatus {
         var status = SyncStatus()
         guard try db.tableExists("sync_state") else { return status }
+        if countReceived {
+            status.receivedOperations = try Int.fetchOne(db, sql: "SELECT count(*) FROM operation_log WHERE node <> ?", arguments: [node])
+        }
         let through = try pushedThrough(db)
         status.pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM operation_log WHERE node = ? AND seq > ?", arguments: [node, through]) ?? 0
         for row in try Row.fetchAll(db, sql: "SELECT seq, attempts, last_error, last_attempt_at, dead_at FROM sync_failures ORDER BY seq") {
@@ -168,6 +173,9 @@ public struct SyncStatus: Sendable, Equatable, Codable {
     public var lastPullAt: Int64?
     public var lastError: String?
     public var lastErrorAt: Int64?
+    /// Other devices' operations in the log (what pulls brought; a device joining a large
+    /// document sees it grow). Counted by ``read(path:)`` only; nil elsewhere.
+    public var receivedOperations: Int?
 
     /// Operations the server does not have: pending, failing and dead.
     public var outboxCount: Int { pending + failing.count + deadLetters.count }
@@ -181,7 +189,7 @@ extension SyncStatus {
     public static func read(path: String) throws -> SyncStatus {
         try StoreLocation(path: path).readExisting { db in
             let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
-            return try SyncOutbox.status(db, node: node)
+            return try SyncOutbox.status(db, node: node, countReceived: true)
         }
     }
 }

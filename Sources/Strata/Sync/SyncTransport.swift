@@ -25,6 +25,31 @@ public protocol SyncTransport: Sendable {
     func serverClock() async throws -> Int64
     /// Closes the connection (the next call connects again).
     func disconnect() async
+    /// Starts telling `changed` when the server has something new for this document (another
+    /// device pushed), on a connection of its own, until ``stopListening()``. The news only
+    /// wakes the client, which pulls by position as always: a lost notification costs at
+    /// most one safety poll. Returns false when this transport cannot listen; the client
+    /// then polls every `pull_interval_ms`. By default: false.
+    func startListening(_ changed: @escaping @Sendable (ListenEvent) -> Void) async -> Bool
+    /// Stops listening (waits for the listener to end, bounded by the request timeout).
+    func stopListening() async
+}
+
+extension SyncTransport {
+    public func startListening(_ changed: @escaping @Sendable (ListenEvent) -> Void) async -> Bool { false }
+    public func stopListening() async {}
+}
+
+/// What a listening transport tells the sync client.
+public enum ListenEvent: Sendable, Equatable {
+    /// Listening (again): whatever was pushed while not listening is unknown, so pull now.
+    case listening
+    /// The server says the document changed (one event for any number of notifications
+    /// read at once).
+    case changed
+    /// The listening connection is gone (the reason); it is made again with backoff. Until
+    /// then the client polls every `pull_interval_ms`.
+    case lost(String)
 }
 
 /// Who the server is: its own node id (its acknowledgements are recorded under it, so

@@ -249,6 +249,7 @@ final class Writer: @unchecked Sendable {
                 checkpointCheck = lastBatch.addingTimeInterval(settings.checkpointInterval.seconds)
                 if commitWithRetry(batch) {
                     let deleted = batch.entityDeletes.isEmpty ? nil : batch.entityDeletes
+                    if !batch.operations.isEmpty { buffer.notifyCommitted(batch.operations) }
                     checkpointIfNeeded(forced: batch.checkpointAfter)
                     buffer.didCommit(batch)
                     if let deleted { buffer.notifyDeleted(deleted) }

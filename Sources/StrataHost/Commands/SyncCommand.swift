@@ -40,7 +40,8 @@ struct SyncCommand: ParsableCommand {
             say("server        \(status.server.isEmpty ? "never synced" : status.server)")
             say("outbox        \(status.outboxCount) operations (\(status.pending) not pushed yet, \(status.failing.count) refused and retried, \(status.deadLetters.count) dead letters)")
             say("pushed        through sequence \(status.pushedThrough); last push \(time(status.lastPushAt))")
-            say("pulled        last pull \(time(status.lastPullAt))")
+            say("pulled        last pull \(time(status.lastPullAt))"
+                + (status.receivedOperations.map { "; \($0) operations of other devices in the log" } ?? ""))
             if let error = status.lastError { say("last error    \(error) (\(time(status.lastErrorAt)))") }
             for failure in status.failing + status.deadLetters {
                 say("  #\(failure.sequence) \(failure.deadAt == nil ? "refused" : "DEAD LETTER") after \(failure.attempts) attempts: \(failure.lastError)")

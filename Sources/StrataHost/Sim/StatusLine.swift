@@ -32,6 +32,7 @@ struct StatusLine {
         let online = sync.network == .offline ? "OFFLINE (network)" : sync.online ? "online" : "OFFLINE (server)"
         let outbox = sync.outbox(highest: engine.vectorClock[engine.nodeID] ?? 0)
         return " | sync \(online), outbox \(outbox)\(sync.failing > 0 ? ", \(sync.failing) refused" : "")"
+            + (sync.catchingUp ? ", catching up: \(sync.catchUpPulled) pulled" : "")
     }
 
     func clear() {
