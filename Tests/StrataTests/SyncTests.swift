@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-import Strata
+@testable import Strata
 import StrataPostgres
+import Synchronization
 import Testing
 
 /// The sync against a real PostgreSQL server (a private one, `PrivatePostgres`), online and
@@ -330,11 +331,15 @@ import Testing
     }
 }
 
-/// Runs an async call from a synchronous test and waits for it.
+/// Runs an async call from a synchronous test and waits for it. The call runs on a thread
+/// of its own: the test itself blocks a thread of the shared pool (two such tests at once
+/// would hold both of a 2-core machine's).
 func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
     let done = DispatchSemaphore(value: 0)
     nonisolated(unsafe) var result: Result<T, any Error>?
-    Task {
+    let executor = SyncExecutor(name: "test.await")
+    defer { executor.stop() }
+    Task(executorPreference: executor) {
         do { result = .success(try await body()) } catch { result = .failure(error) }
         done.signal()
     }
@@ -345,13 +350,10 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
 /// `strata sim --sync`: real processes, one server.
 /// The libpq transport's bounds, without a server that answers.
 @Suite struct PostgresTransportTests {
-    @Test func aServerThatNeverAnswersIsGivenUpOnWithinTheTimeout() throws {
-        // A listening socket that accepts and says nothing: the connect waits for the
-        // server's first message, and must give up at the timeout, not hang.
-        let folder = TestDirectory()
+    /// A Unix socket in `folder` that accepts and never answers; returns its descriptor.
+    private func silentServer(in folder: TestDirectory) -> Int32 {
         let socketPath = folder.url.appendingPathComponent(".s.PGSQL.5432").path
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         _ = withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -362,6 +364,34 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
         }
         #expect(bound == 0)
         #expect(listen(fd, 4) == 0)
+        return fd
+    }
+
+    @Test(.timeLimit(.minutes(1)))   // a stop that waited on the server would hang here
+    func aListenerOnAServerThatNeverAnswersSaysSoAndStops() throws {
+        let folder = TestDirectory()
+        let fd = silentServer(in: folder)
+        defer { close(fd) }
+        let transport = try PostgresTransport(url: "postgresql://strata@/strata?host=\(folder.url.path)", document: "doc",
+                                              timeout: .milliseconds(300), logger: quietLogger)
+        let events = Mutex<[ListenEvent]>([])
+        #expect(try awaitBlocking { await transport.startListening { event in events.withLock { $0.append(event) } } })
+        #expect(eventually(timeout: .seconds(10)) { !events.withLock { $0 }.isEmpty })
+        let first = events.withLock { $0.first }
+        guard case .lost(let reason) = first else {
+            Issue.record("not told the listener lost the server: \(String(describing: first))")
+            return
+        }
+        #expect(reason.contains("no answer within 300 ms"), "\(reason)")
+        try awaitBlocking { await transport.stopListening() }
+    }
+
+    @Test func aServerThatNeverAnswersIsGivenUpOnWithinTheTimeout() throws {
+        // A listening socket that accepts and says nothing: the connect waits for the
+        // server's first message, and must give up at the timeout, not hang.
+        let folder = TestDirectory()
+        let fd = silentServer(in: folder)
+        defer { close(fd) }
         let transport = try PostgresTransport(url: "postgresql://strata@/strata?host=\(folder.url.path)", document: "doc",
                                               timeout: .milliseconds(300), logger: quietLogger)
         let outcome = try awaitBlocking { () async -> SyncError? in
