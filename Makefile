@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync torture clean
+.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync torture clean
 
 all: build
 
@@ -25,13 +25,16 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Builds everything (the crash tests run the real `strata` binary) and the embedding example
-# (a package of its own; ExampleTests runs it), then runs every test.
+# Builds everything (the crash tests run the real `strata` binary, ExampleTests the embedding
+# example's program), then runs every test.
 test: deps
 	$(SWIFT) build
-	$(SWIFT) build --package-path Examples/GameHost
 	$(SWIFT) test
 	$(MAKE) docs
+
+# The embedding example as a package of its own, as a user's package would build it.
+example: deps
+	$(SWIFT) build --package-path Examples/GameHost
 
 # The library's documentation (DocC: Sources/Strata/Strata.docc and the symbols' comments);
 # a broken symbol link fails it. Writes .build/plugins/Swift-DocC/outputs/Strata.doccarchive.

@@ -120,6 +120,17 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // Examples/GameHost's source, built with everything else (`make test` runs it): one
+        // package graph, not two. The example's own Package.swift is how a user's package
+        // names Strata; ExampleTests checks that manifest too.
+        .executableTarget(
+            name: "GameHostExample",
+            dependencies: [
+                "Strata",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/GameHost/Sources/GameHost"
+        ),
         .testTarget(
             name: "StrataTests",
             dependencies: [

@@ -4,7 +4,7 @@ import Testing
 /// `strata torture`, the short version (`make torture` runs the long one): every fault
 /// mode, at least 50 cycles each, and the contract holds; and the check does fail when
 /// the engine breaks the contract.
-@Suite(.serialized) struct TortureTests {
+@Suite struct TortureTests {
     struct Result: Decodable {
         var mode: String
         var cycles: Int
@@ -25,26 +25,29 @@ import Testing
         return (child, results)
     }
 
-    @Test func everyFaultModeKeepsTheContract() throws {
-        let (child, results) = try torture(["--mode", "drop,torn,sigkill,eio,enospc,corrupt", "--cycles", "50", "--seed", "11"])
-        #expect(results.map(\.mode) == ["drop", "torn", "sigkill", "eio", "enospc", "corrupt"], "\(child.stderr)")
-        for result in results {
-            #expect(result.cycles >= 50, "\(result.mode)")
-            #expect(result.faults >= 50, "\(result.mode): every cycle ends in its fault")
-            #expect(result.checks > result.cycles, "\(result.mode)")
-            #expect(result.failuresByKind.isEmpty, "\(result.mode): \(result.failures.prefix(5).map(\.detail))")
-            if let worst = result.worstCriticalAtRiskMs { #expect(worst < 250, "\(result.mode): critical data at risk beyond the delay") }
-        }
+    /// Each mode in a process of its own, the modes side by side (a cycle mostly waits on
+    /// the workload's real-time ticks and on its child's death, not on the CPU).
+    @Test(arguments: ["drop", "torn", "sigkill", "eio", "enospc", "corrupt"])
+    func everyFaultModeKeepsTheContract(mode: String) throws {
+        let (child, results) = try torture(["--mode", mode, "--cycles", "50", "--seed", "11"])
+        let result = try #require(results.first, "\(child.stderr)")
+        #expect(results.map(\.mode) == [mode], "\(child.stderr)")
+        #expect(result.cycles >= 50, "\(result.mode)")
+        #expect(result.faults >= 50, "\(result.mode): every cycle ends in its fault")
+        #expect(result.checks > result.cycles, "\(result.mode)")
+        #expect(result.failuresByKind.isEmpty, "\(result.mode): \(result.failures.prefix(5).map(\.detail))")
+        if let worst = result.worstCriticalAtRiskMs { #expect(worst < 250, "\(result.mode): critical data at risk beyond the delay") }
         // The I/O walk reached every method.
-        for result in results where ["eio", "enospc"].contains(result.mode) {
+        if ["eio", "enospc"].contains(mode) {
             for method in ["xWrite", "xSync", "xTruncate", "xRead", "xFileSize", "xLock", "xShmMap"] {
                 #expect((result.details["\(method) once"] ?? 0) > 0, "\(result.mode): \(method) never failed")
             }
         }
         // Reads that find a damaged page: the file is replaced while running, and nothing is lost.
-        let corrupt = try #require(results.last)
-        #expect((corrupt.details["xRead once"] ?? 0) > 0)
-        #expect((corrupt.details["files replaced while running"] ?? 0) > 0)
+        if mode == "corrupt" {
+            #expect((result.details["xRead once"] ?? 0) > 0)
+            #expect((result.details["files replaced while running"] ?? 0) > 0)
+        }
         #expect(child.status == 0)
     }
 
