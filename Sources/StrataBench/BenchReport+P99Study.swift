@@ -20,7 +20,7 @@ extension BenchReport {
                summary.within10Percent, summary.count)
     }
 
-    /// The storage issue's tick target, judged on the median of the runs at each size.
+    /// The tick target (tick p99 within noise of the baseline), judged on the median of the runs at each size.
     public static func p99StudyChecks(_ study: P99Study) -> [Check] {
         study.points.map { point in
             let strata = point.strataRatios, twin = point.twinRatios

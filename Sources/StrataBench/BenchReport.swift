@@ -35,7 +35,7 @@ public enum BenchReport {
 
     // MARK: Checks
 
-    /// RFC 0002's promises, checked against this run.
+    /// The specification's promises (docs/specification.md), checked against this run.
     public struct Check: Sendable {
         public var claim: String
         public var measured: String

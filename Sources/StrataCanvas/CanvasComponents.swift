@@ -48,7 +48,7 @@ public struct StrokePoints: Component {
     public init(from p: inout PayloadReader, version: Int) throws { xy = try p.read() }
 }
 
-/// The document's metadata (critical, RFC 0002).
+/// The document's metadata (critical: the specification, *Tiers*).
 public struct DocumentMetadata: Component {
     public static let typeName = "canvas.document"
     public static let tier = Tier.critical

@@ -4,7 +4,7 @@ import Logging
 import Testing
 @testable import Strata
 
-/// RFC 0002's flush events in virtual time: the right tiers, the right reason, by the deadline.
+/// The specification's flush events in virtual time: the right tiers, the right reason, by the deadline.
 @Suite struct FlushEventTests {
     /// An engine with one saved entity and one pending change in each persisted tier.
     func engineWithPendingChanges(_ fixture: EngineFixture) throws -> (Engine, Entity) {

@@ -65,7 +65,7 @@ import Testing
         engine.exportMetricsNow()
         #expect(try factory.expectGauge("strata_alert", [("alert", "crash_rate")]).lastValue == 1, "1 of 1 sessions crashed")
         #expect(try factory.expectGauge("strata_sessions", [("ended", "crash")]).lastValue == 1)
-        #expect(engine.metrics.alerts.contains { $0.contains("crashed") }, "the RFC's alert text stays")
+        #expect(engine.metrics.alerts.contains { $0.contains("crashed") }, "the specification's alert text stays")
         try engine.shutdown()
     }
 

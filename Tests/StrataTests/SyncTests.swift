@@ -7,7 +7,7 @@ import Testing
 
 /// The sync against a real PostgreSQL server (a private one, `PrivatePostgres`), online and
 /// offline through a NetworkManager mock on a private system bus, and by stopping the server.
-@Suite(.serialized) struct SyncTests {
+@Suite struct SyncTests {
     /// An engine whose sync points at `server`, pushing and pulling quickly.
     private func fixture(_ server: PrivatePostgres, _ name: String = #function, attempts: Int = 3) -> EngineFixture {
         var fixture = EngineFixture(name)
@@ -72,7 +72,7 @@ import Testing
         #expect(eventually { (try? engine.syncStatus().pending) == 0 })
         let state = try #require(engine.sync)
         #expect(state.pushedOperations == 5 && state.duplicatesIgnored == 0)
-        // Came online, then pushed: within the second the seed asks for (loose bound: a test, not a benchmark).
+        // Came online, then pushed: within the second the specification asks for (loose bound: a test, not a benchmark).
         let latency = try #require(state.lastPushAt) - (try #require(state.cameOnlineAt))
         #expect(latency >= 0 && latency < 5_000)
     }

@@ -45,7 +45,7 @@ extension AssetStore {
     /// 2. a row whose file is gone is marked `missing` (and `present` again if it is back);
     /// 3. a file without a row is adopted or quarantined (`[assets] unknown_files`);
     /// 4. files in `PATH.assets/inbox/` are moved in under new UUID names (keeping their
-    ///    extension) and registered without an owner (the seed's share-extension import);
+    ///    extension) and registered without an owner (a file another program dropped in the folder);
     /// 5. files under `[assets] min_file_bytes` are removed, rows and all.
     public func reconcile() throws -> ReconcileReport {
         var report = ReconcileReport()

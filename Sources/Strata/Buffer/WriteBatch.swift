@@ -23,7 +23,7 @@ struct EntityInsert: Sendable, Equatable {
     var id: EntityID
 }
 
-/// How a batch's commit must reach the disk (DESIGN.md, durability contract).
+/// How a batch's commit must reach the disk (the durability contract: `docs/specification.md`, *Durability*).
 public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
     /// `synchronous=NORMAL`: survives a process crash at once, power loss after the next WAL sync.
     case normal = 0
@@ -34,7 +34,7 @@ public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
     public var description: String { self == .full ? "FULL" : "NORMAL" }
 }
 
-/// Layer 2 of RFC 0002: the coalesced writes of one flush, committed in ONE transaction.
+/// The second stage of the write path: the coalesced writes of one flush, committed in ONE transaction.
 ///
 /// Built on the tick thread by ``World/drain(_:into:at:)``, handed to the writer through
 /// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, settings,

@@ -1,6 +1,6 @@
 /// The engine's configuration, as loaded and validated from `config.toml`.
 ///
-/// Every field has RFC 0002's value as its default, so `StrataConfig()` is the
+/// Every field has the specification's value as its default, so `StrataConfig()` is the
 /// documented default configuration. Load a file with ``StrataConfig/load(path:)``
 /// or ``StrataConfig/parse(_:source:)``; both validate and fail with a ``ConfigError``
 /// that names the key.
@@ -62,7 +62,7 @@ public struct MaintenanceConfig: Sendable, Equatable {
     /// optimize`) runs at most this often, when idle on mains.
     public var interval: Duration = .seconds(3600)
     /// `size_warning_mb`: a file larger than this is reported (a warning, the metrics) and
-    /// cleaned up at once, whatever the power (the persistence-layer seed's 50 MB).
+    /// cleaned up at once, whatever the power (50 MB by default).
     public var sizeWarningBytes = 50 * 1024 * 1024
     /// `vacuum_min_free_mb`: free pages worth returning to the filesystem when idle on mains.
     public var vacuumMinFreeBytes = 1024 * 1024
@@ -158,7 +158,7 @@ public enum CriticalDurability: String, Sendable, Equatable, CaseIterable {
     case crash
 }
 
-/// `[persistence]`: RFC 0002's schema, plus the Linux keys beside it.
+/// `[persistence]`: the specification's keys, plus the Linux keys beside them.
 public struct PersistenceConfig: Sendable, Equatable {
     /// `flush_interval_secs`: the derived interval when `battery_adaptive` is false.
     public var flushInterval: Duration = .seconds(10)
@@ -240,7 +240,7 @@ public struct PowerSourceConfig: Sendable, Equatable {
     public init() {}
 }
 
-/// `[persistence.battery_tiers]`: derived interval per battery state (RFC 0002).
+/// `[persistence.battery_tiers]`: derived interval per battery state (the specification, *Battery-adaptive flushing*).
 public struct BatteryTiers: Sendable, Equatable {
     /// `charging`: charging, or on AC with a battery.
     public var charging: Duration = .seconds(5)
@@ -258,7 +258,7 @@ public struct BatteryTiers: Sendable, Equatable {
     public init() {}
 }
 
-/// `[persistence.desktop]`: RFC 0002 "Desktop": aggressive flushing, larger WAL.
+/// `[persistence.desktop]`: a machine without a battery: aggressive flushing, larger WAL.
 public struct DesktopOverrides: Sendable, Equatable {
     /// `flush_interval_secs`.
     public var flushInterval: Duration = .seconds(5)

@@ -1,4 +1,4 @@
-/// The operation log (RFC 0001/0002): local operations appended, peers' operations
+/// The operation log: local operations appended, peers' operations
 /// received, both critical work: committed within `critical_flush_delay_ms` with
 /// `synchronous=FULL`, through the same write buffer and writer as components, in order.
 /// The vector clock, derived from the log (and rebuilt from it at open), is written with
@@ -36,7 +36,7 @@ extension Engine {
 
     /// Logs a peer's operation, unless its (node, sequence) is logged already; one above
     /// a gap is logged and the gap reported (``operationGaps``). Peers' operations are
-    /// flushed within the critical delay, with every tier (RFC 0002 "Network Events").
+    /// flushed within the critical delay, with every tier (the specification, *Flush events*).
     @discardableResult
     public func receiveOperation(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
         owner.check("Engine")

@@ -200,7 +200,7 @@ public final class Engine {
     /// so that a change is committed, not merely handed off, by its deadline.
     public var flushLookahead: Duration { scheduler.lookahead }
 
-    /// The row of RFC 0002's battery table in force now.
+    /// The row of the battery table in force now.
     public var powerTier: PowerTier { scheduler.policy.tier(power: powerState) }
 
     /// Whether the user counts as idle now: no ``noteInput()`` for `idle_after_secs`.
@@ -296,7 +296,7 @@ public final class Engine {
         return work(timeout - clock.now().duration(since: started))
     }
 
-    /// A flush event (RFC 0002 "When to force persistence"), by its reason's urgency:
+    /// A flush event (the specification, *Flush events*), by its reason's urgency:
     ///
     /// - major actions (stroke end, undo, redo, metadata change), operations from peers:
     ///   every tier within `critical_flush_delay_ms` (events in one window share one
@@ -350,7 +350,7 @@ public final class Engine {
         flushNow(reason: .background, timeout: config.persistence.backgroundFlushTimeout)
     }
 
-    /// Records operation-log activity (RFC 0002 "Network Events"): operations from
+    /// Records operation-log activity (the specification, *Flush events*): operations from
     /// peers are flushed within the critical delay; the vector clock's rows go with the
     /// first critical flush after `vector_clock_every_operations` operations or
     /// `vector_clock_every_secs` (never a flush of their own: the clock is rebuilt from the log at open).

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Logging
 
-/// The document's durable job queue (ADR-022's "app crash proof" queue, in the document):
+/// The document's durable job queue (a queue no crash loses, in the document: the specification, *Durable jobs*):
 /// ``Engine/jobs``. Callable from any thread.
 ///
 /// Every call is a `WriterRequest`: SQL on the engine's one write connection, run by

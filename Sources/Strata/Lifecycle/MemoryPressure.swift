@@ -1,5 +1,5 @@
 /// Linux memory pressure, from PSI (`/proc/pressure/memory`) and the cgroup v2
-/// `memory.events` counters, turned into "low memory" warnings (RFC 0002: a low-memory
+/// `memory.events` counters, turned into "low memory" warnings (the specification, *Flush events*: a low-memory
 /// warning may precede termination, so every tier is flushed and the WAL checkpointed).
 ///
 /// Pure: parsing and the edge-triggered decision. ``MemoryPressureMonitor`` reads the files.

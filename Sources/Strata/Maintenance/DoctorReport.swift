@@ -172,7 +172,7 @@ public struct DoctorReport: Codable, Sendable {
                 "`strata maintain PATH --vacuum` once (a full VACUUM: about the file's size in writes)")
         }
         if walBytes > 5 * 1_048_576 {
-            add(.warning, "wal", "the WAL holds \(mb(walBytes)) (above RFC 0002's 5 MB)",
+            add(.warning, "wal", "the WAL holds \(mb(walBytes)) (above the 5 MB limit)",
                 "the next open checkpoints it; if an engine runs, a long reader may hold checkpoints back")
         }
         if fileBytes > sizeWarningBytes {

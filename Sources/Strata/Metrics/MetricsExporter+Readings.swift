@@ -65,7 +65,7 @@ extension MetricsExporter {
             .counter("strata_store_replacements_total", m.storeReplacements),
             .gauge("strata_sessions", Double(m.crashRecoveryCount), ("ended", "crash")),
             .gauge("strata_sessions", Double(m.cleanShutdownCount), ("ended", "clean")),
-            // RFC 0002's alerts, 1 while raised
+            // the specification's alerts, 1 while raised
             .gauge("strata_alert", m.maxRoutineCommitDuration > .milliseconds(50) ? 1 : 0, ("alert", "slow_flush")),
             .gauge("strata_alert", m.walPastLimitBytes > 0 ? 1 : 0, ("alert", "large_wal")),
             .gauge("strata_alert", crashRateAlert(m) ? 1 : 0, ("alert", "crash_rate")),
@@ -91,7 +91,7 @@ extension MetricsExporter {
         return r
     }
 
-    /// More than 10 % of the sessions crashed (RFC 0002 "Alerts"; as ``PersistenceMetrics/alerts``).
+    /// More than 10 % of the sessions crashed (the specification's alert; as ``PersistenceMetrics/alerts``).
     static func crashRateAlert(_ m: PersistenceMetrics) -> Bool {
         let sessions = m.crashRecoveryCount + m.cleanShutdownCount
         return sessions > 0 && Double(m.crashRecoveryCount) / Double(sessions) > 0.1

@@ -1,10 +1,10 @@
-/// RFC 0002's `PersistenceMetrics`, plus the counters the engine needs to prove its
+/// The specification's metrics, plus the counters the engine needs to prove its
 /// contract (commits, FULL commits, failures, merges).
 ///
 /// A snapshot: read it from any thread through ``Engine/metrics``.
 public struct PersistenceMetrics: Sendable, Equatable {
     // Write volume
-    /// Component values written (RFC `total_writes`): put records appended to the segment log.
+    /// Component values written (the specification's `total_writes`): put records appended to the segment log.
     public var componentRowsWritten = 0
     /// Components removed: tombstone records appended.
     public var componentRowsDeleted = 0
@@ -17,7 +17,7 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var vectorClockRowsWritten = 0
     /// Operations dropped by retention (every known peer had acknowledged them).
     public var operationsDropped = 0
-    /// Encoded payload bytes written (RFC `bytes_written`; SQLite's own bytes are counted by the VFS).
+    /// Encoded payload bytes written (the specification's `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
     /// Payload bytes of the operations logged (what the host encoded in each).
     public var operationPayloadBytes = 0
@@ -75,7 +75,7 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var fileSizeWarning = false
 
     // Flushes and commits
-    /// Batches handed to the writer (RFC `flush_count`).
+    /// Batches handed to the writer (the specification's `flush_count`).
     public var flushCount = 0
     public var flushesByReason: [FlushReason: Int] = [:]
     /// Transactions committed by the writer (one per batch; merged batches commit once).
@@ -154,7 +154,7 @@ public struct PersistenceMetrics: Sendable, Equatable {
 
     public init() {}
 
-    /// RFC `avg_flush_duration`: mean commit time of a batch on the writer thread.
+    /// The specification's `avg_flush_duration`: mean commit time of a batch on the writer thread.
     public var averageCommitDuration: Duration {
         commitCount == 0 ? .zero : totalCommitDuration / commitCount
     }
@@ -163,7 +163,7 @@ public struct PersistenceMetrics: Sendable, Equatable {
         checkpointCount == 0 ? .zero : totalCheckpointDuration / checkpointCount
     }
 
-    /// RFC 0002 "Alerts": slow flushes, a large WAL, frequent crashes.
+    /// The specification's alerts: slow flushes, a large WAL, frequent crashes.
     public var alerts: [String] {
         var alerts: [String] = []
         if maxRoutineCommitDuration > .milliseconds(50) {

@@ -4,7 +4,7 @@ import Foundation
 /// (`replica.node_id`) and stable across restarts. The same type as an entity's id.
 public typealias NodeID = EntityID
 
-/// One entry of the operation log (RFC 0001/0002: what the sync layer exchanges): who
+/// One entry of the operation log (what the sync layer exchanges): who
 /// made it and in what order, when causally, and an opaque payload of a given kind.
 public struct LoggedOperation: Sendable, Equatable {
     /// Unique across every replica: an operation that comes back under any key is the same one.

@@ -18,7 +18,7 @@ public struct OperationLogSummary: Sendable, Equatable {
 
 extension Store {
     /// Reads this replica's node id (creating it on first open), rebuilds the vector
-    /// clock and the gaps from `operation_log` (RFC 0002's recovery: "load operation log
+    /// clock and the gaps from `operation_log` (the specification's recovery: "load operation log
     /// → rebuild vector clock"), and compares the clock with the persisted one: the log
     /// is the truth, a differing entry is reported and written again. Opening thread.
     ///

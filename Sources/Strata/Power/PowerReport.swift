@@ -16,7 +16,7 @@ public struct PowerReport: Codable, Sendable, Equatable {
     public var warningLevel: String
     public var profile: String?
     public var powerSaver: Bool
-    /// The row of RFC 0002's table in force (``PowerTier``).
+    /// The row of the battery table in force (``PowerTier``).
     public var powerTier: String
     public var derivedIntervalSecs: Double
     /// The derived interval once idle (`idle_after_secs` without input).

@@ -71,7 +71,7 @@ public struct PowerState: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Whether the user is interacting (RFC 0002: idle = no input for more than a minute).
+/// Whether the user is interacting (idle = no input for more than a minute).
 public enum Activity: Sendable, Equatable {
     case active
     case idle

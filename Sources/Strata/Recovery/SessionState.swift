@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// Crash detection through the `session_state` row (RFC 0002, "Crash Detection").
+/// Crash detection through the `session_state` row (the specification, *Crash detection and recovery*).
 ///
 /// States of the mark across a session:
 ///

@@ -1,4 +1,4 @@
-/// The pure decision "checkpoint now, and how hard?" (DESIGN.md, "Storage").
+/// The pure decision "checkpoint now, and how hard?" (the specification, *Checkpoints and the WAL*).
 ///
 /// PASSIVE every `checkpoint_interval_secs`, or as soon as the un-checkpointed WAL would
 /// pass `max_wal_size_mb` with one more commit like the last one (so that the WAL stays

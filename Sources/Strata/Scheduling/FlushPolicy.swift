@@ -1,4 +1,4 @@
-/// The row of RFC 0002's battery table in force (see ``FlushPolicy/tier(power:)``).
+/// The row of the battery table in force (see ``FlushPolicy/tier(power:)``).
 public enum PowerTier: String, Sendable, Equatable, CaseIterable {
     /// `battery_adaptive = false`: `flush_interval_secs`.
     case fixed
@@ -13,7 +13,7 @@ public enum PowerTier: String, Sendable, Equatable, CaseIterable {
     case unknownCharge = "unknown-charge"
 }
 
-/// The pure decision "is a flush due?" (RFC 0002 "Battery-Adaptive Flushing", "Flush Events").
+/// The pure decision "is a flush due?" (the specification, *Battery-adaptive flushing* and *Flush events*).
 ///
 /// A function of (config, power, activity, clock) with no I/O, so it is tested over
 /// tables in virtual time. `FlushScheduler` is the thin stateful shell around it.
@@ -65,7 +65,7 @@ public struct FlushPolicy: Sendable, Equatable {
         public var isEmpty: Bool { !flushCritical && !flushDerived }
     }
 
-    /// Which row of RFC 0002's table applies to a power state.
+    /// Which row of the battery table applies to a power state.
     ///
     /// `battery_adaptive = false` is ``PowerTier/fixed``. Otherwise, in order: the
     /// power-saver profile, no battery (a desktop on mains), charging or on AC, then the

@@ -1,4 +1,4 @@
-/// Why a batch was flushed (RFC 0002, "Flush Events: When to Force Persistence").
+/// Why a batch was flushed (the specification, *Flush events*).
 ///
 /// Every batch records its reasons; ``PersistenceMetrics/flushesByReason`` counts them.
 public enum FlushReason: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {

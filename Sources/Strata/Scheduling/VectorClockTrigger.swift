@@ -1,4 +1,4 @@
-/// How far the stored vector clock may lag the operation log: RFC 0002's "every 5
+/// How far the stored vector clock may lag the operation log: the specification's "every 5
 /// operations or 5 s, whichever comes first" (`vector_clock_every_operations`,
 /// `vector_clock_every_secs`), as a bound, never as a reason to commit.
 ///

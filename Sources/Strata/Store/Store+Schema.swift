@@ -108,7 +108,7 @@ extension Store {
                 """)
         }
         migrator.registerMigration("v3: replica node id, operation log, vector clock") { db in
-            // RFC 0002 tier 1: the operation log is the sync layer's source of truth, and
+            // Critical data: the operation log is the sync layer's source of truth, and
             // the vector clock (node → highest contiguous sequence) is rebuilt from it at
             // open. See OpLog/OperationLog.swift.
             try db.execute(sql: """

@@ -8,7 +8,7 @@ import Logging
 /// thread, which is the only one to write through it (GRDB serializes every access
 /// on the queue's own dispatch queue as well).
 ///
-/// Pragmas (DESIGN.md, "Storage"; <https://sqlite.org/pragma.html>):
+/// Pragmas (docs/architecture.md, "The file"; <https://sqlite.org/pragma.html>):
 /// `page_size` and `auto_vacuum` (`[database]`, INCREMENTAL by default) before the first table, `journal_mode=WAL`, `synchronous=NORMAL`,
 /// `wal_autocheckpoint=0` (the writer checkpoints by hand), `foreign_keys=ON`, a
 /// `journal_size_limit` so a checkpointed WAL is truncated back to a bounded size, and

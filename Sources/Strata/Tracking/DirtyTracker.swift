@@ -1,4 +1,4 @@
-/// Layer 1 of RFC 0002: which tiers are dirty, since when, and where to look.
+/// The first stage of the write path: which tiers are dirty, since when, and where to look.
 ///
 /// Owned by the tick thread (inside ``World``). The dirty keys themselves live in the
 /// component columns (``ComponentColumn``: a dirty bit per entity slot and a list of

@@ -1,4 +1,4 @@
-/// How soon a component's changes must reach the database (RFC 0002, "Categorizing Data").
+/// How soon a component's changes must reach the database (the specification, *Tiers*).
 public enum Tier: Int, Sendable, CaseIterable, CustomStringConvertible {
     /// Hard to reconstruct: written within `critical_flush_delay_ms`, committed with `synchronous=FULL`.
     case critical = 0

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A persisted setting's value (ADR-022: "settings and flags in the database, not in
+/// A persisted setting's value (the specification, *Settings*: "flags in the database, not in
 /// memory"): a flag, a count, a name, a number, or a small `Codable` value as JSON.
 ///
 /// Stored in the `settings` table as text with a one-letter type tag (`b:1`, `i:42`,

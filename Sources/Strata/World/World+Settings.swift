@@ -1,7 +1,7 @@
 import Foundation
 
 /// The document's settings: typed values by key, read from memory, persisted as
-/// critical writes (RFC 0002 tier 1, like document metadata).
+/// critical writes (critical, like document metadata).
 ///
 /// Tick thread. Reads come from the copy loaded at open. A change is kept in memory at
 /// once and written by the next critical flush: within `critical_flush_delay_ms`, with

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The disk-space guard (the persistence-layer seed's "check disk space before writes").
+/// The disk-space guard (the specification, *Corruption and disk space*: space is checked before writes).
 /// Before each commit the writer reads the free space of the document's filesystem
 /// (`statvfs`, about a microsecond). Below `[writer] min_free_disk_mb` it holds batches
 /// that carry only derived work: they wait in the hand-off, where later batches merge into

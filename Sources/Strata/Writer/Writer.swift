@@ -3,7 +3,7 @@ import GRDB
 import GRDBSQLite
 import Logging
 
-/// Layer 3 of RFC 0002: the one thread that writes to SQLite.
+/// The last stage of the write path: the one thread that writes to SQLite.
 ///
 /// A dedicated `Thread` (not the cooperative pool: SQLite blocks) that owns the
 /// store's write connection. It takes batches from the ``WriteBuffer``, commits each

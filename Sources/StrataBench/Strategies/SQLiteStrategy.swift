@@ -5,7 +5,7 @@ import Strata
 /// What a user writes without Strata: SQLite straight from the tick loop.
 ///
 /// - `naive`: one autocommit UPDATE per changed component per tick, SQLite's defaults
-///   (rollback journal, `synchronous=FULL`): RFC 0002's "bad" approach.
+///   (rollback journal, `synchronous=FULL`): the naive approach the specification starts from.
 /// - `tickFull`: one transaction per tick, WAL, `synchronous=FULL`.
 /// - `tickNormal`: one transaction per tick, WAL, `synchronous=NORMAL`, automatic
 ///   checkpoints (GRDB's defaults).

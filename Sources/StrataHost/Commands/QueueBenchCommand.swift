@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Strata
 
-/// `strata bench-queue`: the job queue's speed (issue 11's targets), on a new document in a
+/// `strata bench-queue`: the job queue's speed, on a new document in a
 /// temporary folder. `Benchmarks/queue_compare.py` runs it beside persist-queue and huey.
 struct QueueBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

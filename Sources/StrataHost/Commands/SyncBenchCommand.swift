@@ -4,7 +4,7 @@ import Logging
 import Strata
 import StrataPostgres
 
-/// `strata bench-sync`: the sync's speed against a PostgreSQL server (issue 12's targets).
+/// `strata bench-sync`: the sync's speed against a PostgreSQL server.
 /// `make bench-sync` starts a private server for it.
 struct SyncBenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,7 +4,7 @@
 //
 // The first run creates PATH (default: game.db in the working directory) and a world; every
 // later run reloads it, says what it found, and plays on from there. Without a config.toml in
-// the working directory it uses the defaults (`StrataConfig()`, RFC 0002's values).
+// the working directory it uses the defaults (`StrataConfig()`, the documented defaults).
 
 import Foundation
 import Logging
