@@ -131,6 +131,15 @@ let package = Package(
             ],
             path: "Examples/GameHost/Sources/GameHost"
         ),
+        // The README's embedding, compiled (ExampleTests checks the README shows this file).
+        .executableTarget(
+            name: "EmbeddingSnippet",
+            dependencies: [
+                "Strata",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/Embedding"
+        ),
         .testTarget(
             name: "StrataTests",
             dependencies: [

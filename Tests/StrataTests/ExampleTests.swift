@@ -29,6 +29,25 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: source))
     }
 
+    @Test func theReadmesEmbeddingIsCompiledAndRuns() throws {
+        // The README shows Examples/Embedding/main.swift verbatim, and that file is the
+        // main package's `EmbeddingSnippet` target: what a reader copies compiles.
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        var snippet = try String(contentsOf: Self.root.appendingPathComponent("Examples/Embedding/main.swift"), encoding: .utf8)
+        while snippet.hasSuffix("\n") { snippet.removeLast() }
+        #expect(readme.contains("```swift\n" + snippet + "\n```"), "the README's embedding is not Examples/Embedding/main.swift")
+
+        let binary = Self.root.appendingPathComponent(".build/debug/EmbeddingSnippet").path
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "no \(binary): run `swift build` first")
+        let directory = TestDirectory()
+        for _ in 0 ..< 2 {
+            let run = try ChildProcess.run(binary, [], in: directory.url)
+            #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
+            #expect(run.stdout.isEmpty, "a clean run reports no crash: \(run.stdout)")
+        }
+        #expect(FileManager.default.fileExists(atPath: directory.url.appendingPathComponent("game.db").path))
+    }
+
     @Test func theEmbeddingExampleKeepsItsWorld() throws {
         let binary = Self.root.appendingPathComponent(".build/debug/GameHostExample").path
         try #require(FileManager.default.isExecutableFile(atPath: binary), "no \(binary): run `swift build` first")
