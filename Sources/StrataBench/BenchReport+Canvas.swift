@@ -5,7 +5,7 @@ import Foundation
 extension BenchReport {
     // MARK: Console
 
-    public static func canvasTable(_ sweep: SweepResults) -> String {
+    package static func canvasTable(_ sweep: SweepResults) -> String {
         var lines = [sweepTable(sweep)]
         for point in sweep.points {
             for r in point.results {
@@ -30,7 +30,7 @@ extension BenchReport {
     /// The canvas's targets: one sync request per critical delay (plus two per checkpoint)
     /// whatever the operation rate, bytes per payload byte, below the snapshots, a WAL inside
     /// its limit and no alert.
-    public static func canvasChecks(_ sweep: SweepResults) -> [Check] {
+    package static func canvasChecks(_ sweep: SweepResults) -> [Check] {
         var checks: [Check] = []
         func result(_ name: String, at n: Int) -> StrategyResult? {
             sweep.points.first { $0.entities == n }?.results.first { $0.name == name }
@@ -83,7 +83,7 @@ extension BenchReport {
 
     // MARK: Markdown
 
-    public static func canvasMarkdown(_ sweep: SweepResults, chartFile: String) -> String {
+    package static func canvasMarkdown(_ sweep: SweepResults, chartFile: String) -> String {
         let o = sweep.options
         var md = """
             # Strata on the canvas
@@ -150,7 +150,7 @@ extension BenchReport {
 
     /// Writes the canvas sweep's `NAME.json`, `NAME.svg` and `NAME.md` into `folder`.
     @discardableResult
-    public static func writeCanvas(_ sweep: SweepResults, to folder: URL, name: String) throws -> [String] {
+    package static func writeCanvas(_ sweep: SweepResults, to folder: URL, name: String) throws -> [String] {
         try writeFiles(json: json(sweep), svg: sweepSVG(sweep), markdown: { canvasMarkdown(sweep, chartFile: $0) }, to: folder, name: name)
     }
 }

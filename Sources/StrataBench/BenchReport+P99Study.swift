@@ -3,7 +3,7 @@ import Foundation
 /// The report of a tick-p99 study (`strata bench --repeat K`): every run's p99s, the
 /// spread of Strata's ratio and of the twin's, and the target judged on the medians.
 extension BenchReport {
-    public static func p99StudyTable(_ study: P99Study) -> String {
+    package static func p99StudyTable(_ study: P99Study) -> String {
         var lines = ["  " + pad("N", 9, left: true) + pad("M", 7, left: true) + pad("runs", 6)
                      + pad("Strata/baseline median (range, ≤ 1.10)", 42) + pad("twin/baseline median (range, ≤ 1.10)", 40)]
         for point in study.points {
@@ -21,7 +21,7 @@ extension BenchReport {
     }
 
     /// The tick target (tick p99 within noise of the baseline), judged on the median of the runs at each size.
-    public static func p99StudyChecks(_ study: P99Study) -> [Check] {
+    package static func p99StudyChecks(_ study: P99Study) -> [Check] {
         study.points.map { point in
             let strata = point.strataRatios, twin = point.twinRatios
             return Check(claim: "At N = \(point.entities) (M = \(point.moving)), the median over \(point.runs.count) runs of Strata's tick p99 is within 10 % of the baseline's",
@@ -30,7 +30,7 @@ extension BenchReport {
         }
     }
 
-    public static func p99StudyMarkdown(_ study: P99Study) -> String {
+    package static func p99StudyMarkdown(_ study: P99Study) -> String {
         let o = study.options
         var md = """
             # Tick p99 side by side, run after run
@@ -77,7 +77,7 @@ extension BenchReport {
     }
 
     /// `NAME.json` and `NAME.md` in `folder` (no chart); returns their paths.
-    public static func write(_ study: P99Study, to folder: URL, name: String) throws -> [String] {
+    package static func write(_ study: P99Study, to folder: URL, name: String) throws -> [String] {
         try writeFiles(json: json(study), svg: nil, markdown: { _ in p99StudyMarkdown(study) }, to: folder, name: name)
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 extension BenchReport {
     // MARK: Console
 
-    public static func sweepTable(_ sweep: SweepResults) -> String {
+    package static func sweepTable(_ sweep: SweepResults) -> String {
         var lines: [String] = []
         let header = ["bytes/s", "B/row", "B/payload", "syncs/s", "p50 ms", "p99 ms", "p99w ms", "max ms", "CPU ms/s", "reload ms", "compact"]
         for point in sweep.points {
@@ -33,7 +33,7 @@ extension BenchReport {
     // MARK: Targets
 
     /// The targets of the storage issue (docs/storage.md), checked against the sweep.
-    public static func sweepChecks(_ sweep: SweepResults) -> [Check] {
+    package static func sweepChecks(_ sweep: SweepResults) -> [Check] {
         var checks: [Check] = []
         func result(_ name: String, at n: Int) -> StrategyResult? {
             sweep.points.first { $0.entities == n }?.results.first { $0.name == name }
@@ -117,7 +117,7 @@ extension BenchReport {
 
     // MARK: Markdown
 
-    public static func sweepMarkdown(_ sweep: SweepResults, chartFile: String) -> String {
+    package static func sweepMarkdown(_ sweep: SweepResults, chartFile: String) -> String {
         let o = sweep.options
         var md = """
             # Strata across world sizes
@@ -178,7 +178,7 @@ extension BenchReport {
     // MARK: SVG
 
     /// Two log-log panels: bytes written per second, and tick p99, against N; a line per strategy.
-    public static func sweepSVG(_ sweep: SweepResults) -> String {
+    package static func sweepSVG(_ sweep: SweepResults) -> String {
         let names = sweep.points.first?.results.map(\.name) ?? []
         let colors = ["#999999", "#e67e22", "#8e44ad", "#2c6fbb", "#c0392b", "#27ae60"]
         let panelWidth = 360.0, panelHeight = 260.0, left = 70.0, top = 40.0, gap = 90.0
@@ -245,7 +245,7 @@ extension BenchReport {
 
     /// Writes `NAME.json`, `NAME.svg` and `NAME.md` into `folder`; returns their paths.
     @discardableResult
-    public static func write(_ sweep: SweepResults, to folder: URL, name: String) throws -> [String] {
+    package static func write(_ sweep: SweepResults, to folder: URL, name: String) throws -> [String] {
         try writeFiles(json: json(sweep), svg: sweepSVG(sweep), markdown: { sweepMarkdown(sweep, chartFile: $0) }, to: folder, name: name)
     }
 }

@@ -2,10 +2,10 @@ import Foundation
 
 /// Turns ``BenchResults`` into what people read: a console table, JSON, a Markdown
 /// report with the targets checked, and an SVG chart (log scale).
-public enum BenchReport {
+package enum BenchReport {
     // MARK: Console
 
-    public static func table(_ results: BenchResults) -> String {
+    package static func table(_ results: BenchResults) -> String {
         let header = ["tick Hz", "syncs/s", "bytes/s", "B/changed", "p99 ms", "crit@crash", "der@crash", "crit@power", "der@power"]
         var lines = [pad("strategy", 16, left: true) + header.map { pad($0, 11) }.joined()]
         for r in results.results {
@@ -26,7 +26,7 @@ public enum BenchReport {
 
     // MARK: JSON
 
-    public static func json(_ results: some Encodable) throws -> String {
+    package static func json(_ results: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -36,13 +36,13 @@ public enum BenchReport {
     // MARK: Checks
 
     /// The specification's promises (docs/specification.md), checked against this run.
-    public struct Check: Sendable {
-        public var claim: String
-        public var measured: String
-        public var met: Bool?
+    package struct Check: Sendable {
+        package var claim: String
+        package var measured: String
+        package var met: Bool?
     }
 
-    public static func checks(_ results: BenchResults) -> [Check] {
+    package static func checks(_ results: BenchResults) -> [Check] {
         func find(_ name: String) -> StrategyResult? { results.results.first { $0.name == name } }
         var checks: [Check] = []
         if let strata = find("strata") {
@@ -85,7 +85,7 @@ public enum BenchReport {
 
     // MARK: Markdown
 
-    public static func markdown(_ results: BenchResults, chartFile: String) -> String {
+    package static func markdown(_ results: BenchResults, chartFile: String) -> String {
         let o = results.options
         var md = """
             # Strata fsync benchmark
@@ -169,7 +169,7 @@ public enum BenchReport {
     // MARK: SVG
 
     /// Two panels of horizontal bars on log scales: sync requests per second, bytes per second.
-    public static func svg(_ results: BenchResults) -> String {
+    package static func svg(_ results: BenchResults) -> String {
         let rows = results.results
         let rowHeight = 24.0, labelWidth = 150.0, barWidth = 300.0, panelGap = 60.0, top = 50.0
         let width = labelWidth + 2 * barWidth + panelGap + 40
@@ -212,7 +212,7 @@ public enum BenchReport {
 
     /// Writes `NAME.json`, `NAME.svg` and `NAME.md` into `folder`; returns their paths.
     @discardableResult
-    public static func write(_ results: BenchResults, to folder: URL, name: String) throws -> [String] {
+    package static func write(_ results: BenchResults, to folder: URL, name: String) throws -> [String] {
         try writeFiles(json: json(results), svg: svg(results), markdown: { markdown(results, chartFile: $0) }, to: folder, name: name)
     }
 
@@ -233,7 +233,7 @@ public enum BenchReport {
     }
 
     /// The checks, one line each, as `strata bench` prints them.
-    public static func checkLines(_ checks: [Check]) -> [String] {
+    package static func checkLines(_ checks: [Check]) -> [String] {
         checks.map { "\($0.met == true ? "met    " : "NOT MET") \($0.claim): \($0.measured)" }
     }
 }

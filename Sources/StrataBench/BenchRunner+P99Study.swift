@@ -2,40 +2,40 @@ import Foundation
 import Strata
 
 /// One run of a tick-p99 study: the baseline, Strata and the twin ticked in one loop.
-public struct P99Run: Codable, Sendable {
-    public var baselineP99Ms: Double
-    public var strataP99Ms: Double
-    public var twinP99Ms: Double
-    public var baselineP50Ms: Double
-    public var strataP50Ms: Double
-    public var twinP50Ms: Double
+package struct P99Run: Codable, Sendable {
+    package var baselineP99Ms: Double
+    package var strataP99Ms: Double
+    package var twinP99Ms: Double
+    package var baselineP50Ms: Double
+    package var strataP50Ms: Double
+    package var twinP50Ms: Double
 
     /// Strata's p99 over the baseline's: what the side-by-side target judges.
-    public var strataRatio: Double { strataP99Ms / baselineP99Ms }
+    package var strataRatio: Double { strataP99Ms / baselineP99Ms }
     /// The twin's over the baseline's: the same figure when both sides do the same work.
-    public var twinRatio: Double { twinP99Ms / baselineP99Ms }
+    package var twinRatio: Double { twinP99Ms / baselineP99Ms }
 }
 
 /// The runs of one world size.
-public struct P99StudyPoint: Codable, Sendable {
-    public var entities: Int
-    public var moving: Int
-    public var runs: [P99Run]
+package struct P99StudyPoint: Codable, Sendable {
+    package var entities: Int
+    package var moving: Int
+    package var runs: [P99Run]
 
-    public var strataRatios: RatioSummary { RatioSummary(runs.map(\.strataRatio)) }
-    public var twinRatios: RatioSummary { RatioSummary(runs.map(\.twinRatio)) }
+    package var strataRatios: RatioSummary { RatioSummary(runs.map(\.strataRatio)) }
+    package var twinRatios: RatioSummary { RatioSummary(runs.map(\.twinRatio)) }
 }
 
 /// The spread of one ratio over a study's runs.
-public struct RatioSummary: Codable, Sendable, Equatable {
-    public var median: Double
-    public var least: Double
-    public var most: Double
+package struct RatioSummary: Codable, Sendable, Equatable {
+    package var median: Double
+    package var least: Double
+    package var most: Double
     /// Runs whose ratio is at most 1.10 (within 10 %).
-    public var within10Percent: Int
-    public var count: Int
+    package var within10Percent: Int
+    package var count: Int
 
-    public init(_ ratios: [Double]) {
+    package init(_ ratios: [Double]) {
         let sorted = ratios.sorted()
         count = sorted.count
         least = sorted.first ?? 0
@@ -47,18 +47,18 @@ public struct RatioSummary: Codable, Sendable, Equatable {
 }
 
 /// `strata bench --repeat K`: the tick-p99 comparison, K times at every size.
-public struct P99Study: Codable, Sendable {
-    public var options: BenchOptions
-    public var command: String
-    public var date: String
-    public var machine: String
-    public var points: [P99StudyPoint]
+package struct P99Study: Codable, Sendable {
+    package var options: BenchOptions
+    package var command: String
+    package var date: String
+    package var machine: String
+    package var points: [P99StudyPoint]
 }
 
 extension BenchRunner {
     /// What a study ticks in one loop: the baseline, Strata, and the twin (the baseline's
     /// work on a world of its own).
-    public static let p99StudyStrategies = ["baseline", "strata", "twin"]
+    package static let p99StudyStrategies = ["baseline", "strata", "twin"]
 
     /// Runs the baseline, Strata and the twin together, `runs` times at every size in
     /// `sizes` (`min(moving, N)` moving), each run in a fresh folder removed afterwards,
@@ -69,7 +69,7 @@ extension BenchRunner {
     /// same build at N = M = 1k read Strata's p99 at 0.99–1.56× the baseline's. The twin
     /// does exactly the baseline's work, so its ratio shows how far the harness alone
     /// moves the figure; the median of the runs is the estimate the target is judged on.
-    public static func p99Study(_ options: BenchOptions, sizes: [Int], runs: Int, directory: URL, command: String,
+    package static func p99Study(_ options: BenchOptions, sizes: [Int], runs: Int, directory: URL, command: String,
                                 progress: (String) -> Void = { _ in }) throws -> P99Study {
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 1 }) else { throw BenchError("a study needs sizes of at least 1") }
         guard runs >= 1 else { throw BenchError("--repeat needs at least 1 run") }

@@ -2,35 +2,35 @@ import Foundation
 import Strata
 
 /// One world size of a sweep: every strategy on the same workload.
-public struct SweepPoint: Codable, Sendable {
-    public var entities: Int
-    public var moving: Int
-    public var results: [StrategyResult]
+package struct SweepPoint: Codable, Sendable {
+    package var entities: Int
+    package var moving: Int
+    package var results: [StrategyResult]
 }
 
 /// A sweep over world sizes (`strata bench --sweep-entities …`).
-public struct SweepResults: Codable, Sendable {
-    public var options: BenchOptions
-    public var command: String
-    public var date: String
-    public var machine: String
-    public var points: [SweepPoint]
+package struct SweepResults: Codable, Sendable {
+    package var options: BenchOptions
+    package var command: String
+    package var date: String
+    package var machine: String
+    package var points: [SweepPoint]
     /// `canvas` for the canvas sweep (``BenchRunner/canvasSweep(_:sizes:directory:command:progress:)``); nil: components.
-    public var workload: String?
+    package var workload: String?
 }
 
 extension BenchRunner {
     /// What a sweep compares at every size: no persistence, a whole-world snapshot every
     /// second (the one that matches the 1 s critical guarantee) and every 5 s (what a game
     /// save plugin does), and Strata.
-    public static let sweepStrategies = ["baseline", "snapshot-1s", "snapshot-5s", "strata"]
+    package static let sweepStrategies = ["baseline", "snapshot-1s", "snapshot-5s", "strata"]
 
     /// Runs `options.strategies` at every world size in `sizes`, with `min(moving, N)`
     /// entities moving, each in a fresh folder that is removed afterwards (a 1M-entity
     /// world takes a few hundred MB of disk per strategy). The baseline runs together
     /// with Strata, in one tick loop (``runTogether(_:entities:moving:seconds:options:folder:)``):
     /// their tick times are the side-by-side comparison.
-    public static func sweep(_ options: BenchOptions, sizes: [Int], directory: URL, command: String,
+    package static func sweep(_ options: BenchOptions, sizes: [Int], directory: URL, command: String,
                              progress: (String) -> Void = { _ in }) throws -> SweepResults {
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 1 }) else { throw BenchError("--sweep-entities needs sizes of at least 1") }
         let groups = tickedTogether(options.strategies)

@@ -3,123 +3,123 @@ import Strata
 import StrataCanvas
 
 /// What to run.
-public struct BenchOptions: Codable, Sendable, Equatable {
+package struct BenchOptions: Codable, Sendable, Equatable {
     /// Entities in the world (N).
-    public var entities = 1000
+    package var entities = 1000
     /// Entities moving every tick (M ≤ N).
-    public var moving = 1000
+    package var moving = 1000
     /// Simulated seconds per strategy (S).
-    public var seconds = 6.0
+    package var seconds = 6.0
     /// A Strata tier whose derived interval is at most this runs 2.5 intervals (if
     /// longer than S), so its bytes and risks include derived flushes; longer intervals
     /// would take minutes and run S only.
-    public var coverIntervalsUpToSecs = 10.0
-    public var hz = 60
+    package var coverIntervalsUpToSecs = 10.0
+    package var hz = 60
     /// Seconds between snapshots of the snapshot strategy (K).
-    public var snapshotEverySecs = 5.0
-    public var strategies = BenchRunner.strategyNames
+    package var snapshotEverySecs = 5.0
+    package var strategies = BenchRunner.strategyNames
     /// Also run Strata at N/10, M/10, to show its sync rate does not grow with N or M.
-    public var scalingCheck = true
+    package var scalingCheck = true
     /// Strata's `database.page_size` (nil: the default).
-    public var strataPageSize: Int?
+    package var strataPageSize: Int?
     /// Strata's `database.auto_vacuum`, `incremental` or `none` (nil: the default).
-    public var strataAutoVacuum: String?
+    package var strataAutoVacuum: String?
     /// Strata's `compaction.backlog_mb`, in bytes (nil: the default): small, so that
     /// compaction happens during a run and its cost is in the figures.
-    public var strataBacklogBytes: Int?
+    package var strataBacklogBytes: Int?
     /// Strata compacts with this method only (`merge`, `fold`; nil: the cheaper).
-    public var strataCompactionMethod: String?
+    package var strataCompactionMethod: String?
     /// The canvas sweep also runs Strata busy (about 100 operations a second) and on
     /// battery at its smallest size.
-    public var canvasExtras = true
+    package var canvasExtras = true
 
-    public init() {}
+    package init() {}
 }
 
 /// One strategy's measurements.
-public struct StrategyResult: Codable, Sendable {
-    public var name: String
-    public var summary: String
-    public var entities: Int
-    public var moving: Int
-    public var ticks: Int
-    public var simulatedSeconds: Double
-    public var wallSeconds: Double
+package struct StrategyResult: Codable, Sendable {
+    package var name: String
+    package var summary: String
+    package var entities: Int
+    package var moving: Int
+    package var ticks: Int
+    package var simulatedSeconds: Double
+    package var wallSeconds: Double
     /// Ticks per second reached (the target is `hz`).
-    public var tickRateHz: Double
-    public var heldTickRate: Bool
-    public var syncRequests: Int
-    public var syncRequestsPerSec: Double
+    package var tickRateHz: Double
+    package var heldTickRate: Bool
+    package var syncRequests: Int
+    package var syncRequestsPerSec: Double
     /// Sync requests over the whole life of the strategy's database (setup and shutdown
     /// included): what `strace -c` of the process compares to.
-    public var syncRequestsWholeProcess: Int
+    package var syncRequestsWholeProcess: Int
     /// Sync requests per file kind: `main_db`, `wal`, `journal`, `other`, `file` (non-SQLite).
-    public var syncsByKind: [String: Int]
+    package var syncsByKind: [String: Int]
     /// Bytes written per file kind, as above.
-    public var bytesByKind: [String: Int]
-    public var bytesWritten: Int
-    public var bytesWrittenPerSec: Double
-    public var writeCalls: Int
+    package var bytesByKind: [String: Int]
+    package var bytesWritten: Int
+    package var bytesWrittenPerSec: Double
+    package var writeCalls: Int
     /// Encoded bytes of the components that changed (what had to be saved).
-    public var changedBytes: Int
-    public var bytesPerChangedByte: Double
-    public var rowsWritten: Int
+    package var changedBytes: Int
+    package var bytesPerChangedByte: Double
+    package var rowsWritten: Int
     /// Encoded payload bytes of the rows written: what was persisted, before storage overhead.
-    public var persistedPayloadBytes: Int
+    package var persistedPayloadBytes: Int
     /// Bytes written per row persisted, and per payload byte persisted.
-    public var bytesPerPersistedRow: Double
-    public var bytesPerPayloadByte: Double
-    public var tickP50Ms: Double
-    public var tickP99Ms: Double
+    package var bytesPerPersistedRow: Double
+    package var bytesPerPayloadByte: Double
+    package var tickP50Ms: Double
+    package var tickP99Ms: Double
     /// The median, over the run's 10-second windows, of each window's p99 (the run's
     /// p99 when it is shorter than three windows). A burst of interference (this VM's
     /// host taking the CPU for a moment) lifts one window, not this figure; a cost that
     /// comes back every few seconds lifts every window.
-    public var tickP99WindowMedianMs: Double
-    public var tickMaxMs: Double
+    package var tickP99WindowMedianMs: Double
+    package var tickMaxMs: Double
     /// CPU time on the tick thread (updates and persistence calls).
-    public var tickCpuMs: Double
+    package var tickCpuMs: Double
     /// CPU time of background threads (Strata's writer, the snapshot writer).
-    public var backgroundCpuMs: Double
+    package var backgroundCpuMs: Double
     /// The same per simulated second.
-    public var backgroundCpuMsPerSec: Double
-    public var risk: RiskSummary
+    package var backgroundCpuMsPerSec: Double
+    package var risk: RiskSummary
     /// Opening what was persisted and rebuilding the world, after the run (nil: nothing to reload).
-    public var reloadMs: Double?
+    package var reloadMs: Double?
     /// Building the world and saving it the first time: not part of the rates above.
-    public var setupSeconds: Double
-    public var setupBytes: Int
+    package var setupSeconds: Double
+    package var setupBytes: Int
     /// Compaction rounds and steps during the run.
-    public var compactionRounds: Int?
-    public var compactionSteps: Int?
+    package var compactionRounds: Int?
+    package var compactionSteps: Int?
     /// Strata: the file the setup produced (its first save), in bytes.
-    public var fileBytes: Int?
+    package var fileBytes: Int?
     /// Strata: transactions committed to the WAL during the run, the pages they wrote per
     /// commit, and per commit by B-tree (``PageWrites``).
-    public var commits: Int?
-    public var pagesPerCommit: Double?
-    public var pagesByTree: [String: Double]?
+    package var commits: Int?
+    package var pagesPerCommit: Double?
+    package var pagesByTree: [String: Double]?
     /// Strata: the largest WAL during the run, checkpoints, operations logged per second,
     /// and the engine's alerts at the end.
-    public var walPeakBytes: Int?
-    public var checkpoints: Int?
-    public var operationsPerSec: Double?
-    public var alerts: [String]?
+    package var walPeakBytes: Int?
+    package var checkpoints: Int?
+    package var operationsPerSec: Double?
+    package var alerts: [String]?
 }
 
 /// A whole run.
-public struct BenchResults: Codable, Sendable {
-    public var options: BenchOptions
-    public var command: String
-    public var date: String
-    public var machine: String
-    public var results: [StrategyResult]
+package struct BenchResults: Codable, Sendable {
+    package var options: BenchOptions
+    package var command: String
+    package var date: String
+    package var machine: String
+    package var results: [StrategyResult]
 }
 
 /// Runs the workload under each strategy, paced in real time: the baseline and Strata together
 /// in one tick loop, the others one after another.
-public enum BenchRunner {
-    public static let strategyNames = ["baseline", "naive", "tick-full", "tick-normal", "snapshot",
+package enum BenchRunner {
+    package static let strategyNames = ["baseline", "naive", "tick-full", "tick-normal", "snapshot",
                                        "strata", "strata-charging", "strata-high", "strata-medium", "strata-low"]
 
     static func makeStrategy(_ name: String, options: BenchOptions) throws -> any BenchStrategy {
@@ -161,13 +161,13 @@ public enum BenchRunner {
         return settings
     }
 
-    public struct BenchError: Error, CustomStringConvertible {
-        public let description: String
+    package struct BenchError: Error, CustomStringConvertible {
+        package let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// Runs every selected strategy in a fresh folder under `directory`.
-    public static func run(_ options: BenchOptions, directory: URL, command: String,
+    package static func run(_ options: BenchOptions, directory: URL, command: String,
                            progress: (String) -> Void = { _ in }) throws -> BenchResults {
         guard options.moving <= options.entities else { throw BenchError("--moving must not exceed --entities") }
         var runs: [(String, Int, Int)] = options.strategies.map { ($0, options.entities, options.moving) }

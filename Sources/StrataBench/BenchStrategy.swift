@@ -3,30 +3,30 @@ import Strata
 
 /// One tick of the benchmark workload: the entities that move, and the critical change
 /// (a label edit) made once a simulated second.
-public struct BenchTick {
-    public var index: Int
-    public var time: Instant
+package struct BenchTick {
+    package var index: Int
+    package var time: Instant
     /// How many entities move every tick: entities `0, stride, 2·stride, …`, spread
     /// over the world as a game's moving things are (not the first ones spawned, whose
     /// rows would sit together on a few pages).
-    public var moving: Int
-    public var stride: Int
+    package var moving: Int
+    package var stride: Int
     /// The entity whose label changes this tick, if any.
-    public var criticalEntity: Int?
+    package var criticalEntity: Int?
 
     /// The entity index of mover `i`.
     @inline(__always)
-    public func mover(_ i: Int) -> Int { i * stride }
+    package func mover(_ i: Int) -> Int { i * stride }
 
     /// Where mover `i` is after this tick (deterministic, so every strategy writes the same bytes).
     @inline(__always)
-    public func position(_ i: Int) -> (Float, Float) { (Float(index + 1) * 0.5, Float(i)) }
+    package func position(_ i: Int) -> (Float, Float) { (Float(index + 1) * 0.5, Float(i)) }
 }
 
 /// A way to persist the workload: Strata, or what a user would do instead.
 ///
 /// Owned by the runner's thread; background threads of its own log into `log`.
-public protocol BenchStrategy: AnyObject {
+package protocol BenchStrategy: AnyObject {
     /// Short, stable name (`naive`, `tick-full`, `strata-low`…).
     var name: String { get }
     /// One line for the report.
@@ -61,13 +61,13 @@ public protocol BenchStrategy: AnyObject {
 }
 
 extension BenchStrategy {
-    public var vfs: CountingVFS? { nil }
-    public var persistedPayloadBytes: Int { 0 }
-    public var compactions: (rounds: Int, steps: Int)? { nil }
-    public func reload() throws -> Duration? { nil }
-    public var backgroundCPU: Duration { .zero }
-    public var fileBytes: Int? { nil }
-    public var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { nil }
+    package var vfs: CountingVFS? { nil }
+    package var persistedPayloadBytes: Int { 0 }
+    package var compactions: (rounds: Int, steps: Int)? { nil }
+    package func reload() throws -> Duration? { nil }
+    package var backgroundCPU: Duration { .zero }
+    package var fileBytes: Int? { nil }
+    package var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { nil }
 }
 
 /// The workload's components for the Strata strategies.

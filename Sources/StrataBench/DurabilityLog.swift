@@ -9,7 +9,7 @@ import Strata
 /// not covered by an event that happened before `t`.
 ///
 /// Written from the tick thread (changes) and a writer thread (events): lock-protected.
-public final class DurabilityLog: @unchecked Sendable {
+package final class DurabilityLog: @unchecked Sendable {
     // @unchecked Sendable: every stored property is guarded by `lock`.
     private let lock = NSLock()
     private var changes: [[Instant]] = [[], []]
@@ -21,31 +21,31 @@ public final class DurabilityLog: @unchecked Sendable {
         var covers: Instant
     }
 
-    public init() {}
+    package init() {}
 
     /// A change of `tier` made at `at` (tick thread, in time order).
-    public func changed(_ tier: Tier, at: Instant) {
+    package func changed(_ tier: Tier, at: Instant) {
         lock.withLock { changes[tier.rawValue].append(at) }
     }
 
     /// Changes of `tier` made up to `covers` survive a crash from `at` on.
-    public func crashSafe(_ tier: Tier, at: Instant, covers: Instant) {
+    package func crashSafe(_ tier: Tier, at: Instant, covers: Instant) {
         lock.withLock { crash[tier.rawValue].append(Event(at: at, covers: covers)) }
     }
 
     /// Changes of `tier` made up to `covers` survive a power loss from `at` on.
-    public func powerSafe(_ tier: Tier, at: Instant, covers: Instant) {
+    package func powerSafe(_ tier: Tier, at: Instant, covers: Instant) {
         lock.withLock { power[tier.rawValue].append(Event(at: at, covers: covers)) }
     }
 
     /// Both at once (a synced commit, a snapshot renamed into place).
-    public func durable(_ tier: Tier, at: Instant, covers: Instant) {
+    package func durable(_ tier: Tier, at: Instant, covers: Instant) {
         crashSafe(tier, at: at, covers: covers)
         powerSafe(tier, at: at, covers: covers)
     }
 
     /// Data at risk over `samples` kill points spread uniformly over `from…to`.
-    public func risk(from: Instant, to: Instant, samples: Int = 2000) -> RiskSummary {
+    package func risk(from: Instant, to: Instant, samples: Int = 2000) -> RiskSummary {
         lock.withLock {
             let points = (0 ..< samples).map { i in
                 from + .nanoseconds(Int64(Double(to.nanoseconds - from.nanoseconds) * (Double(i) + 0.5) / Double(samples)))
@@ -88,15 +88,15 @@ public final class DurabilityLog: @unchecked Sendable {
 }
 
 /// Data at risk per tier (`critical`, `derived`), in seconds of changes lost.
-public struct RiskSummary: Codable, Sendable, Equatable {
-    public struct Stat: Codable, Sendable, Equatable {
-        public var meanSecs: Double
-        public var p99Secs: Double
-        public var maxSecs: Double
+package struct RiskSummary: Codable, Sendable, Equatable {
+    package struct Stat: Codable, Sendable, Equatable {
+        package var meanSecs: Double
+        package var p99Secs: Double
+        package var maxSecs: Double
     }
 
     /// At a process crash (SIGKILL) at a random instant.
-    public var crash: [String: Stat]
+    package var crash: [String: Stat]
     /// At a power loss at a random instant (only synced data survives).
-    public var powerLoss: [String: Stat]
+    package var powerLoss: [String: Stat]
 }

@@ -46,7 +46,7 @@ public final class Engine {
     public internal(set) var recovery: RecoveryReport
     /// The document's file. A new one if the first was found corrupt while running
     /// (`Engine+StoreReplacement.swift`).
-    public internal(set) var store: Store
+    package internal(set) var store: Store
 
     let buffer: WriteBuffer
     /// Replaced with the store.
@@ -68,7 +68,7 @@ public final class Engine {
     /// another VFS. ``PageWrites`` reads which pages its commits wrote. Valid while the
     /// engine is open: at its close the VFS goes back for the next engine to use (the
     /// engine's ``metrics`` keep their figures).
-    public var countingVFS: CountingVFS? { vfsLease?.vfs }
+    package var countingVFS: CountingVFS? { vfsLease?.vfs }
     /// The counting VFS's counts since the open (migrations and the session mark are not
     /// this session's writes), frozen at the close.
     let vfsLease: VFSLease?
@@ -108,35 +108,35 @@ public final class Engine {
         /// Wall-clock Unix milliseconds, for the operation log's hybrid timestamps.
         public var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
         /// A registered SQLite VFS to open the database with (`file:PATH?vfs=NAME`).
-        public var vfs: String?
+        package var vfs: String?
         /// Time the writer is allowed to commit a batch, subtracted from each deadline.
-        public var commitBudget: Duration = .milliseconds(50)
+        package var commitBudget: Duration = .milliseconds(50)
         /// While batches keep coming (within `writerPollLinger` of the last one), the
         /// writer looks for the next batch this often instead of being woken by the tick
         /// thread, so a flush tick makes no system call. Also subtracted from each
         /// deadline. Zero: the tick thread always wakes the writer.
-        public var writerPollInterval: Duration = .milliseconds(100)
+        package var writerPollInterval: Duration = .milliseconds(100)
         /// How long the writer keeps polling after the last batch before it parks (and
         /// the next flush wakes it).
-        public var writerPollLinger: Duration = .seconds(5)
+        package var writerPollLinger: Duration = .seconds(5)
         /// Runs on the writer connection after the engine's pragmas.
-        public var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
+        package var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
         /// Told of every commit, checkpoint and compaction step, on the writer thread.
         public var observer: (any PersistenceObserver)?
         /// Always compact with this method instead of the cheaper one (benchmarks, tests).
-        public var compactionMethod: CompactionPolicy.Method?
+        package var compactionMethod: CompactionPolicy.Method?
         /// Bytes of records the first compaction step consumes; later steps adapt to
         /// `compaction.step_budget_ms` (tests use a tiny one for rounds of many steps).
-        public var compactionStepBytes = 256 * 1024
+        package var compactionStepBytes = 256 * 1024
         /// Reads the free bytes on the filesystem of the document at a path; nil: `statvfs`
         /// (tests simulate a disk filling up and emptying).
-        public var freeDiskSpace: (@Sendable (String) -> Int?)?
+        package var freeDiskSpace: (@Sendable (String) -> Int?)?
         /// Where the figures go through swift-metrics; nil: the factory the host
         /// bootstrapped (`MetricsSystem.factory`, no-op handlers if none).
         public var metricsFactory: (any MetricsFactory)?
         /// Once a session, when the user is idle on mains power, check the whole file
         /// (`PRAGMA integrity_check`) on a connection and thread of its own (`Writer+IntegrityCheck.swift`).
-        public var idleIntegrityCheck = true
+        package var idleIntegrityCheck = true
         /// A missing file is a new, empty document. False (a tool working on a document
         /// that must exist): the open fails with ``StoreError/Code/open``.
         public var createIfMissing = true
@@ -438,7 +438,7 @@ public final class Engine {
     /// and the next open reports a crash. Batches already handed to the writer are still
     /// committed (as they would be in the moments before a kill). For fault-injection
     /// harnesses (`strata torture`) and tests; a host calls ``shutdown()``.
-    public func abandon() {
+    package func abandon() {
         owner.check("Engine")
         guard !isShutDown else { return }
         stopAsACrash()
@@ -467,4 +467,4 @@ public final class Engine {
 }
 
 /// GRDB's connection type, re-exported for ``Engine/Options/prepareConnection``.
-public typealias GRDBDatabase = GRDB.Database
+package typealias GRDBDatabase = GRDB.Database

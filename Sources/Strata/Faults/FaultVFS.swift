@@ -20,7 +20,7 @@ import GRDBSQLite
 /// vfs.arm(.write, nth: 3, code: FaultVFS.ioError(for: .write))   // the 3rd xWrite fails
 /// vfs.cutPower(); engine.abandon(); try vfs.applyPowerLoss(.torn, seed: 7)
 /// ```
-public final class FaultVFS: Sendable {
+package final class FaultVFS: Sendable {
     public let name: String
 
     /// The methods an I/O error can be injected into.

@@ -23,7 +23,7 @@ public struct VFSFileCounts: Sendable, Equatable, Codable {
     }
 }
 
-/// The counts of a ``CountingVFS`` per file kind.
+/// The counts of the engine's counting VFS per file kind.
 public struct VFSCounts: Sendable, Equatable, Codable {
     public var mainDatabase = VFSFileCounts()
     public var wal = VFSFileCounts()
@@ -68,7 +68,7 @@ extension Instant: Codable {
 /// // open "file:/path/doc.db?vfs=counted" …
 /// print(vfs.counts.wal.syncs)
 /// ```
-public final class CountingVFS: Sendable {
+package final class CountingVFS: Sendable {
     public let name: String
 
     private init(name: String) { self.name = name }

@@ -16,7 +16,7 @@ import GRDB
 /// pages.take(from: vfs)
 /// for tree in try pages.byTree(databasePath: path) { print(tree.name, tree.pagesPerCommit) }
 /// ```
-public struct PageWrites: Sendable, Equatable {
+package struct PageWrites: Sendable, Equatable {
     /// Transactions committed to the WAL (frames that carried the commit mark).
     public private(set) var commits = 0
     /// WAL frames written: one page each (a page written again in the same transaction

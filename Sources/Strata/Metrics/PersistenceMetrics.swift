@@ -92,7 +92,7 @@ public struct PersistenceMetrics: Sendable, Equatable {
     /// Batches that waited for the writer and were merged.
     public var mergedBatches = 0
     /// Flushes that had to wake a parked writer, a system call on the tick thread; the
-    /// others were found by the writer's poll (``Engine/Options/writerPollInterval``).
+    /// others were found by the writer's poll (`Engine.Options.writerPollInterval`).
     public var writerWakes = 0
 
     // Failures

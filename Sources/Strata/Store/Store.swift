@@ -24,7 +24,7 @@ import Logging
 /// (`DocumentLock`) and checks what the file is (``DocumentKind``): a document owned
 /// by another process, written by a newer Strata, or belonging to another application
 /// is refused, and left as it was.
-public final class Store: Sendable {
+package final class Store: Sendable {
     public let location: StoreLocation
     let queue: DatabaseQueue
     /// Held until ``close()``.

@@ -34,7 +34,7 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
 
 extension Duration {
     /// The duration in whole nanoseconds (saturating).
-    public var nanoseconds: Int64 {
+    package var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         if overflow { return seconds < 0 ? .min : .max }
@@ -42,10 +42,10 @@ extension Duration {
     }
 
     /// The duration in seconds as a floating-point number.
-    public var seconds: Double { Double(nanoseconds) / 1e9 }
+    package var seconds: Double { Double(nanoseconds) / 1e9 }
 
     /// The duration in milliseconds as a floating-point number.
-    public var milliseconds: Double { Double(nanoseconds) / 1e6 }
+    package var milliseconds: Double { Double(nanoseconds) / 1e6 }
 }
 
 /// The source of "now" for every time-dependent decision in the engine.

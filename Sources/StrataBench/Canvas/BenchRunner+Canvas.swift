@@ -9,7 +9,7 @@ import StrataCanvas
 extension BenchRunner {
     /// What the canvas sweep runs at every size: Strata, and the canvas's components
     /// encoded whole every second and every 5 s, watching the same world.
-    public static let canvasStrategies = ["snapshot-1s", "snapshot-5s", "strata"]
+    package static let canvasStrategies = ["snapshot-1s", "snapshot-5s", "strata"]
 
     /// Extra Strata runs at the smallest size: every edit 18× as often (about 100
     /// operations a second), and on battery (derived every 10 s, a 5 MB WAL limit).
@@ -20,7 +20,7 @@ extension BenchRunner {
     /// Runs the canvas at every size in `sizes` (its shapes), each in a fresh folder that
     /// is removed afterwards. Strata ticks the canvas; the snapshots in `options.strategies`
     /// watch its world in the same loop, so every strategy saves the same changes.
-    public static func canvasSweep(_ options: BenchOptions, sizes: [Int], directory: URL, command: String,
+    package static func canvasSweep(_ options: BenchOptions, sizes: [Int], directory: URL, command: String,
                                    progress: (String) -> Void = { _ in }) throws -> SweepResults {
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 1 }) else { throw BenchError("--sweep-entities needs sizes of at least 1") }
         var snapshotEvery: [Duration] = []
