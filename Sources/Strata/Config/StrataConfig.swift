@@ -21,7 +21,7 @@ public struct StrataConfig: Sendable, Equatable {
 }
 
 /// `[compaction]`: when the segment log is folded back (docs/storage.md). Sizes are the
-/// bytes of records in the log; the policy is ``CompactionPolicy``.
+/// bytes of records in the log; the policy is `CompactionPolicy`.
 public struct CompactionConfig: Sendable, Equatable {
     /// `idle_backlog_mb`: on mains power or charging, with the user idle, fold the whole
     /// log into the base rows once it holds this much.

@@ -13,7 +13,7 @@ extension Engine {
     ///
     /// - Throws: ``StoreError`` with code `.locked` if another process or engine has the
     ///   document open (`DocumentLock`), `.newerSchema` or `.foreign` if the file is not
-    ///   one this build may write (``DocumentKind``); the file is then left unchanged.
+    ///   one this build may write; the file is then left unchanged.
     ///
     /// - Parameters:
     ///   - config: the configuration (``StrataConfig/load(path:)``, or `StrataConfig()` for the defaults).

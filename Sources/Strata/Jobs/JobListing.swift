@@ -3,7 +3,7 @@ import GRDB
 
 /// A document's jobs as `strata jobs` lists them, read without opening the document
 /// (a read-only connection: no owner lock, nothing written).
-public struct JobListing: Sendable, Codable {
+package struct JobListing: Sendable, Codable {
     public var paused: Bool
     /// Jobs in each status (`Job.Status` raw values).
     public var counts: [String: Int]

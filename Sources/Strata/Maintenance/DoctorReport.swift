@@ -6,7 +6,7 @@ import GRDB
 /// job queue, parked rows and statistics, each finding with what to do about it.
 ///
 /// The JSON form is a stable interface for scripts (keys snake_case, only ever added).
-public struct DoctorReport: Codable, Sendable {
+package struct DoctorReport: Codable, Sendable {
     public struct Finding: Codable, Sendable, Equatable {
         public enum Severity: String, Codable, Sendable, Comparable {
             case info, warning, error

@@ -3,7 +3,7 @@ import GRDB
 
 /// Segment rows compaction could not read and set aside (`segments_set_aside`,
 /// Writer+Compaction.swift): written out, read-only, for a newer build or a person.
-public enum SetAsideSegments {
+package enum SetAsideSegments {
     /// One row as written out: `segment-ID.records` holds its bytes, `segment-ID.json` this.
     public struct Entry: Codable, Sendable, Equatable {
         public var id: Int64

@@ -12,7 +12,7 @@ import GRDBSQLite
 /// var page = try reader.missing(for: peerClock, limit: 500)        // what the peer lacks
 /// while let next = page.next { send(page.operations); page = try reader.missing(for: peerClock, from: next) }
 /// ```
-public final class OperationLogReader: Sendable {
+package final class OperationLogReader: Sendable {
     private let queue: DatabaseQueue
     public let path: String
     /// The WAL companions that existed before the reader opened (removed at its end if it made them).

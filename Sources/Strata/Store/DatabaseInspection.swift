@@ -7,7 +7,7 @@ import Logging
 ///
 /// The JSON form (`--json`) is a stable interface for scripts: keys are snake_case
 /// and are only ever added, never renamed.
-public struct DatabaseInspection: Codable, Sendable, Equatable {
+package struct DatabaseInspection: Codable, Sendable, Equatable {
     public var path: String
     /// `empty`, `strata`, `newer_schema` (written by a newer Strata: only the header is
     /// read) or `foreign` (not a Strata document); `document_detail` says why.

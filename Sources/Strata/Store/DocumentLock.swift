@@ -89,7 +89,7 @@ final class DocumentLock: @unchecked Sendable {
 }
 
 /// The process that owns a document (`DocumentLock`).
-public struct DocumentOwner: Codable, Sendable, Equatable, CustomStringConvertible {
+package struct DocumentOwner: Codable, Sendable, Equatable, CustomStringConvertible {
     public var pid: Int32
     /// Unix milliseconds.
     public var since: Int64

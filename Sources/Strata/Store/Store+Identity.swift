@@ -3,7 +3,7 @@ import GRDB
 /// What a database file is, read before the engine changes anything in it: a new file,
 /// a Strata document this build can open, one written by a newer Strata, or somebody
 /// else's SQLite file. Only the first two are opened for writing.
-public enum DocumentKind: Equatable, Sendable, CustomStringConvertible {
+package enum DocumentKind: Equatable, Sendable, CustomStringConvertible {
     /// No tables, no application id, no user version: the engine creates its schema.
     case empty
     /// A Strata document this build reads (its schema may be older: it migrates).

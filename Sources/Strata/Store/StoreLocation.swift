@@ -6,7 +6,7 @@ import GRDB
 /// The store always opens `file:PATH[?vfs=NAME]`, so an instrumented VFS can be
 /// selected per database (<https://sqlite.org/uri.html>; Debian builds SQLite with
 /// `SQLITE_USE_URI=1`). Characters with a meaning in URIs are percent-encoded.
-public struct StoreLocation: Sendable, Equatable {
+package struct StoreLocation: Sendable, Equatable {
     /// Absolute path of the main database file.
     public var path: String
     /// A registered SQLite VFS name, or nil for the default.

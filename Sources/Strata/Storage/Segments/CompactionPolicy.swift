@@ -18,7 +18,7 @@
 /// many), empties the log, and comes back after `cap` bytes. When the same hot keys
 /// change all the time over a large world, merges cost a fraction of a byte per byte
 /// appended and folds hundreds; when most of the log is live, only a fold empties it.
-public struct CompactionPolicy: Sendable, Equatable {
+package struct CompactionPolicy: Sendable, Equatable {
     public enum Method: String, Sendable, Equatable, CaseIterable {
         /// Live records rewritten as one segment, the rest dropped.
         case merge
