@@ -356,7 +356,7 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        _ = withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
             socketPath.utf8CString.withUnsafeBytes { raw.copyMemory(from: $0) }
         }
         let bound = withUnsafePointer(to: &address) {

@@ -29,89 +29,46 @@ import Synchronization
 public final class SyncClient: @unchecked Sendable {
     // @unchecked Sendable: the mutable state is guarded by `lock`, or atomic; the rest is
     // immutable, or touched only by the sync thread (`server`, `pullCursor`, `failures`).
-    private let transport: any SyncTransport
+    let transport: any SyncTransport
     let outbox: SyncOutbox
     @usableFromInline let inbox: SyncInbox
-    private let config: SyncConfig
-    private let node: NodeID
+    let config: SyncConfig
+    let node: NodeID
     /// The vector clock when the sync started: a pull asks for what lies above it.
-    private let startClock: [NodeID: Int64]
-    private let network: (any ConnectivitySource)?
-    private let wallClock: @Sendable () -> Int64
-    private let logger: Logger
+    let startClock: [NodeID: Int64]
+    let network: (any ConnectivitySource)?
+    let wallClock: @Sendable () -> Int64
+    let logger: Logger
 
-    private let lock = Lock()
-    private var stopping = false
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
+    let lock = Lock()
+    var stopping = false
+    var thread: Thread?
+    let finished = DispatchSemaphore(value: 0)
     /// Where the transport's async calls run (not the shared cooperative pool).
-    private let executor = SyncExecutor(name: "strata.sync.io")
-    private var current = State()
+    let executor = SyncExecutor(name: "strata.sync.io")
+    var current = State()
     /// The highest sequence this replica has appended (the tick thread sets it): the
     /// outbox is only read when it moved past what was pushed, or a retry is due.
     let localHighest = Atomic<Int64>(0)
     /// Wakes a pause early: ``wake()`` and ``stop()`` (`wakeCount` is guarded by it).
-    private let waker = NSCondition()
-    private var wakeCount = 0
+    let waker = NSCondition()
+    var wakeCount = 0
 
-    private var server: SyncServerInfo?
-    private var pullCursor: Int64 = 0
+    var server: SyncServerInfo?
+    var pullCursor: Int64 = 0
     /// The next page's size: `pull_batch_size`, doubled while pages come back full.
-    private var pageSize: Int
+    var pageSize: Int
     /// The next push's size: `batch_size`, doubled while batches are full.
-    private var pushSize: Int
+    var pushSize: Int
     /// The server said the document changed (or listening began): pull at the next pass.
-    private let pullDue = Atomic<Bool>(false)
+    let pullDue = Atomic<Bool>(false)
     /// The transport listens for the server's news (set from the listener's events).
-    private let listening = Atomic<Bool>(false)
-    private var listenerStarted = false
-    private var lastPull = ContinuousClock.now
-    private var pushedHighest: Int64 = 0
-    private var nextFailureDue: Int64? = 0
-    private var consecutiveFailures = 0
-
-    /// What the client is doing, for status lines and tests (any thread).
-    public struct State: Sendable, Equatable {
-        /// The last call to the server succeeded.
-        public var online = false
-        /// What the network monitor says (unknown without one).
-        public var network = Connectivity.unknown
-        public var pushes = 0
-        public var pushedOperations = 0
-        /// Operations the server already had when they were pushed (a retried push).
-        public var duplicatesIgnored = 0
-        public var pulledOperations = 0
-        public var refusals = 0
-        public var deadLetters = 0
-        public var lastError: String?
-        /// When the last push was acknowledged (wall ms), and when the network last came online.
-        public var lastPushAt: Int64?
-        public var cameOnlineAt: Int64?
-        /// When the first push after coming online was acknowledged (wall ms).
-        public var firstPushAt: Int64?
-        /// The server clock minus the local one at the last connect (ms).
-        public var clockSkew: Int64?
-        /// The server has every operation of this replica through this sequence.
-        public var acknowledgedThrough: Int64 = 0
-        /// Operations refused by the server: retried, or dead letters.
-        public var failing = 0
-        /// The server's news reaches this device (`listen`), so it pulls when told.
-        public var listening = false
-        /// Wakes by the server's news (each may stand for many notifications).
-        public var notifications = 0
-        /// Calls to the server: connects, pushes, pulls (what an idle device costs it).
-        public var requests = 0
-        /// Pull requests, and the ones a notification or listening began asked for.
-        public var pulls = 0
-        public var notifiedPulls = 0
-        /// Catching up: pages come back full (a device joining a large document, or back
-        /// after a long time offline); the operations pulled since it began.
-        public var catchingUp = false
-        public var catchUpPulled = 0
-
-        /// This replica's operations the server lacks, given the highest logged one.
-        public func outbox(highest: Int64) -> Int { Int(max(0, highest - acknowledgedThrough)) }
-    }
+    let listening = Atomic<Bool>(false)
+    var listenerStarted = false
+    var lastPull = ContinuousClock.now
+    var pushedHighest: Int64 = 0
+    var nextFailureDue: Int64? = 0
+    var consecutiveFailures = 0
 
     init(transport: any SyncTransport, outbox: SyncOutbox, inbox: SyncInbox, config: SyncConfig, node: NodeID,
          clock: [NodeID: Int64], localHighest: Int64, network: (any ConnectivitySource)?,
@@ -136,8 +93,8 @@ public final class SyncClient: @unchecked Sendable {
 
     /// The server's node id once connected (its acknowledgements are recorded under it).
     var serverNode: NodeID? { lock.withLock { connectedNode } }
-    private var connectedNode: NodeID?
-    private var shouldStop: Bool { lock.withLock { stopping } }
+    var connectedNode: NodeID?
+    var shouldStop: Bool { lock.withLock { stopping } }
 
     func start() {
         let thread = Thread { [self] in
@@ -183,7 +140,7 @@ public final class SyncClient: @unchecked Sendable {
 
     // MARK: The loop
 
-    private func run() {
+    func run() {
         var retryAt: ContinuousClock.Instant?
         var nextPull = ContinuousClock.now
         lastPull = .now
@@ -255,38 +212,7 @@ public final class SyncClient: @unchecked Sendable {
         blocking { await self.transport.disconnect() }
     }
 
-    /// Asks the transport to listen for the server's news, once, after the first connect
-    /// (`listen`). Its events only wake this thread.
-    private func startListeningOnce() {
-        guard config.listen, !listenerStarted else { return }
-        listenerStarted = true
-        let started = (try? call(toServer: false) { [self] in
-            await self.transport.startListening { [weak self] event in self?.heard(event) }
-        }) ?? false
-        if !started { logger.info("sync: this transport cannot listen; pulling every \(Int(config.pullInterval.milliseconds)) ms") }
-    }
-
-    /// From the listener's thread.
-    private func heard(_ event: ListenEvent) {
-        switch event {
-        case .listening:
-            listening.store(true, ordering: .releasing)
-            update { $0.listening = true }
-            logger.debug("sync: listening for the server's news")
-        case .changed:
-            update { $0.notifications += 1 }
-        case .lost(let reason):
-            listening.store(false, ordering: .releasing)
-            update { $0.listening = false }
-            logger.info("sync: not listening (\(reason)); pulling every \(Int(config.pullInterval.milliseconds)) ms until it is back")
-            signalWaker()
-            return
-        }
-        pullDue.store(true, ordering: .releasing)
-        signalWaker()
-    }
-
-    private func connectIfNeeded() throws {
+    func connectIfNeeded() throws {
         guard server == nil else { return }
         let info = try call { try await self.transport.connect() }
         let before = wallClock()
@@ -307,103 +233,14 @@ public final class SyncClient: @unchecked Sendable {
         logger.info("sync: connected to \(info.description) (schema \(info.schemaVersion))")
     }
 
-    /// Pushes while the outbox has operations due.
-    private func pushAll() throws {
-        guard let server else { return }
-        while !shouldStop {
-            let highest = localHighest.load(ordering: .acquiring)
-            let due = lock.withLock { nextFailureDue.map { $0 <= wallClock() } ?? false }
-            guard highest > pushedHighest || due else { return }
-            let batch = try outbox.next(limit: pushSize, now: wallClock(), backoff: { [config] in Self.backoff($0, config) })
-            lock.withLock { nextFailureDue = nil }
-            guard !batch.isEmpty else {
-                // Nothing committed above what was pushed yet (the flush comes), or no retry due.
-                let status = try outbox.status()
-                pushedHighest = max(pushedHighest, status.pushedThrough)
-                if let soonest = status.failing.map({ $0.lastAttemptAt + Int64(backoff($0.attempts).milliseconds) }).min() {
-                    lock.withLock { nextFailureDue = min(nextFailureDue ?? soonest, soonest) }
-                }
-                return
-            }
-            try push(batch[...], to: server)
-            pushedHighest = max(pushedHighest, batch.map(\.seq).max() ?? 0)
-            // A full batch: a backlog (back online, a large document's first push); the next
-            // one is twice as large, up to `join_batch_size`.
-            pushSize = batch.count == pushSize ? min(pushSize * 2, config.joinBatchSize) : config.batchSize
-        }
-    }
-
-    /// Pushes `batch`; a refused batch is split until the refused operations are alone.
-    private func push(_ batch: ArraySlice<LoggedOperation>, to server: SyncServerInfo) throws {
-        do {
-            let receipt = try call { try await self.transport.push(Array(batch)) }
-            let acknowledgedThrough = try outbox.acknowledge(Array(batch), server: server, now: wallClock())
-            update {
-                $0.pushes += 1
-                $0.pushedOperations += receipt.inserted
-                $0.duplicatesIgnored += receipt.duplicates
-                $0.lastPushAt = self.wallClock()
-                if $0.firstPushAt == nil { $0.firstPushAt = $0.lastPushAt }
-                $0.acknowledgedThrough = max($0.acknowledgedThrough, acknowledgedThrough)
-            }
-            inbox.acknowledge(through: acknowledgedThrough)
-        } catch let error as SyncError where error.kind == .rejected {
-            guard batch.count > 1 else {
-                let operation = batch.first!
-                let dead = try outbox.refuse(operation, error: error.message, maxAttempts: config.maxAttempts, now: wallClock())
-                let failing = (try? outbox.status()).map { $0.failing.count + $0.deadLetters.count }
-                update { $0.refusals += 1; $0.failing = failing ?? $0.failing; if dead { $0.deadLetters += 1 } }
-                lock.withLock { nextFailureDue = nextFailureDue ?? 0 }
-                logger.warning("sync: the server refused operation \(operation.seq) (\(operation.kind))\(dead ? ": a dead letter now" : ""): \(error.message)")
-                return
-            }
-            // In sequence order: the lower half settles first.
-            let middle = batch.startIndex + batch.count / 2
-            try push(batch[..<middle], to: server)
-            try push(batch[middle...], to: server)
-        }
-    }
-
-    /// Pulls pages until the server has no more (true), or the tick thread has not taken
-    /// enough of the last ones yet (false: the rest stays on the server until then).
-    private func pullAll(told: Bool) throws -> Bool {
-        var more = true
-        var first = true
-        while more && !shouldStop {
-            guard inbox.backlog < config.joinBatchSize * 2 else { return false }
-            let page = try call { [startClock, node, pullCursor, pageSize] in
-                try await self.transport.pull(excluding: node, clock: startClock, after: pullCursor, limit: pageSize)
-            }
-            lastPull = .now
-            inbox.deliver(page.operations)
-            pullCursor = max(pullCursor, page.cursor)
-            more = page.hasMore
-            let catching = more || (pageSize > config.pullBatchSize && !page.operations.isEmpty)
-            update {
-                $0.pulls += 1
-                if first && told { $0.notifiedPulls += 1 }
-                $0.pulledOperations += page.operations.count
-                if catching && !$0.catchingUp { $0.catchingUp = true; $0.catchUpPulled = 0 }
-                if $0.catchingUp { $0.catchUpPulled += page.operations.count }
-                if !more { $0.catchingUp = false }
-            }
-            first = false
-            // A full page: the next one twice as large (a joining device's round trips
-            // fall fast); back to the small page once caught up.
-            pageSize = more ? min(pageSize * 2, config.joinBatchSize) : config.pullBatchSize
-        }
-        try outbox.notePull(now: wallClock())
-        return !more
-    }
-
     // MARK: Helpers
 
-    private func update(_ body: (inout State) -> Void) {
+    func update(_ body: (inout State) -> Void) {
         lock.withLock { body(&current) }
     }
 
     /// Waits `duration`, or less if woken or stopped (a condition wait: no polling).
-    private func pause(_ duration: Duration) {
+    func pause(_ duration: Duration) {
         let deadline = Date(timeIntervalSinceNow: duration.seconds)
         waker.lock()
         let seen = wakeCount
@@ -411,14 +248,14 @@ public final class SyncClient: @unchecked Sendable {
         waker.unlock()
     }
 
-    private func signalWaker() {
+    func signalWaker() {
         waker.lock()
         wakeCount += 1
         waker.broadcast()
         waker.unlock()
     }
 
-    private func backoff(_ attempts: Int) -> Duration { Self.backoff(attempts, config) }
+    func backoff(_ attempts: Int) -> Duration { Self.backoff(attempts, config) }
 
     static func backoff(_ attempts: Int, _ config: SyncConfig) -> Duration {
         guard attempts > 0 else { return .zero }
@@ -427,7 +264,7 @@ public final class SyncClient: @unchecked Sendable {
     }
 
     /// Runs an async call from this thread, waiting at most `request_timeout_ms`.
-    private func call<T: Sendable>(toServer: Bool = true, _ body: @escaping @Sendable () async throws -> T) throws -> T {
+    func call<T: Sendable>(toServer: Bool = true, _ body: @escaping @Sendable () async throws -> T) throws -> T {
         if toServer { update { $0.requests += 1 } }
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, any Error>?
@@ -443,21 +280,9 @@ public final class SyncClient: @unchecked Sendable {
         return try result!.get()
     }
 
-    private func blocking(_ body: @escaping @Sendable () async -> Void) {
+    func blocking(_ body: @escaping @Sendable () async -> Void) {
         let done = DispatchSemaphore(value: 0)
         Task(executorPreference: executor) { await body(); done.signal() }
         _ = done.wait(timeout: .now() + config.requestTimeout.seconds)
     }
-}
-
-/// What the network says, from a monitor (``NetworkMonitor``: NetworkManager over D-Bus).
-public enum Connectivity: String, Sendable, Codable {
-    case online, offline, unknown
-}
-
-/// A source of ``Connectivity`` the sync client reads from its thread.
-public protocol ConnectivitySource: AnyObject, Sendable {
-    var connectivity: Connectivity { get }
-    /// Moves whenever ``connectivity`` changes.
-    var changeCount: Int { get }
 }
