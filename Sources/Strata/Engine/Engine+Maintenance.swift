@@ -29,4 +29,26 @@ extension Engine {
         }
         if world.olderPayloads.isEmpty { logger.info("maintenance: every older payload rewritten") }
     }
+
+    /// Folds the segment log into the base rows now, after flushing every tier, and
+    /// waits for it: a maintenance call for a host that has time to spare (the level is
+    /// loaded, the user went idle), or before copying the file. The writer runs it in
+    /// bounded steps, committing batches between them as usual.
+    ///
+    /// - Returns: false if `timeout` passed first (the fold goes on), or compaction
+    ///   cannot run (a segment that cannot be read is in the way: see ``metrics``).
+    @discardableResult
+    public func compactNow(timeout: Duration = .seconds(120)) -> Bool {
+        flushThenWait(timeout: timeout, for: writer.compactNow(timeout:))
+    }
+
+    /// Flushes every tier, then waits for the writer's `work` for what is left of `timeout`
+    /// (``compactNow(timeout:)``, ``maintainNow(timeout:)``).
+    func flushThenWait(timeout: Duration, for work: (Duration) -> Bool) -> Bool {
+        owner.check("Engine")
+        guard !isShutDown else { return false }
+        let started = clock.now()
+        guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
+        return work(timeout - clock.now().duration(since: started))
+    }
 }

@@ -76,7 +76,7 @@ public final class Engine {
     var compactionContext: Writer.CompactionContext?
     /// What the engine was opened with, for the next document (``switchDocument(to:timeout:)``).
     let options: Options
-    private(set) var isShutDown = false
+    var isShutDown = false
     /// A replacement of a corrupt file that has not finished yet (it failed, and is retried).
     var pendingReplacement: StoreReplacement?
     /// Inside ``replaceCorruptStore(closing:)`` (it is not re-entered from a wait on the writer).
@@ -100,58 +100,6 @@ public final class Engine {
     }
     /// On mains power or charging, without the power-saver profile (for compaction and maintenance).
     var onMains = true
-
-    /// Knobs that are not configuration: the clock, the VFS, and test hooks.
-    public struct Options: Sendable {
-        /// The source of "now"; tests pass a ``ManualClock``.
-        public var clock: any StrataClock = MonotonicClock()
-        /// Wall-clock Unix milliseconds, for the operation log's hybrid timestamps.
-        public var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
-        /// A registered SQLite VFS to open the database with (`file:PATH?vfs=NAME`).
-        package var vfs: String?
-        /// Time the writer is allowed to commit a batch, subtracted from each deadline.
-        package var commitBudget: Duration = .milliseconds(50)
-        /// While batches keep coming (within `writerPollLinger` of the last one), the
-        /// writer looks for the next batch this often instead of being woken by the tick
-        /// thread, so a flush tick makes no system call. Also subtracted from each
-        /// deadline. Zero: the tick thread always wakes the writer.
-        package var writerPollInterval: Duration = .milliseconds(100)
-        /// How long the writer keeps polling after the last batch before it parks (and
-        /// the next flush wakes it).
-        package var writerPollLinger: Duration = .seconds(5)
-        /// Runs on the writer connection after the engine's pragmas.
-        package var prepareConnection: (@Sendable (GRDBDatabase) throws -> Void)?
-        /// Told of every commit, checkpoint and compaction step, on the writer thread.
-        public var observer: (any PersistenceObserver)?
-        /// Always compact with this method instead of the cheaper one (benchmarks, tests).
-        package var compactionMethod: CompactionPolicy.Method?
-        /// Bytes of records the first compaction step consumes; later steps adapt to
-        /// `compaction.step_budget_ms` (tests use a tiny one for rounds of many steps).
-        package var compactionStepBytes = 256 * 1024
-        /// Reads the free bytes on the filesystem of the document at a path; nil: `statvfs`
-        /// (tests simulate a disk filling up and emptying).
-        package var freeDiskSpace: (@Sendable (String) -> Int?)?
-        /// Where the figures go through swift-metrics; nil: the factory the host
-        /// bootstrapped (`MetricsSystem.factory`, no-op handlers if none).
-        public var metricsFactory: (any MetricsFactory)?
-        /// Once a session, when the user is idle on mains power, check the whole file
-        /// (`PRAGMA integrity_check`) on a connection and thread of its own (`Writer+IntegrityCheck.swift`).
-        package var idleIntegrityCheck = true
-        /// A missing file is a new, empty document. False (a tool working on a document
-        /// that must exist): the open fails with ``StoreError/Code/open``.
-        public var createIfMissing = true
-        /// A file found corrupt (at the open, or later) is set aside, salvaged and replaced.
-        /// False (a tool that must not change what it was not asked to): the open fails
-        /// with ``StoreError/Code/corrupt`` and the file is left as it is; only a repair
-        /// (`strata maintain --repair`, or a host's open) replaces it.
-        public var replaceIfCorrupt = true
-        /// Polled (every 100 ms) by calls that wait on the writer (the job queue's, the
-        /// asset store's): true ends the wait with an error, so that a host stopping on a
-        /// signal is never held by one (`strata sim` returns whether SIGINT or SIGTERM came).
-        public var stopWaiting: @Sendable () -> Bool = { false }
-
-        public init() {}
-    }
 
     init(world: World, config: StrataConfig, recovery: RecoveryReport, store: Store, buffer: WriteBuffer,
          writer: Writer, jobs: JobQueue, assets: AssetStore, recorder: MetricsRecorder, options: Options, logger: Logger, scheduler: FlushScheduler,
@@ -274,82 +222,6 @@ public final class Engine {
         writer.setCompactionContext(context)
     }
 
-    /// Folds the segment log into the base rows now, after flushing every tier, and
-    /// waits for it: a maintenance call for a host that has time to spare (the level is
-    /// loaded, the user went idle), or before copying the file. The writer runs it in
-    /// bounded steps, committing batches between them as usual.
-    ///
-    /// - Returns: false if `timeout` passed first (the fold goes on), or compaction
-    ///   cannot run (a segment that cannot be read is in the way: see ``metrics``).
-    @discardableResult
-    public func compactNow(timeout: Duration = .seconds(120)) -> Bool {
-        flushThenWait(timeout: timeout, for: writer.compactNow(timeout:))
-    }
-
-    /// Flushes every tier, then waits for the writer's `work` for what is left of `timeout`
-    /// (``compactNow(timeout:)``, ``maintainNow(timeout:)``).
-    func flushThenWait(timeout: Duration, for work: (Duration) -> Bool) -> Bool {
-        owner.check("Engine")
-        guard !isShutDown else { return false }
-        let started = clock.now()
-        guard flushNow(reason: .explicitSave, timeout: timeout) else { return false }
-        return work(timeout - clock.now().duration(since: started))
-    }
-
-    /// A flush event (the specification, *Flush events*), by its reason's urgency:
-    ///
-    /// - major actions (stroke end, undo, redo, metadata change), operations from peers:
-    ///   every tier within `critical_flush_delay_ms` (events in one window share one
-    ///   commit), at a later ``endTick()``;
-    /// - app transitions (background, low memory, explicit save, document switch):
-    ///   every tier now, then a checkpoint. Handed off at once; the call does not wait
-    ///   for the commit (``flushNow(reason:timeout:)`` does).
-    public func flush(reason: FlushReason) {
-        owner.check("Engine")
-        guard !isShutDown else { return }
-        switch reason.urgency {
-        case .scheduled, .withinCriticalDelay:
-            scheduler.request(reason, by: clock.now() + config.persistence.criticalFlushDelay)
-        case .nowThenCheckpoint:
-            scheduler.drainAll(world: world, reasons: [reason], into: nextBatch)
-            nextBatch.checkpointAfter = true
-            hand()
-        }
-    }
-
-    /// Flushes every tier now and waits until the writer has committed it (and, for an
-    /// app transition, checkpointed).
-    ///
-    /// For explicit saves and transitions that may precede termination. Blocks the
-    /// calling thread for the commit (and anything queued before it).
-    ///
-    /// - Parameters:
-    ///   - reason: why (counted in the metrics); an app transition also checkpoints.
-    ///   - timeout: the longest wait. `nil` (the default) waits as long as the
-    ///     commit takes (the first save of a large world can take most of a minute), but
-    ///     not past a failed attempt: a commit that fails is retried by the writer with
-    ///     backoff, so waiting for it could mean waiting for the disk to be freed.
-    /// - Returns: true once committed; false if `timeout` passed first or an attempt
-    ///   failed. Either way the batch stays queued and is committed later, nothing is
-    ///   dropped, and the reason is logged as a warning.
-    @discardableResult
-    public func flushNow(reason: FlushReason = .explicitSave, timeout: Duration? = nil) -> Bool {
-        owner.check("Engine")
-        guard !isShutDown else { return true }
-        scheduler.drainAll(world: world, reasons: [reason], into: nextBatch)
-        nextBatch.checkpointAfter = reason.urgency == .nowThenCheckpoint
-        hand()
-        return waitForWriter(timeout: timeout)
-    }
-
-    /// The app is about to go to the background (iOS `applicationWillResignActive`;
-    /// SIGTSTP in `strata sim`): flushes every tier and checkpoints, waiting at most
-    /// `background_flush_timeout_secs`. Returns false if that was not enough.
-    @discardableResult
-    public func willEnterBackground() -> Bool {
-        flushNow(reason: .background, timeout: config.persistence.backgroundFlushTimeout)
-    }
-
     /// Records operation-log activity (the specification, *Flush events*): operations from
     /// peers are flushed within the critical delay; the vector clock's rows go with the
     /// first critical flush after `vector_clock_every_operations` operations or
@@ -361,40 +233,9 @@ public final class Engine {
         if fromPeers { flush(reason: .networkOperations) }
     }
 
-    /// Waits until every batch handed off so far is committed (tests, explicit saves).
-    /// If the file is found corrupt meanwhile, replaces it (the tick thread's work; the
-    /// writer only reports it), then goes on waiting.
-    ///
-    /// - Parameter timeout: the longest wait; `nil`: until committed, or until a commit
-    ///   attempt fails (the writer retries it with backoff).
-    /// - Returns: false, with a warning logged, if the batches are not committed yet.
-    @discardableResult
-    public func waitForWriter(timeout: Duration? = .seconds(30)) -> Bool {
-        let deadline = timeout.map { Date(timeIntervalSinceNow: $0.seconds) }
-        let failuresBefore = recorder.snapshot.failedCommits
-        while true {
-            // Without a deadline, look up every second whether an attempt failed.
-            let slice = deadline ?? Date(timeIntervalSinceNow: 1)
-            if buffer.waitForCommit(buffer.lastSubmitted, until: slice) { return true }
-            if buffer.reportedCorruption != nil {
-                if (deadline.map { Date() < $0 } ?? true), replaceCorruptStore() { continue }
-                logger.warning("flush: not committed: the file was found corrupt and could not be replaced yet (the changes stay in memory)")
-                return false
-            }
-            if let timeout, let deadline, Date() >= deadline {
-                logger.warning("flush: not committed within \(timeout) (the batch stays queued; the writer commits it later)")
-                return false
-            }
-            if deadline == nil, recorder.snapshot.failedCommits > failuresBefore {
-                logger.warning("flush: a commit attempt failed (the batch stays queued and is retried; see the writer's warnings)")
-                return false
-            }
-        }
-    }
-
     /// Hands `nextBatch` to the writer (unless there is nothing to do) and takes an empty
     /// one back in its place.
-    private func hand(at now: Instant? = nil) {
+    func hand(at now: Instant? = nil) {
         if config.persistence.criticalDurability == .crash { nextBatch.durability = .normal }
         guard !nextBatch.isEmpty || nextBatch.checkpointAfter else {
             nextBatch.reset()
@@ -403,50 +244,9 @@ public final class Engine {
         if buffer.submit(&nextBatch, at: now ?? clock.now()).corrupt { replaceCorruptStore() }
     }
 
-    /// Clean shutdown: flushes every tier, stops the writer (which marks the session
-    /// clean and truncates the WAL), and closes the database.
-    ///
-    /// - Throws: ``StoreError`` if the final writes failed; the session then stays
-    ///   marked as running, and the next open reports a crash.
-    public func shutdown() throws {
-        owner.check("Engine")
-        guard !isShutDown else { return }
-        stopWorkers()
-        stopSync()
-        scheduler.drainAll(world: world, reasons: [.shutdown], into: nextBatch)
-        hand()
-        isShutDown = true
-        powerMonitor?.stop()
-        memoryMonitor?.stop()
-        stopMetricsExport()
-        var error = writer.stop()
-        if let corruption = buffer.reportedCorruption, !options.replaceIfCorrupt {
-            error = Engine.leftAsItIs(corruption, path: store.location.path)
-        } else if buffer.reportedCorruption != nil {
-            // Found corrupt in the last moments: the new file gets everything, or it is parked.
-            error = replaceCorruptStore(closing: true) ? writer.stop() : parkAfterFailedReplacement()
-        }
-        if error == nil { recorder.update { $0.cleanShutdownCount += 1 } }
-        reportFinalMetrics()
-        try? store.close()
-        vfsLease?.close()
-        if let error { throw error }
-        logger.info("clean shutdown of \(store.location.path)")
-    }
-
-    /// Stops as a crash would: nothing more is drained, the session is not marked clean,
-    /// and the next open reports a crash. Batches already handed to the writer are still
-    /// committed (as they would be in the moments before a kill). For fault-injection
-    /// harnesses (`strata torture`) and tests; a host calls ``shutdown()``.
-    package func abandon() {
-        owner.check("Engine")
-        guard !isShutDown else { return }
-        stopAsACrash()
-    }
-
     /// Every thread the engine started stops (workers, sync, monitors, the exporter, the
     /// writer) and the file closes, without a clean-shutdown mark.
-    private func stopAsACrash() {
+    func stopAsACrash() {
         isShutDown = true
         _ = workerPool?.stop(timeout: .zero)   // as a crash: what runs stays `processing` in the file
         stopSync()
