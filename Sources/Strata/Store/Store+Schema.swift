@@ -1,7 +1,8 @@
 import GRDB
 
 extension Store {
-    /// The versioned schema. Append migrations; never edit a shipped one.
+    /// The versioned schema. Append migrations (at the end of `Store+SchemaFromV6.swift`);
+    /// never edit a shipped one.
     ///
     /// Each migration also sets `PRAGMA user_version`, the schema version that
     /// `strata inspect` reports.
@@ -185,144 +186,7 @@ extension Store {
                 PRAGMA user_version = 5;
                 """)
         }
-        migrator.registerMigration("v6: jobs and assets") { db in
-            // The document's durable job queue (Sources/Strata/Jobs): work that belongs to an
-            // entity and outlives the process. `failed` jobs run again once `not_before`
-            // passes; `dead` ones ran `max_attempts` times and wait for a person.
-            try db.execute(sql: """
-                CREATE TABLE jobs (
-                    id INTEGER PRIMARY KEY,
-                    entity_num INTEGER NOT NULL REFERENCES entities(num) ON DELETE CASCADE,
-                    kind TEXT NOT NULL,
-                    payload BLOB NOT NULL,
-                    priority INTEGER NOT NULL DEFAULT 0,
-                    status TEXT NOT NULL CHECK (status IN ('pending', 'processing', 'failed', 'dead', 'done')),
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    last_error TEXT,
-                    created_at INTEGER NOT NULL,
-                    started_at INTEGER,
-                    finished_at INTEGER,
-                    not_before INTEGER NOT NULL DEFAULT 0,
-                    UNIQUE (entity_num, kind)
-                );
-                -- The claim: the first runnable job of a kind, by priority then age.
-                CREATE INDEX jobs_claim ON jobs (kind, status, priority DESC, id);
-                -- Partial indexes, kept small: the jobs a crash interrupted (found at open
-                -- whatever the backlog), and finished ones by age (their retention).
-                CREATE INDEX jobs_processing ON jobs (id) WHERE status = 'processing';
-                CREATE INDEX jobs_done ON jobs (finished_at) WHERE status = 'done';
-
-                -- Files beside the document (PATH.assets/), one row each (Sources/Strata/Assets).
-                -- `entity_num` is NULL for files adopted or imported without an owner.
-                CREATE TABLE assets (
-                    id INTEGER PRIMARY KEY,
-                    entity_num INTEGER REFERENCES entities(num) ON DELETE CASCADE,
-                    name TEXT NOT NULL UNIQUE,
-                    size INTEGER NOT NULL,
-                    checksum INTEGER NOT NULL,
-                    state TEXT NOT NULL CHECK (state IN ('present', 'missing')),
-                    created_at INTEGER NOT NULL
-                );
-                CREATE INDEX assets_entity ON assets (entity_num);
-                -- Files whose rows went (their entity was despawned): removed from the folder
-                -- after the commit, and at the next open if a crash came first.
-                CREATE TABLE asset_trash (name TEXT PRIMARY KEY) WITHOUT ROWID;
-                CREATE TRIGGER assets_to_trash AFTER DELETE ON assets
-                BEGIN INSERT OR IGNORE INTO asset_trash (name) VALUES (OLD.name); END;
-
-                PRAGMA user_version = 6;
-                """)
-        }
-        migrator.registerMigration("v7: sync outbox state") { db in
-            // The sync with a server (Sources/Strata/Sync). The outbox is this replica's
-            // operations above `pushed_through` (the log holds them: nothing is copied), plus
-            // those in `sync_failures`: ones the server refused, with their attempts, and
-            // dead letters (`dead_at` set) that wait for `strata sync retry`.
-            try db.execute(sql: """
-                CREATE TABLE sync_state (
-                    id INTEGER PRIMARY KEY CHECK (id = 1),
-                    server TEXT NOT NULL,
-                    server_node BLOB,
-                    pushed_through INTEGER NOT NULL DEFAULT 0,
-                    last_push_at INTEGER,
-                    last_pull_at INTEGER,
-                    last_error TEXT,
-                    last_error_at INTEGER
-                );
-                CREATE TABLE sync_failures (
-                    seq INTEGER PRIMARY KEY,
-                    attempts INTEGER NOT NULL,
-                    last_error TEXT NOT NULL,
-                    last_attempt_at INTEGER NOT NULL,
-                    dead_at INTEGER
-                );
-
-                PRAGMA user_version = 7;
-                """)
-        }
-        migrator.registerMigration("v8: segment records in format 2") { db in
-            // No table changes: segment rows written from now on pack fixed-length groups
-            // (Segment.swift, format 2). The version tells a build that reads only format 1
-            // that the file is newer, instead of letting it find rows it cannot read.
-            try db.execute(sql: "PRAGMA user_version = 8")
-        }
-        migrator.registerMigration("v9: the operation log in arrival order, no index that a hot path does not read") { db in
-            // Every index is written by every insert and delete of its table, and every commit
-            // rewrites the last page of each B-tree it appends to (docs/storage.md, "Pages per
-            // commit"). The operation log was keyed by (node, seq) WITHOUT ROWID: each node's
-            // operations sat in a range of their own, this replica's in the middle of the tree
-            // as often as not, and a full leaf made SQLite rebalance it with its neighbours
-            // (3 or 4 pages). Rows now go at the end of the table in arrival order (a full last
-            // leaf just gets a new sibling), and a small unique index on (node, seq) finds and
-            // deduplicates them. Its unique index on `id` cost a page per critical commit and
-            // served no read. `jobs_processing` cost two writes per job (the claim, the
-            // completion) and served one read at open, which `jobs_claim` answers by kind
-            // (JobRows.recoverInterrupted).
-            try db.execute(sql: """
-                CREATE TABLE operation_log_v9 (
-                    node BLOB NOT NULL CHECK (length(node) = 16),
-                    seq INTEGER NOT NULL CHECK (seq > 0),
-                    id BLOB NOT NULL CHECK (length(id) = 16),
-                    timestamp INTEGER NOT NULL,
-                    kind TEXT NOT NULL,
-                    payload BLOB NOT NULL,
-                    logged_at INTEGER NOT NULL,
-                    UNIQUE (node, seq)
-                );
-                INSERT INTO operation_log_v9 (node, seq, id, timestamp, kind, payload, logged_at)
-                    SELECT node, seq, id, timestamp, kind, payload, logged_at FROM operation_log ORDER BY logged_at, node, seq;
-                DROP TABLE operation_log;
-                ALTER TABLE operation_log_v9 RENAME TO operation_log;
-
-                DROP INDEX IF EXISTS jobs_processing;
-
-                PRAGMA user_version = 9;
-                """)
-        }
-        migrator.registerMigration("v10: segment rows set aside, the time of the last check") { db in
-            // A segment row that cannot be read (a bad checksum, a format this build does not
-            // know) is moved here by compaction, with why, instead of stopping it for good:
-            // the reload skipped it already, so the world is the same; its bytes are kept for
-            // `strata doctor --export-set-aside` (Writer+Compaction.swift).
-            try db.execute(sql: """
-                CREATE TABLE segments_set_aside (
-                    id INTEGER PRIMARY KEY,
-                    format INTEGER NOT NULL,
-                    record_count INTEGER NOT NULL,
-                    checksum INTEGER NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    records BLOB NOT NULL,
-                    reason TEXT NOT NULL,
-                    set_aside_at INTEGER NOT NULL
-                );
-
-                -- When the file was last checked whole or in the tables a start does not read
-                -- (SessionState.swift): a clean start checks them again past an age.
-                ALTER TABLE session_state ADD COLUMN last_check_at INTEGER;
-
-                PRAGMA user_version = 10;
-                """)
-        }
+        registerFromV6(&migrator)
         return migrator
     }
 
