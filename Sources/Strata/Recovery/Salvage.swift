@@ -44,9 +44,6 @@ public struct SalvageReport: Sendable, Equatable {
 /// page and backwards from their end down to it. Entity numbers,
 /// type ids and segment ids are kept, so the segment log's records still point at the
 /// right entities and types.
-/// A read in the salvage met a damaged page.
-private enum SalvageProbe: Error { case damaged }
-
 enum Salvage {
     /// Integer-keyed tables, in the order their rows may refer to each other.
     static let keyed: [(table: String, key: String)] = [
@@ -116,7 +113,7 @@ enum Salvage {
     /// The newest segment-log record of each key of the `foreign` types, over the base
     /// rows. Read in commit order up to the first damaged page (later records are lost:
     /// reported as unreadable).
-    private static func foldForeignRecords(_ foreign: Set<Int64>, from source: DatabaseQueue, into store: Store, logger: Logger,
+    static func foldForeignRecords(_ foreign: Set<Int64>, from source: DatabaseQueue, into store: Store, logger: Logger,
                                            _ report: inout SalvageReport) {
         var newest: [SegmentKey: (version: Int, payload: [UInt8])?] = [:]
         do {
@@ -154,7 +151,7 @@ enum Salvage {
     /// Opens the corrupt file read-only for `body`, with foreign keys off in `store`: rows
     /// arrive in table order, and a component whose entity's page was lost has no parent
     /// (``dropOrphans(_:_:)`` deals with those once everything is in). Foreign keys are on again afterwards.
-    private static func withSource(_ corruptPath: String, into store: Store, _ report: inout SalvageReport,
+    static func withSource(_ corruptPath: String, into store: Store, _ report: inout SalvageReport,
                                    _ body: (DatabaseQueue, inout SalvageReport) -> Void) {
         let source: DatabaseQueue
         do {
@@ -190,7 +187,7 @@ enum Salvage {
     }
 
     /// The session counters: the new file goes on counting from the old one's.
-    private static func carryCounters(from source: DatabaseQueue, into store: Store, corruptionCounted: Bool,
+    static func carryCounters(from source: DatabaseQueue, into store: Store, corruptionCounted: Bool,
                                       _ report: inout SalvageReport) {
         guard let row = try? source.read({ db in
             try Row.fetchOne(db, sql: "SELECT crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
@@ -200,202 +197,6 @@ enum Salvage {
         try? store.queue.write { db in
             try db.execute(sql: "UPDATE session_state SET crash_count = crash_count + ?, clean_shutdown_count = clean_shutdown_count + ? WHERE id = 1",
                            arguments: [report.carriedCrashes, report.carriedCleanShutdowns])
-        }
-    }
-
-    /// The columns both files have for `table` (nil if the source lacks it).
-    private static func columns(_ table: String, _ source: DatabaseQueue, _ store: Store) -> [String]? {
-        guard let from = try? source.read({ db in try db.tableExists(table) ? try db.columns(in: table).map(\.name) : nil }),
-              let to = try? store.queue.read({ db in try db.columns(in: table).map(\.name) })
-        else { return nil }
-        let shared = from.filter(to.contains)
-        return shared.isEmpty ? nil : shared
-    }
-
-    private static func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store,
-                               conflict: String = "OR REPLACE") throws {
-        guard !rows.isEmpty else { return }
-        let sql = "INSERT \(conflict) INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-        try store.queue.write { db in
-            let statement = try db.cachedStatement(sql: sql)
-            for row in rows { try statement.execute(arguments: StatementArguments(columns.map { row[$0] as DatabaseValue })) }
-        }
-    }
-
-    /// `filter`: an SQL condition the rows copied must meet; `seekFilter`: one the probes
-    /// past a damaged page keep to (the leading columns of a composite key, so that a probe
-    /// is a seek); `conflict`: what a row whose key is already in `store` does.
-    private static func copyKeyed(_ table: String, key: String, from source: DatabaseQueue, into store: Store,
-                                  _ report: inout SalvageReport, filter: String = "1", seekFilter: String = "1",
-                                  conflict: String = "OR REPLACE") {
-        guard let columns = columns(table, source, store) else { return }
-        let list = columns.joined(separator: ", ")
-        // The table's own B-tree, never an index: with statistics, SQLite may scan a small
-        // table's unique index and sort, and a damaged index page would hide intact rows.
-        // (The operation log's seeks go through its (node, seq) index on purpose.)
-        let from = seekFilter == "1" ? "\(table) NOT INDEXED" : table
-        func insert(_ rows: [Row], _ table: String, _ columns: [String], into store: Store) throws {
-            try Salvage.insert(rows, table, columns, into: store, conflict: conflict)
-        }
-        // Whether a seek to `k` reads (nil: it fails; .some(nil): nothing at or after k).
-        func firstKey(from k: Int64) -> Int64?? {
-            do { return .some(try source.read { try Int64.fetchOne($0, sql: "SELECT \(key) FROM \(from) WHERE \(seekFilter) AND \(key) >= ? ORDER BY \(key) LIMIT 1", arguments: [k]) }) }
-            catch { return nil }
-        }
-        var next = Int64.min
-        var copied = 0
-        while true {
-            // Row by row, so that what reads before a damaged page is kept (in a table without
-            // rowid, that includes the row dividing it from the previous leaf, in their parent).
-            var rows: [Row] = []
-            do {
-                try source.read { db in
-                    let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) >= ? AND (\(filter)) ORDER BY \(key) LIMIT 256", arguments: [next])
-                    while let row = try cursor.next() { rows.append(row.copy()) }
-                }
-            } catch {
-                if let last = rows.last?[key] as Int64?, (try? insert(rows, table, columns, into: store)) != nil {
-                    copied += rows.count
-                    next = last &+ 1
-                    if next == Int64.min { break }
-                }
-                rows = []
-            }
-            do {
-                if rows.isEmpty, firstKey(from: next) != .some(nil) { throw SalvageProbe.damaged }
-                guard let last = rows.last?[key] as Int64? else { break }
-                if rows.count == 256 {
-                    if rows.first?[key] as Int64? == last {
-                        // One key fills the batch (an entity's many components): take all of it.
-                        rows = try source.read { db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [last]) }
-                    } else {
-                        rows.removeAll { $0[key] as Int64? == last }   // the last key's rows go in the next batch, whole
-                    }
-                }
-                try insert(rows, table, columns, into: store)
-                copied += rows.count
-                next = (rows.last![key] as Int64) + 1
-                if next == Int64.min { break }
-            } catch {
-                // A damaged page somewhere in that batch. Go a key at a time while seeks read;
-                // a key whose rows do not read is skipped; a seek that fails is on a damaged page.
-                switch firstKey(from: next) {
-                case .some(.none):
-                    break   // nothing at or after `next`
-                case .some(.some(let k)):
-                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }),
-                       (try? insert(rows, table, columns, into: store)) != nil {
-                        copied += rows.count
-                    } else {
-                        // Its key is found (an index reads) but its row does not: one row lost, known.
-                        report.skipped[table, default: 0] += 1
-                        report.lostAtMost[table, default: 0] += 1
-                    }
-                    next = k &+ 1
-                    continue
-                case .none:
-                    // Probe forward for a key whose seek reads, then bisect back to the first one.
-                    // The keys here are numbers from 1 up: a probe from the start of the table
-                    // (its first leaf damaged) starts at 0, not at Int64.min, whose doublings
-                    // would never reach them.
-                    next = max(next, 0)
-                    let base = next
-                    var step: Int64 = 1
-                    var readable: Int64?
-                    while step < (1 << 62) {
-                        let probe = base &+ step
-                        if probe < base { break }
-                        if firstKey(from: probe) != nil { readable = probe; break }
-                        step *= 2
-                    }
-                    guard var high = readable else {
-                        report.unreadable.append(table)
-                        break
-                    }
-                    var low = step == 1 ? base : base &+ step / 2
-                    while high - low > 1 {
-                        let middle = low + (high - low) / 2
-                        if firstKey(from: middle) != nil { high = middle } else { low = middle }
-                    }
-                    report.skipped[table, default: 0] += 1
-                    report.lostAtMost[table, default: 0] += high &- next
-                    // In a table without rowid, the row dividing two leaves sits in their parent
-                    // page: a seek to it goes on down to the damaged leaf and fails, but a cursor
-                    // walking back from `high` reads it before it reaches the damage.
-                    var dividers: [Row] = []
-                    try? source.read { db in
-                        let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(from) WHERE \(seekFilter) AND \(key) < ? AND \(key) >= ? AND (\(filter)) ORDER BY \(key) DESC", arguments: [high, next])
-                        while let row = try cursor.next() { dividers.append(row.copy()) }
-                    }
-                    if (try? insert(dividers, table, columns, into: store)) != nil {
-                        copied += dividers.count
-                        report.lostAtMost[table, default: 0] -= Int64(Set(dividers.compactMap { $0[key] as Int64? }).count)
-                    }
-                    next = high
-                    continue
-                }
-                break
-            }
-        }
-        report.rows[table, default: 0] += copied
-    }
-
-    /// The operation log, keyed by (node, seq): each node's sequence is copied like an
-    /// integer-keyed table (past damaged pages). The nodes come from every table that names
-    /// them, and from the log itself read from both ends up to a damaged page: a node named
-    /// nowhere else whose every operation sits between two damaged pages is the one thing
-    /// lost unseen.
-    private static func copyOperationLog(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
-        guard columns("operation_log", source, store) != nil else { return }
-        var nodes = Set<Data>()
-        for sql in ["SELECT node FROM vector_clock", "SELECT node FROM operation_floor", "SELECT node FROM peer_acks",
-                    "SELECT node_id FROM replica", "SELECT DISTINCT node FROM operation_log ORDER BY node",
-                    "SELECT DISTINCT node FROM operation_log ORDER BY node DESC"] {
-            try? source.read { db in
-                let cursor = try Data.fetchCursor(db, sql: sql)
-                while let node = try cursor.next() { nodes.insert(node) }
-            }
-        }
-        for node in nodes.sorted(by: { $0.lexicographicallyPrecedes($1) }) where node.count == 16 {
-            let hex = node.map { String(format: "%02x", $0) }.joined()
-            copyKeyed("operation_log", key: "seq", from: source, into: store, &report, filter: "node = x'\(hex)'", seekFilter: "node = x'\(hex)'")
-        }
-        if report.rows["operation_log"] == nil { report.rows["operation_log"] = 0 }
-    }
-
-    /// A table keyed otherwise (text, blobs): read in key order up to a damaged page, then
-    /// backwards from its end down to it, so that one damaged page costs its own rows only
-    /// (with more than one, the rows between the first and the last are lost too).
-    private static func copyScanned(_ table: String, from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
-        guard let columns = columns(table, source, store) else { return }
-        let list = columns.joined(separator: ", ")
-        let key = ((try? source.read { db in try db.primaryKey(table).columns }) ?? []).joined(separator: ", ")
-        var rows: [Row] = []
-        func scan(_ order: String) throws {
-            try source.read { db in
-                let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(table)" + (key.isEmpty ? "" : " ORDER BY \(order)"))
-                while let row = try cursor.next() { rows.append(row.copy()) }
-            }
-        }
-        do {
-            try scan(key)
-        } catch {
-            let before = rows.count
-            let descending = key.split(separator: ",").map { "\($0.trimmingCharacters(in: .whitespaces)) DESC" }.joined(separator: ", ")
-            do {
-                if !key.isEmpty { try scan(descending) }
-            } catch {}
-            if rows.count > before {
-                report.skipped[table, default: 0] += 1
-            } else {
-                report.unreadable.append(table)
-            }
-        }
-        do {
-            try insert(rows, table, columns, into: store)
-            report.rows[table] = rows.count
-        } catch {
-            report.unreadable.append("\(table) (not written: \(error))")
         }
     }
 }
