@@ -8,11 +8,15 @@ import Testing
 /// The sync against a real PostgreSQL server (a private one, `PrivatePostgres`), online and
 /// offline through a NetworkManager mock on a private system bus, and by stopping the server.
 @Suite struct SyncTests {
+    /// This test's document: tests share a server (``PrivatePostgres/shared()``) unless they
+    /// stop it, and each reads only its own document's rows.
+    let document = "doc-\(UUID().uuidString.prefix(8))"
+
     /// An engine whose sync points at `server`, pushing and pulling quickly.
     private func fixture(_ server: PrivatePostgres, _ name: String = #function, attempts: Int = 3) -> EngineFixture {
         var fixture = EngineFixture(name)
         fixture.config.sync.server = server.url
-        fixture.config.sync.document = "doc"
+        fixture.config.sync.document = document
         fixture.config.sync.maxAttempts = attempts
         fixture.config.sync.retryInitialBackoff = .milliseconds(20)
         fixture.config.sync.retryMaxBackoff = .milliseconds(200)
@@ -23,12 +27,12 @@ import Testing
     }
 
     private func transport(_ server: PrivatePostgres) throws -> PostgresTransport {
-        try PostgresTransport(url: server.url, document: "doc", logger: quietLogger)
+        try PostgresTransport(url: server.url, document: document, logger: quietLogger)
     }
 
     /// The server's operations of `node`, in sequence order: (seq, kind).
     private func serverLog(_ server: PrivatePostgres, node: NodeID) throws -> [(Int64, String)] {
-        let text = try server.sql("SELECT seq || ' ' || kind FROM strata_operations WHERE node = '\(node)' ORDER BY seq")
+        let text = try server.sql("SELECT seq || ' ' || kind FROM strata_operations WHERE document = '\(document)' AND node = '\(node)' ORDER BY seq")
         return text.split(separator: "\n").map { line in
             let parts = line.split(separator: " ", maxSplits: 1)
             return (Int64(parts[0])!, String(parts[1]))
@@ -36,11 +40,11 @@ import Testing
     }
 
     private func serverCount(_ server: PrivatePostgres) throws -> Int {
-        Int(try server.sql("SELECT count(*) FROM strata_operations")) ?? -1
+        Int(try server.sql("SELECT count(*) FROM strata_operations WHERE document = '\(document)'")) ?? -1
     }
 
     @Test func offlineWritesArePushedInOrderWhenTheNetworkComesBack() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres.shared()
         let bus = try PrivateSystemBus()
         try bus.startNetworkManager(state: 20)   // disconnected
         let fixture = fixture(server)
@@ -78,7 +82,7 @@ import Testing
     }
 
     @Test func aPoisonOperationIsDeadLetteredAloneAndBlocksNothing() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres()   // its own: the test adds a trigger to the server
         var fixture = fixture(server, attempts: 2)
         fixture.config.sync.networkSource = .none
         let engine = try fixture.open()
@@ -141,7 +145,7 @@ import Testing
     }
 
     @Test func pulledOperationsAreLoggedAndAppliedOnce() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres.shared()
         var a = fixture(server, "pullA"), b = fixture(server, "pullB")
         a.config.sync.networkSource = .none
         b.config.sync.networkSource = .none
@@ -171,7 +175,7 @@ import Testing
     }
 
     @Test func aPushReachesAListeningDeviceWithoutAPoll() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres.shared()
         var a = fixture(server, "listenA"), b = fixture(server, "listenB")
         a.config.sync.networkSource = .none
         b.config.sync.networkSource = .none
@@ -202,7 +206,7 @@ import Testing
     }
 
     @Test func aBacklogIsPushedAndJoinedInGrowingPagesAndAppliedOverSeveralTicks() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres.shared()
         var a = fixture(server, "joinA"), b = fixture(server, "joinB")
         a.config.sync.networkSource = .none
         a.config.sync.batchSize = 500
@@ -244,7 +248,7 @@ import Testing
     }
 
     @Test func aNotificationStormCostsOnePullPerWake() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres.shared()
         var b = fixture(server, "stormB")
         b.config.sync.networkSource = .none
         b.config.sync.pullInterval = .seconds(3600)
@@ -255,8 +259,8 @@ import Testing
         #expect(eventually(timeout: .seconds(10)) { second.sync?.listening == true && second.sync?.notifiedPulls == 1 })
         let before = second.sync!
         // 5000 distinct notifications on the document's channel, in one transaction and in 50.
-        try server.sql("SELECT pg_notify('strata_' || md5('doc'), i::text) FROM generate_series(1, 5000) i")
-        for i in 0 ..< 50 { try server.sql("SELECT pg_notify('strata_' || md5('doc'), 'x\(i)')") }
+        try server.sql("SELECT pg_notify('strata_' || md5('\(document)'), i::text) FROM generate_series(1, 5000) i")
+        for i in 0 ..< 50 { try server.sql("SELECT pg_notify('strata_' || md5('\(document)'), 'x\(i)')") }
         #expect(eventually(timeout: .seconds(10)) { (second.sync?.notifications ?? 0) >= before.notifications + 2 })
         Thread.sleep(forTimeInterval: 0.3)   // whatever else the storm wakes
         let state = second.sync!
@@ -294,7 +298,7 @@ import Testing
     }
 
     @Test func airplaneModeFiftyTimesUnderLoad() throws {
-        let server = try PrivatePostgres()
+        let server = try PrivatePostgres.shared()
         let bus = try PrivateSystemBus()
         try bus.startNetworkManager(state: 70)
         var a = fixture(server, "planeA"), b = fixture(server, "planeB")

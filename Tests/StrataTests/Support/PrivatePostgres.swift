@@ -86,3 +86,20 @@ final class PrivatePostgres {
         init(_ description: String) { self.description = description }
     }
 }
+
+extension PrivatePostgres {
+    /// One server for the tests that neither stop it nor read past their own document
+    /// (each test names a document of its own): started at the first use, stopped when the
+    /// test process exits.
+    static func shared() throws -> PrivatePostgres { try sharedServer.get() }
+
+    nonisolated(unsafe) private static let sharedServer: Result<PrivatePostgres, any Error> = {
+        let result = Result { try PrivatePostgres() }
+        atexit {
+            guard case .success(let server) = PrivatePostgres.sharedServer else { return }
+            server.stop()
+            try? FileManager.default.removeItem(atPath: server.folder)
+        }
+        return result
+    }()
+}
