@@ -216,8 +216,8 @@ final class Writer: @unchecked Sendable {
             logger.notice("writer: no room for the disk reserve (\(settings.diskReserveBytes / 1024) KB at \(store.location.reservePath)): made when there is")
         }
         var closingFailures = 0
-        var lastBatch = Date.distantPast
-        var checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
+        var schedule = WriterSchedule(now: Date(), checkpointInterval: settings.checkpointInterval,
+                                      pollInterval: settings.pollInterval, pollLinger: settings.pollLinger)
         loop: while true {
             // The file is corrupt: leave it as it is, and the batches to the engine.
             if buffer.reportedCorruption != nil { break loop }
@@ -226,18 +226,11 @@ final class Writer: @unchecked Sendable {
             let now = Date()
             let compaction = compactionDue()
             let maintenanceTask = compaction == nil ? maintenanceDue() : nil
-            let polling = settings.pollInterval > .zero && now.timeIntervalSince(lastBatch) < settings.pollLinger.seconds
+            let stepDue = compaction != nil || maintenanceTask != nil
             expireDeferredRequests(now: now)
-            let wake = if compaction != nil || maintenanceTask != nil {
-                now   // look at the slot, then run a step
-            } else if polling {
-                min(checkpointCheck, now.addingTimeInterval(nextPollDelay().seconds))
-            } else {
-                min(checkpointCheck, compactionRetryAt ?? .distantFuture)
-            }
-            // A request waiting for a batch gives up at its deadline, batch or not.
-            let deadline = min(wake, deferredRequests.lazy.map(\.deadline).min() ?? .distantFuture)
-            switch buffer.take(until: deadline, parked: !polling && compaction == nil && maintenanceTask == nil) {
+            let wait = schedule.wait(now: now, stepDue: stepDue, pollDelay: !stepDue && schedule.isPolling(now: now) ? nextPollDelay() : .zero,
+                                     retryAt: compactionRetryAt, requestDeadline: deferredRequests.lazy.map(\.deadline).min())
+            switch buffer.take(until: wait.until, parked: wait.parked) {
             case .batch(let batch):
                 if holdForDiskSpace(batch) {
                     // Held in the hand-off: look again after a poll's time (a critical batch
@@ -245,8 +238,7 @@ final class Writer: @unchecked Sendable {
                     Thread.sleep(forTimeInterval: 0.1)
                     continue loop
                 }
-                lastBatch = Date()
-                checkpointCheck = lastBatch.addingTimeInterval(settings.checkpointInterval.seconds)
+                schedule.tookBatch(at: Date())
                 if commitWithRetry(batch) {
                     let deleted = batch.entityDeletes.isEmpty ? nil : batch.entityDeletes
                     if !batch.operations.isEmpty { buffer.notifyCommitted(batch.operations) }
@@ -282,20 +274,15 @@ final class Writer: @unchecked Sendable {
                 backoff()
                 continue loop
             case .timedOut:
-                if let compaction {
-                    runCompactionStep(compaction)
+                switch schedule.timedOut(now: Date(), stepDue: stepDue) {
+                case .step:
+                    if let compaction { runCompactionStep(compaction) } else if let maintenanceTask { runMaintenanceStep(maintenanceTask) }
                     checkpointIfNeeded()
+                case .checkpoint:
+                    checkpointIfNeeded()
+                case .nothing:
                     continue loop
                 }
-                if let maintenanceTask {
-                    runMaintenanceStep(maintenanceTask)
-                    checkpointIfNeeded()
-                    continue loop
-                }
-                // A poll that found nothing is not yet the checkpoint timer.
-                guard Date() >= checkpointCheck else { continue loop }
-                checkpointIfNeeded()
-                checkpointCheck = Date(timeIntervalSinceNow: settings.checkpointInterval.seconds)
             case .closed:
                 break loop
             }

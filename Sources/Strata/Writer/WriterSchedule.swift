@@ -1,0 +1,83 @@
+import Foundation
+
+/// When the writer looks at the hand-off next, and what it does when nothing came: a pure
+/// decision from what the writer knows (the time, its last batch, the checkpoint timer,
+/// whether a background step is due, a retry or a request deadline). It reads no clock and
+/// does no I/O; ``Writer``'s loop reads the time, asks, and acts. Tested in virtual time
+/// (`WriterScheduleTests`).
+///
+/// - While batches keep coming (within `pollLinger` of the last one) the writer polls the
+///   hand-off every `pollInterval` (the tick thread then never wakes it); after that it
+///   parks until the checkpoint timer or a retry is due, and the next flush wakes it.
+/// - A due background step (a compaction or a maintenance step) means: look at the
+///   hand-off without waiting, then run the step.
+/// - A request waiting for a batch gives up at its deadline, batch or not.
+/// - The checkpoint timer starts over with every batch, and when it fires.
+///
+/// Writer thread.
+struct WriterSchedule: Equatable {
+    let checkpointInterval: Duration
+    let pollInterval: Duration
+    let pollLinger: Duration
+    /// When the last batch was taken.
+    private(set) var lastBatch = Date.distantPast
+    /// When the checkpoint timer fires next.
+    private(set) var checkpointDue: Date
+
+    init(now: Date, checkpointInterval: Duration, pollInterval: Duration, pollLinger: Duration) {
+        self.checkpointInterval = checkpointInterval
+        self.pollInterval = pollInterval
+        self.pollLinger = pollLinger
+        checkpointDue = now.addingTimeInterval(checkpointInterval.seconds)
+    }
+
+    /// How long to wait for the hand-off, and whether to park (be woken by the next
+    /// hand-off) rather than poll.
+    struct Wait: Equatable {
+        var until: Date
+        var parked: Bool
+    }
+
+    /// `stepDue`: a compaction or maintenance step is due; `pollDelay`: the next poll's
+    /// delay (half a tick away from the ticks); `retryAt`: a failed compaction's retry;
+    /// `requestDeadline`: the earliest deadline of a request waiting for a batch.
+    func wait(now: Date, stepDue: Bool, pollDelay: Duration, retryAt: Date?, requestDeadline: Date?) -> Wait {
+        let polling = isPolling(now: now)
+        let wake = if stepDue {
+            now
+        } else if polling {
+            min(checkpointDue, now.addingTimeInterval(pollDelay.seconds))
+        } else {
+            min(checkpointDue, retryAt ?? .distantFuture)
+        }
+        return Wait(until: min(wake, requestDeadline ?? .distantFuture), parked: !polling && !stepDue)
+    }
+
+    /// Batches came within `pollLinger`: the writer polls instead of parking.
+    func isPolling(now: Date) -> Bool {
+        pollInterval > .zero && now.timeIntervalSince(lastBatch) < pollLinger.seconds
+    }
+
+    /// A batch was taken at `now`: the checkpoint timer starts over.
+    mutating func tookBatch(at now: Date) {
+        lastBatch = now
+        checkpointDue = now.addingTimeInterval(checkpointInterval.seconds)
+    }
+
+    /// What to do when a wait ended with nothing in the hand-off.
+    enum Idle: Equatable {
+        /// Run the background step that was due.
+        case step
+        /// The checkpoint timer fired (it starts over).
+        case checkpoint
+        /// A poll that found nothing: look again.
+        case nothing
+    }
+
+    mutating func timedOut(now: Date, stepDue: Bool) -> Idle {
+        if stepDue { return .step }
+        guard now >= checkpointDue else { return .nothing }
+        checkpointDue = now.addingTimeInterval(checkpointInterval.seconds)
+        return .checkpoint
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// The writer's schedule in virtual time: when it looks at the hand-off, whether it parks,
+/// and what an empty wait leads to.
+@Suite struct WriterScheduleTests {
+    let start = Date(timeIntervalSince1970: 1_000_000)
+
+    func schedule() -> WriterSchedule {
+        WriterSchedule(now: start, checkpointInterval: .seconds(30), pollInterval: .milliseconds(100), pollLinger: .seconds(5))
+    }
+
+    func at(_ seconds: Double) -> Date { start.addingTimeInterval(seconds) }
+
+    @Test func beforeAnyBatchItParksUntilTheCheckpointTimer() {
+        let wait = schedule().wait(now: at(1), stepDue: false, pollDelay: .milliseconds(100), retryAt: nil, requestDeadline: nil)
+        #expect(wait == .init(until: at(30), parked: true))
+    }
+
+    @Test func whileBatchesKeepComingItPollsAndNeverParks() {
+        var schedule = schedule()
+        schedule.tookBatch(at: at(10))
+        let wait = schedule.wait(now: at(12), stepDue: false, pollDelay: .milliseconds(90), retryAt: nil, requestDeadline: nil)
+        #expect(wait == .init(until: at(12.09), parked: false))
+        // Past the linger, it parks until the timer, which the batch started over.
+        let later = schedule.wait(now: at(15.5), stepDue: false, pollDelay: .milliseconds(90), retryAt: nil, requestDeadline: nil)
+        #expect(later == .init(until: at(40), parked: true))
+    }
+
+    @Test func aPollIntervalOfZeroAlwaysParks() {
+        var schedule = WriterSchedule(now: start, checkpointInterval: .seconds(30), pollInterval: .zero, pollLinger: .seconds(5))
+        schedule.tookBatch(at: at(1))
+        #expect(schedule.wait(now: at(1.01), stepDue: false, pollDelay: .zero, retryAt: nil, requestDeadline: nil).parked)
+    }
+
+    @Test func aDueStepLooksAtTheHandOffWithoutWaiting() {
+        let wait = schedule().wait(now: at(3), stepDue: true, pollDelay: .milliseconds(100), retryAt: nil, requestDeadline: nil)
+        #expect(wait == .init(until: at(3), parked: false))
+    }
+
+    @Test func aRetryOrARequestDeadlineEndsTheWaitEarly() {
+        let retry = schedule().wait(now: at(1), stepDue: false, pollDelay: .zero, retryAt: at(4), requestDeadline: nil)
+        #expect(retry == .init(until: at(4), parked: true))
+        let request = schedule().wait(now: at(1), stepDue: false, pollDelay: .zero, retryAt: at(4), requestDeadline: at(2))
+        #expect(request.until == at(2))
+    }
+
+    @Test func anEmptyWaitRunsTheDueStepOrTheCheckpointTimer() {
+        var schedule = schedule()
+        #expect(schedule.timedOut(now: at(5), stepDue: true) == .step)
+        #expect(schedule.timedOut(now: at(29.9), stepDue: false) == .nothing)
+        #expect(schedule.timedOut(now: at(30), stepDue: false) == .checkpoint)
+        // The timer started over: the next one is 30 s on.
+        #expect(schedule.timedOut(now: at(31), stepDue: false) == .nothing)
+        #expect(schedule.checkpointDue == at(60))
+    }
+}
