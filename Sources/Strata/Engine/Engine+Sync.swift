@@ -40,7 +40,7 @@ extension Engine {
 
     /// The sync's state (online, counts), as it was when it stopped after a shutdown; nil
     /// if it never ran.
-    public var sync: SyncClient.State? { syncClient?.state ?? stoppedSyncState }
+    public var sync: SyncState? { syncClient?.state ?? stoppedSyncState }
 
     /// The outbox, the dead letters, the last push and pull (committed state).
     public func syncStatus() throws -> SyncStatus {

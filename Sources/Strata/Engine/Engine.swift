@@ -84,7 +84,7 @@ public final class Engine {
     /// The host's hook for pulled operations (`Engine+Sync.swift`).
     var syncApply: ((LoggedOperation) -> Void)?
     /// The sync's state when it stopped (for a summary after shutdown).
-    var stoppedSyncState: SyncClient.State?
+    var stoppedSyncState: SyncState?
     /// Reports the figures through swift-metrics on a thread of its own (`Engine+Metrics.swift`).
     var metricsExporter: MetricsExporter?
 

@@ -101,7 +101,7 @@ extension MetricsExporter {
         Job.Status.allCases.map { .gauge("strata_jobs", Double(jobs[$0] ?? 0), ("status", $0.rawValue)) }
     }
 
-    static func readings(sync state: SyncClient.State, outbox: Int) -> [Reading] {
+    static func readings(sync state: SyncState, outbox: Int) -> [Reading] {
         [
             .gauge("strata_sync_online", state.online ? 1 : 0),
             .gauge("strata_sync_outbox_operations", Double(outbox)),

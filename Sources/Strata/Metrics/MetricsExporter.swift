@@ -24,7 +24,7 @@ final class MetricsExporter: @unchecked Sendable {
     }
 
     /// The sync's state and outbox size, while a sync runs.
-    typealias SyncSource = @Sendable () -> (state: SyncClient.State, outbox: Int)
+    typealias SyncSource = @Sendable () -> (state: SyncState, outbox: Int)
 
     private let sources: Sources
     private var sync: SyncSource?   // under `lock`

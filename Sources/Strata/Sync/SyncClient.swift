@@ -26,7 +26,9 @@ import Synchronization
 ///    doubling to `retry_max_backoff_secs`), counting against no operation.
 ///
 /// States: created ──start──▶ running ──stop──▶ stopped.
-public final class SyncClient: @unchecked Sendable {
+@usableFromInline final class SyncClient: @unchecked Sendable {
+    typealias State = SyncState
+
     // @unchecked Sendable: the mutable state is guarded by `lock`, or atomic; the rest is
     // immutable, or touched only by the sync thread (`server`, `pullCursor`, `failures`).
     let transport: any SyncTransport
@@ -89,7 +91,7 @@ public final class SyncClient: @unchecked Sendable {
 
     deinit { executor.stop() }
 
-    public var state: State { lock.withLock { current } }
+    var state: State { lock.withLock { current } }
 
     /// The server's node id once connected (its acknowledgements are recorded under it).
     var serverNode: NodeID? { lock.withLock { connectedNode } }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// What the sync brings to the tick thread: operations pulled from the server, and the
-/// server's acknowledgement of this replica's operations. Filled by ``SyncClient``'s
+/// server's acknowledgement of this replica's operations. Filled by `SyncClient`'s
 /// thread, taken by ``Engine/endTick()`` (which reads one atomic when there is nothing).
 @usableFromInline
 final class SyncInbox: @unchecked Sendable {

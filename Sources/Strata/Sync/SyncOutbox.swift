@@ -7,7 +7,7 @@ import GRDB
 /// `sync_failures` (refused by the server, waiting for their next attempt, or dead letters).
 ///
 /// Any thread: every call is a request on the writer (``WriterLane``), so it reads what
-/// is committed and writes between the tick thread's batches. Used by ``SyncClient`` and
+/// is committed and writes between the tick thread's batches. Used by `SyncClient` and
 /// ``Engine/syncStatus()``.
 struct SyncOutbox: Sendable {
     let lane: WriterLane

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a sync server does for Strata: store operations pushed by a device, hand out the
-/// operations of the others, tell the time. ``SyncClient`` drives it from a task of its
+/// operations of the others, tell the time. `SyncClient` drives it from a task of its
 /// own; the tick thread never waits on it.
 ///
 /// Implementations: `PostgresTransport` (the `StrataPostgres` library), which creates its

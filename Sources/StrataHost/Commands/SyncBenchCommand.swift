@@ -318,7 +318,7 @@ struct SyncBenchCommand: ParsableCommand {
     }
 
     /// From coming online to the first acknowledged push (wall ms).
-    private func firstAck(_ state: SyncClient.State) -> Int64 {
+    private func firstAck(_ state: SyncState) -> Int64 {
         guard let came = state.cameOnlineAt, let first = state.firstPushAt else { return 0 }
         return first - came
     }
