@@ -45,13 +45,12 @@ public struct SalvageReport: Sendable, Equatable {
 /// type ids and segment ids are kept, so the segment log's records still point at the
 /// right entities and types.
 enum Salvage {
-    /// Integer-keyed tables, in the order their rows may refer to each other.
-    static let keyed: [(table: String, key: String)] = [
-        ("component_types", "id"), ("entities", "num"), ("components", "entity_num"), ("segments", "id"),
-        ("rejected_writes", "id"), ("jobs", "id"), ("assets", "id"), ("sync_failures", "seq"), ("segments_set_aside", "id"),
-    ]
-    /// Read from each end up to a damaged page.
-    static let scanned = ["settings", "replica", "peer_acks", "operation_floor", "asset_trash", "sync_state"]
+    /// Integer-keyed tables, in the order their rows may refer to each other (``DataKind``).
+    static let keyed: [(table: String, key: String)] = DataKind.allTables.compactMap { table in
+        if case .keyed(let key) = table.salvage { (table.name, key) } else { nil }
+    }
+    /// Read from each end up to a damaged page (``DataKind``).
+    static let scanned = DataKind.allTables.filter { $0.salvage == .scanned }.map(\.name)
 
     static func run(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()

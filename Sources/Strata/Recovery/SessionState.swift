@@ -104,8 +104,7 @@ extension Store {
     /// Tables no start reads (the reload reads entities, components, segments, settings,
     /// the operation log and its clock): their damage would wait until a job, an asset or
     /// a sync needs the page. `quick_check(TABLE)` covers a table and its indexes.
-    static let tablesAStartDoesNotRead = ["jobs", "assets", "asset_trash", "sync_state", "sync_failures", "rejected_writes",
-                                          "peer_acks", "operation_floor", "segments_set_aside", "compaction_state", "replica"]
+    static let tablesAStartDoesNotRead = DataKind.allTables.filter { !$0.readAtStart }.map(\.name)
 }
 
 extension Writer {

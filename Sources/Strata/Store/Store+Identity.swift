@@ -16,12 +16,8 @@ package enum DocumentKind: Equatable, Sendable, CustomStringConvertible {
     /// `PRAGMA application_id` of a Strata document ("STRA"), set when the file is created.
     public static let applicationID: Int32 = 0x5354_5241
 
-    /// Tables a Strata document may have (every migration's; GRDB's own).
-    static let tables: Set<String> = [
-        "entities", "component_types", "components", "session_state", "settings", "segments", "compaction_state",
-        "replica", "operation_log", "vector_clock", "peer_acks", "operation_floor", "rejected_writes", "jobs", "assets", "asset_trash", "sync_state", "sync_failures", "grdb_migrations",
-        "segments_set_aside",
-    ]
+    /// Tables a Strata document may have (every kind of data's: ``DataKind``).
+    static let tables = Set(DataKind.allTables.map(\.name))
 
     /// Reads the header pragmas, the tables and the applied migrations. Reads only.
     static func classify(_ db: Database) throws -> DocumentKind {

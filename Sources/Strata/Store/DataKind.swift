@@ -1,0 +1,89 @@
+/// Every kind of data a document keeps, and the tables each owns: the one list that the
+/// document check (``DocumentKind``), the salvage and the start's check of the tables it
+/// does not read all use. A new kind of data adds its case and its tables here (and a
+/// migration); `DataKindTests` fails if a table of the schema belongs to no kind, or to two.
+///
+/// The cases are in the order rows may refer to each other (entities before the rows that
+/// name them), which is the order the salvage copies them in.
+enum DataKind: String, CaseIterable {
+    /// Entities, the component types' names, the components' base rows.
+    case world
+    /// The segment log of component changes, its compaction state, the rows set aside.
+    case segments
+    /// The document's settings.
+    case settings
+    /// Writes the file refused, kept to be replayed.
+    case rejectedWrites
+    /// The operation log, this replica's id, the vector clock, the peers' acknowledgements
+    /// and the floor below which operations were dropped.
+    case operations
+    /// The job queue.
+    case jobs
+    /// The files beside the document, and the ones waiting to be removed.
+    case assets
+    /// The outbox's state and the operations the server refused.
+    case sync
+    /// The session row: clean shutdowns, crashes, the last check.
+    case session
+    /// GRDB's record of the migrations applied.
+    case migrations
+
+    /// How the salvage gets a table's rows out of a damaged file.
+    enum Salvage: Equatable {
+        /// In the order of this integer key, probing past a damaged page.
+        case keyed(String)
+        /// From each end up to a damaged page.
+        case scanned
+        /// Node by node (`Salvage.copyOperationLog`).
+        case operationLog
+        /// Not copied: rebuilt (the vector clock from the log; the compaction state),
+        /// carried by hand (the session's counters) or the new file's own (migrations).
+        case notCopied
+    }
+
+    struct Table: Equatable {
+        let name: String
+        let salvage: Salvage
+        /// Every start reads it (so its damage shows at once); the others get a
+        /// `quick_check` of their own now and then (`SessionState.swift`).
+        let readAtStart: Bool
+    }
+
+    var tables: [Table] {
+        switch self {
+        case .world:
+            [Table(name: "component_types", salvage: .keyed("id"), readAtStart: true),
+             Table(name: "entities", salvage: .keyed("num"), readAtStart: true),
+             Table(name: "components", salvage: .keyed("entity_num"), readAtStart: true)]
+        case .segments:
+            [Table(name: "segments", salvage: .keyed("id"), readAtStart: true),
+             Table(name: "compaction_state", salvage: .notCopied, readAtStart: false),
+             Table(name: "segments_set_aside", salvage: .keyed("id"), readAtStart: false)]
+        case .settings:
+            [Table(name: "settings", salvage: .scanned, readAtStart: true)]
+        case .rejectedWrites:
+            [Table(name: "rejected_writes", salvage: .keyed("id"), readAtStart: false)]
+        case .operations:
+            [Table(name: "replica", salvage: .scanned, readAtStart: false),
+             Table(name: "operation_log", salvage: .operationLog, readAtStart: true),
+             Table(name: "vector_clock", salvage: .notCopied, readAtStart: true),
+             Table(name: "peer_acks", salvage: .scanned, readAtStart: false),
+             Table(name: "operation_floor", salvage: .scanned, readAtStart: false)]
+        case .jobs:
+            [Table(name: "jobs", salvage: .keyed("id"), readAtStart: false)]
+        case .assets:
+            [Table(name: "assets", salvage: .keyed("id"), readAtStart: false),
+             Table(name: "asset_trash", salvage: .scanned, readAtStart: false)]
+        case .sync:
+            [Table(name: "sync_state", salvage: .scanned, readAtStart: false),
+             Table(name: "sync_failures", salvage: .keyed("seq"), readAtStart: false)]
+        case .session:
+            [Table(name: "session_state", salvage: .notCopied, readAtStart: true)]
+        case .migrations:
+            [Table(name: "grdb_migrations", salvage: .notCopied, readAtStart: true)]
+        }
+    }
+
+    /// Every table of a document, kind by kind.
+    static let allTables: [Table] = allCases.flatMap(\.tables)
+}

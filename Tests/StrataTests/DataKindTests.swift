@@ -1,0 +1,34 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// Every table of a document belongs to exactly one kind of data (``DataKind``), the list
+/// the salvage, the document check and the start's table check read.
+@Suite struct DataKindTests {
+    @Test func everyTableOfTheSchemaBelongsToExactlyOneKind() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        try engine.shutdown()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        let schema = try queue.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        }
+        let listed = DataKind.allTables.map(\.name)
+        #expect(Set(listed).count == listed.count, "a table listed under two kinds: \(listed)")
+        #expect(Set(schema) == Set(listed), "in the schema only: \(Set(schema).subtracting(listed).sorted()); listed only: \(Set(listed).subtracting(schema).sorted())")
+    }
+
+    @Test func theSalvageAndTheStartReadTheRegistry() {
+        // Rows refer to entities: the salvage copies the entities before the rows naming them.
+        let keyed = Salvage.keyed.map(\.table)
+        #expect(keyed.firstIndex(of: "entities")! < keyed.firstIndex(of: "components")!)
+        #expect(keyed.firstIndex(of: "entities")! < keyed.firstIndex(of: "jobs")!)
+        #expect(keyed.firstIndex(of: "entities")! < keyed.firstIndex(of: "assets")!)
+        // Every table is salvaged one way or named as not copied; the start's check covers the rest.
+        for table in DataKind.allTables where table.salvage != .notCopied && table.salvage != .operationLog {
+            #expect(keyed.contains(table.name) || Salvage.scanned.contains(table.name), "\(table.name)")
+        }
+        #expect(Set(Store.tablesAStartDoesNotRead).isDisjoint(with: DataKind.allTables.filter(\.readAtStart).map(\.name)))
+    }
+}
