@@ -88,9 +88,9 @@ final class Writer: @unchecked Sendable {
     var state = State.created
     private var maxWalBytesOverride: Int?
     /// The error that kept the final drain from finishing, if any.
-    private var shutdownError: StoreError?
+    var shutdownError: StoreError?
     /// Set by ``abandon()``: finish without the clean-shutdown mark.
-    private var abandoned = false
+    var abandoned = false
     /// The power source and the user's activity, as the engine last reported them; nil
     /// until its first end of tick (only `compactNow()` compacts before that).
     var compactionContext: CompactionContext?
@@ -288,105 +288,5 @@ final class Writer: @unchecked Sendable {
             }
         }
         finish()
-    }
-
-    /// Asks Linux to schedule the writer as a batch thread (`SCHED_BATCH`): same share
-    /// of the CPU, but its wake-ups never preempt a running thread, so a commit or a poll
-    /// does not land in the middle of a tick. Over four paired `strata bench` runs the
-    /// tick p99 against the baseline went from 1.35× (median) to 1.04×.
-    private func yieldToTheTickThread() {
-        let schedBatch: Int32 = 3   // SCHED_BATCH in <sched.h>, a GNU extension Glibc does not export
-        var parameters = sched_param()
-        if pthread_setschedparam(pthread_self(), schedBatch, &parameters) != 0 {
-            logger.debug("writer: SCHED_BATCH refused; scheduled as a normal thread")
-        }
-    }
-
-    /// The writer thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), into the metrics.
-    private func recordCPUTime() {
-        var ts = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-        let cpu = Duration.seconds(ts.tv_sec) + .nanoseconds(ts.tv_nsec)
-        metrics.update { $0.writerCPUTime = cpu }
-    }
-
-    private func backoff() {
-        let exponent = min(consecutiveFailures - 1, 20)
-        // While shutting down, at most a second between attempts: a shutdown is bounded.
-        let longest = buffer.isClosed ? min(settings.retryMaxBackoff, .seconds(1)) : settings.retryMaxBackoff
-        let wait = min(settings.retryInitialBackoff * (1 << exponent), longest)
-        Thread.sleep(forTimeInterval: wait.seconds)
-    }
-
-    /// Shutdown cannot write what is waiting: park it in the side file, row by row, so
-    /// that nothing is lost (``RejectedWrite``), and say so.
-    private func abandonWaiting(reason: String) {
-        if case .batch(let batch) = buffer.take(until: Date()) {
-            let cause = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
-            for rider in batch.riders { rider.finish(cause) }
-            let parked = parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
-            let derived = batch.writes.filter { $0.value.map { type(of: $0).tier == .derived } ?? false }.count
-            let tiers = "\(batch.rowCount - derived) critical (entity rows, settings, operations, critical components, removals), \(derived) derived"
-            // Requests that rode the batch (jobs queued from the tick thread) are not rows to
-            // park: each failed above, and said so through its own log line.
-            let riders = batch.riders.isEmpty ? "" : "; \(batch.riders.count) requests riding the batch (jobs queued with it) not written, each logged"
-            let nothingLost = parked.lost == 0 && batch.riders.isEmpty ? ", nothing lost" : ""
-            let error = StoreError(.write, message: "\(batch.rowCount) rows not written to the database (\(reason)): \(tiers); \(parked.summary)\(nothingLost)\(riders): \(cause.message)", path: store.location.path)
-            logger.error("writer: \(error)")
-            controlLock.withLock { shutdownError = error }
-        }
-    }
-
-    private func finish() {
-        let corrupt = buffer.reportedCorruption != nil
-        let skipMark = corrupt || controlLock.withLock { shutdownError != nil || abandoned }
-        if !skipMark {
-            do {
-                optimizeAtShutdown()
-                try markCleanShutdown()
-                checkpoint(.truncate)
-            } catch {
-                let storeError = StoreError(.write, wrapping: error, path: store.location.path)
-                logger.error("writer: clean shutdown failed: \(storeError)")
-                controlLock.withLock { shutdownError = storeError }
-            }
-        }
-        if corrupt {
-            buffer.putBack(deferredRequests)   // for the writer of the file that replaces this one
-            deferredRequests.removeAll()
-        } else {
-            failRemainingRequests()
-        }
-        walFrames.uninstall(store: store)
-        recordCPUTime()
-        controlLock.withLock {
-            state = .finished
-            forcedCompactionsServed = forcedCompactionsRequested
-            controlLock.broadcast()
-        }
-    }
-}
-
-/// Counts the frames in the WAL through `sqlite3_wal_hook`, which SQLite calls after
-/// each commit with the WAL's frame count (<https://sqlite.org/c3ref/wal_hook.html>).
-/// With `wal_autocheckpoint=0` nothing else uses the hook.
-final class WalFrameCounter: @unchecked Sendable {
-    // @unchecked Sendable: `frames` is written by SQLite's callback on the writer thread
-    // and read on the same thread; the object is only shared to be kept alive.
-    var frames: Int32 = 0
-    /// Frames the last commit added.
-    var lastCommitFrames: Int32 = 0
-
-    func install(on db: Database) {
-        sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
-            let counter = Unmanaged<WalFrameCounter>.fromOpaque(context!).takeUnretainedValue()
-            counter.lastCommitFrames = max(0, frames - counter.frames)
-            counter.frames = frames
-            return SQLITE_OK
-        }, Unmanaged.passUnretained(self).toOpaque())
-    }
-
-    func uninstall(store: Store) {
-        try? store.withConnection { db in _ = sqlite3_wal_hook(db.sqliteConnection, nil, nil) }
     }
 }
