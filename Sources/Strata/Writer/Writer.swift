@@ -106,6 +106,8 @@ final class Writer: @unchecked Sendable {
     let segmentLog: SegmentLog
     /// The batch parts, in the order they write: entity rows, settings, the operation log, replayed rejections, then the segment append.
     let parts: [any BatchPart]
+    /// Background work between batches, asked in this order (``WriterTask``). Writer thread.
+    lazy var tasks: [any WriterTask] = [CompactionTask(writer: self), MaintenanceTask(writer: self)]
     var round: Compactor.Round?
     /// Bytes of records a step consumes, per method (a fold's byte costs more than a
     /// merge's); each adapts to `compactionStepBudget`.
@@ -224,12 +226,11 @@ final class Writer: @unchecked Sendable {
             recordCPUTime()
             startIntegrityCheckIfDue()
             let now = Date()
-            let compaction = compactionDue()
-            let maintenanceTask = compaction == nil ? maintenanceDue() : nil
-            let stepDue = compaction != nil || maintenanceTask != nil
+            let dueTask = tasks.first { $0.stepDue() }
+            let stepDue = dueTask != nil
             expireDeferredRequests(now: now)
             let wait = schedule.wait(now: now, stepDue: stepDue, pollDelay: !stepDue && schedule.isPolling(now: now) ? nextPollDelay() : .zero,
-                                     retryAt: compactionRetryAt, requestDeadline: deferredRequests.lazy.map(\.deadline).min())
+                                     retryAt: tasks.compactMap(\.retryAt).min(), requestDeadline: deferredRequests.lazy.map(\.deadline).min())
             switch buffer.take(until: wait.until, parked: wait.parked) {
             case .batch(let batch):
                 if holdForDiskSpace(batch) {
@@ -276,7 +277,7 @@ final class Writer: @unchecked Sendable {
             case .timedOut:
                 switch schedule.timedOut(now: Date(), stepDue: stepDue) {
                 case .step:
-                    if let compaction { runCompactionStep(compaction) } else if let maintenanceTask { runMaintenanceStep(maintenanceTask) }
+                    dueTask?.runStep()
                     checkpointIfNeeded()
                 case .checkpoint:
                     checkpointIfNeeded()
