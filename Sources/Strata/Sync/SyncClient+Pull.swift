@@ -46,16 +46,15 @@ extension SyncClient {
             let page = try call { [startClock, node, pullCursor, pageSize] in
                 try await self.transport.pull(excluding: node, clock: startClock, after: pullCursor, limit: pageSize)
             }
-            lastPull = .now
             inbox.deliver(page.operations)
             pullCursor = max(pullCursor, page.cursor)
             more = page.hasMore
-            let catching = more || (pageSize > config.pullBatchSize && !page.operations.isEmpty)
             update {
                 $0.pulls += 1
                 if first && told { $0.notifiedPulls += 1 }
                 $0.pulledOperations += page.operations.count
-                if catching && !$0.catchingUp { $0.catchingUp = true; $0.catchUpPulled = 0 }
+                // Catching up from the first full page to the first short one, included.
+                if more && !$0.catchingUp { $0.catchingUp = true; $0.catchUpPulled = 0 }
                 if $0.catchingUp { $0.catchUpPulled += page.operations.count }
                 if !more { $0.catchingUp = false }
             }

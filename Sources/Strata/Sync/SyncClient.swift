@@ -67,7 +67,6 @@ import Synchronization
     /// The transport listens for the server's news (set from the listener's events).
     let listening = Atomic<Bool>(false)
     var listenerStarted = false
-    var lastPull = ContinuousClock.now
     var pushedHighest: Int64 = 0
     var nextFailureDue: Int64? = 0
     var consecutiveFailures = 0
@@ -145,7 +144,6 @@ import Synchronization
     func run() {
         var retryAt: ContinuousClock.Instant?
         var nextPull = ContinuousClock.now
-        lastPull = .now
         var networkSeen = -1
         var wasOffline = false
         while !shouldStop {
@@ -187,7 +185,8 @@ import Synchronization
                     // Not caught up (the tick thread has not taken the last pages): soon again.
                     nextPull = .now + (!caughtUp ? config.pushInterval : listens ? config.safetyPull : config.pullInterval)
                 } else if !listening.load(ordering: .acquiring) {
-                    nextPull = min(nextPull, lastPull + config.pullInterval)
+                    // Listening was lost since the last pull: poll at the short interval again.
+                    nextPull = min(nextPull, .now + config.pullInterval)
                 }
                 consecutiveFailures = 0
                 update { $0.online = true }

@@ -107,7 +107,12 @@ final class Writer: @unchecked Sendable {
     /// The batch parts, in the order they write: entity rows, settings, the operation log, replayed rejections, then the segment append.
     let parts: [any BatchPart]
     /// Background work between batches, asked in this order (``WriterTask``). Writer thread.
-    lazy var tasks: [any WriterTask] = [CompactionTask(writer: self), MaintenanceTask(writer: self)]
+    lazy var tasks: [any WriterTask] = [
+        WriterStepTask(due: { [unowned self] in compactionDue() }, run: { [unowned self] in runCompactionStep($0) },
+                       retry: { [unowned self] in compactionRetryAt }),
+        WriterStepTask(due: { [unowned self] in maintenanceDue() }, run: { [unowned self] in runMaintenanceStep($0) },
+                       retry: { [unowned self] in maintenance.retryAt }),
+    ]
     var round: Compactor.Round?
     /// Bytes of records a step consumes, per method (a fold's byte costs more than a
     /// merge's); each adapts to `compactionStepBudget`.

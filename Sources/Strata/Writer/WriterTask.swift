@@ -1,10 +1,10 @@
 import Foundation
 
-/// Background work the writer does between batches, one bounded step at a time:
-/// compaction (``CompactionTask``) and maintenance (``MaintenanceTask``). The loop asks the
-/// tasks in order before each wait; the first with a step due makes the wait end at once
-/// (the writer still looks at the hand-off first), then runs its step. A new kind of
-/// background work adds a task here and a line in `Writer.tasks`, not a branch in the loop.
+/// Background work the writer does between batches, one bounded step at a time
+/// (`Writer.tasks`: compaction, then maintenance). The loop asks the tasks in order before
+/// each wait; the first with a step due makes the wait end at once (the writer still looks
+/// at the hand-off first), then runs its step. A new kind of background work adds a task
+/// to that list, not a branch in the loop.
 ///
 /// Writer thread.
 protocol WriterTask: AnyObject {
@@ -16,44 +16,31 @@ protocol WriterTask: AnyObject {
     var retryAt: Date? { get }
 }
 
-/// Folds the segment log into the base rows by power (`Writer+Compaction.swift` holds
-/// its state and its steps).
-final class CompactionTask: WriterTask {
-    private unowned let writer: Writer
-    private var method: CompactionPolicy.Method?
+/// A task made of the writer's own functions: `due` finds the step to run now (nil: none),
+/// `run` runs it, `retry` says when a failed one is tried again. Compaction
+/// (`Writer+Compaction.swift`) and maintenance (`Writer+Maintenance.swift`) keep their state
+/// in the writer for now.
+final class WriterStepTask<Step>: WriterTask {
+    private let due: () -> Step?
+    private let run: (Step) -> Void
+    private let retry: () -> Date?
+    private var step: Step?
 
-    init(writer: Writer) { self.writer = writer }
+    init(due: @escaping () -> Step?, run: @escaping (Step) -> Void, retry: @escaping () -> Date?) {
+        self.due = due
+        self.run = run
+        self.retry = retry
+    }
 
     func stepDue() -> Bool {
-        method = writer.compactionDue()
-        return method != nil
+        step = due()
+        return step != nil
     }
 
     func runStep() {
-        if let method { writer.runCompactionStep(method) }
-        method = nil
+        if let step { run(step) }
+        step = nil
     }
 
-    var retryAt: Date? { writer.compactionRetryAt }
-}
-
-/// Retention, free pages and statistics by power (`Writer+Maintenance.swift` holds its
-/// state and its steps).
-final class MaintenanceTask: WriterTask {
-    private unowned let writer: Writer
-    private var task: MaintenancePolicy.Task?
-
-    init(writer: Writer) { self.writer = writer }
-
-    func stepDue() -> Bool {
-        task = writer.maintenanceDue()
-        return task != nil
-    }
-
-    func runStep() {
-        if let task { writer.runMaintenanceStep(task) }
-        task = nil
-    }
-
-    var retryAt: Date? { writer.maintenance.retryAt }
+    var retryAt: Date? { retry() }
 }
