@@ -148,7 +148,7 @@ import Testing
         for index in 0 ..< 1500 { engine.world.spawn(Title("\(long)\(index)")) }   // 1.5 MB
         engine.powerState = .discharging(50)
         #expect(engine.flushNow())
-        fixture.clock.advance(by: MaintenanceState.statsInterval)   // the writer looks at the file's size again
+        fixture.clock.advance(by: MaintenanceTask.statsInterval)   // the writer looks at the file's size again
         engine.endTick()
         #expect(engine.flushNow())
         #expect(eventually { engine.metrics.maintenanceRounds >= 1 })

@@ -16,7 +16,7 @@ import Testing
         buffer.submit(&batch)
         #expect(batch !== first && batch.isEmpty, "the tick thread gets an empty batch in exchange")
 
-        guard case .batch(let taken) = buffer.take(until: nil) else {
+        guard case .batch(let taken) = buffer.take(for: nil) else {
             Issue.record("the submitted batch should be waiting")
             return
         }
@@ -43,7 +43,7 @@ import Testing
         let result = buffer.submit(&b)
         #expect(result.merged)
         #expect(b === newer && b.isEmpty, "the merged batch's storage is reused")
-        guard case .batch(let taken) = buffer.take(until: nil) else {
+        guard case .batch(let taken) = buffer.take(for: nil) else {
             Issue.record("the merged batch should be waiting")
             return
         }
@@ -60,7 +60,7 @@ import Testing
         var b = WriteBatch()
         b.writes = [ComponentWrite(entity: 1, typeIndex: 0, typeName: Position.typeName, value: Position(x: 2, y: 0))]
         #expect(buffer.submit(&b).merged)
-        guard case .batch(let taken) = buffer.take(until: nil) else {
+        guard case .batch(let taken) = buffer.take(for: nil) else {
             Issue.record("the merged batch should be waiting")
             return
         }

@@ -5,13 +5,13 @@ import Testing
 /// The writer's schedule in virtual time: when it looks at the hand-off, whether it parks,
 /// and what an empty wait leads to.
 @Suite struct WriterScheduleTests {
-    let start = Date(timeIntervalSince1970: 1_000_000)
+    let start = Instant(nanoseconds: 1_000_000_000_000)
 
     func schedule() -> WriterSchedule {
         WriterSchedule(now: start, checkpointInterval: .seconds(30), pollInterval: .milliseconds(100), pollLinger: .seconds(5))
     }
 
-    func at(_ seconds: Double) -> Date { start.addingTimeInterval(seconds) }
+    func at(_ seconds: Double) -> Instant { start + .nanoseconds(Int64(seconds * 1e9)) }
 
     @Test func beforeAnyBatchItParksUntilTheCheckpointTimer() {
         let wait = schedule().wait(now: at(1), stepDue: false, pollDelay: .milliseconds(100), retryAt: nil, requestDeadline: nil)

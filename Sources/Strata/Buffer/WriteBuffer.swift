@@ -106,9 +106,11 @@ final class WriteBuffer: @unchecked Sendable {
     /// What has been submitted so far.
     var flushCounts: FlushCounts { lock.withLock { counts } }
 
-    /// Waits for a batch until `deadline`. `parked`: only a submission ends the wait
-    /// early (the writer is not polling). Writer thread.
-    func take(until deadline: Date?, parked: Bool = true) -> Take {
+    /// Waits for a batch for at most `wait` (nil: until woken). `parked`: only a submission
+    /// ends the wait early (the writer is not polling). The writer reads its own clock and
+    /// says how long; the condition waits that long in real time. Writer thread.
+    func take(for wait: Duration?, parked: Bool = true) -> Take {
+        let deadline = wait.map { Date(timeIntervalSinceNow: max(0, $0.seconds)) }
         let taken = takeLocked(until: deadline, parked: parked)
         if case .batch(let batch) = taken { batch.coalesce() }   // the writer's now: no lock held
         return taken
@@ -182,6 +184,25 @@ final class WriteBuffer: @unchecked Sendable {
         lock.withLock {
             defer { requests.removeAll() }
             return requests
+        }
+    }
+
+    /// Waits `duration` on the hand-off's condition without taking anything: the writer's
+    /// backoff after a failure. `orSubmission`: a submission, a request or `close()` ends
+    /// it early (a held batch that a critical one merges into goes at once). Writer thread.
+    func pause(for duration: Duration, orSubmission: Bool = false) {
+        let end = Date(timeIntervalSinceNow: max(0, duration.seconds))
+        lock.withLock {
+            let (sequence, pending) = (lastSequence, requests.count)
+            writerWaiting = orSubmission
+            writerParked = orSubmission
+            defer {
+                writerWaiting = false
+                writerParked = false
+            }
+            while lock.wait(until: end) {
+                if orSubmission && (lastSequence != sequence || requests.count != pending || closed) { return }
+            }
         }
     }
 

@@ -55,7 +55,7 @@ public struct OperationLogConfig: Sendable, Equatable {
 }
 
 /// `[maintenance]`: retention, space and statistics, on the writer thread between
-/// batches (`Writer+Maintenance.swift`): when the user is idle on mains power or
+/// batches (`MaintenanceTask.swift`): when the user is idle on mains power or
 /// charging, and on battery only past the hard limits.
 public struct MaintenanceConfig: Sendable, Equatable {
     /// `interval_secs`: a maintenance round (retention, free pages returned, `PRAGMA

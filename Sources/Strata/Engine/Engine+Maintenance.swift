@@ -1,5 +1,5 @@
 /// Maintenance the host can ask for, and the rewrite of older payloads (tick thread).
-/// The rounds themselves run on the writer (`Writer+Maintenance.swift`).
+/// The rounds themselves run on the writer (`MaintenanceTask.swift`).
 extension Engine {
     /// Runs a maintenance round now (retention, free pages returned, `PRAGMA optimize`),
     /// after flushing every tier, whatever the power, and waits for it: for a host with

@@ -180,14 +180,14 @@ extension Engine {
                 operationLog: config.operationLog,
                 minFreeDiskBytes: config.writer.minFreeDiskBytes,
                 diskReserveBytes: config.writer.diskReserveBytes,
-                freeDiskSpace: options.freeDiskSpace ?? Writer.freeDiskSpace,
+                freeDiskSpace: options.freeDiskSpace ?? DiskGuard.freeDiskSpace,
                 checkpointAtStart: checkpointAtStart,
                 idleIntegrityCheck: options.idleIntegrityCheck,
                 maintenance: config.maintenance,
                 keepFinishedJobs: config.jobs.keepFinished,
                 wallClock: options.wallClock),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
-        for method in CompactionPolicy.Method.allCases { writer.compactionStepBytes[method] = options.compactionStepBytes }
+        for method in CompactionPolicy.Method.allCases { writer.compaction.stepBytes[method] = options.compactionStepBytes }
         return writer
     }
 

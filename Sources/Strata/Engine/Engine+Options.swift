@@ -40,7 +40,7 @@ extension Engine {
         /// bootstrapped (`MetricsSystem.factory`, no-op handlers if none).
         public var metricsFactory: (any MetricsFactory)?
         /// Once a session, when the user is idle on mains power, check the whole file
-        /// (`PRAGMA integrity_check`) on a connection and thread of its own (`Writer+IntegrityCheck.swift`).
+        /// (`PRAGMA integrity_check`) on a connection and thread of its own (`IntegrityCheckTask.swift`).
         package var idleIntegrityCheck = true
         /// A missing file is a new, empty document. False (a tool working on a document
         /// that must exist): the open fails with ``StoreError/Code/open``.

@@ -101,7 +101,7 @@ extension Engine {
             buffer.didCommit(whole)
             buffer.clearCorruption()
             writer.setMaxWalBytes(scheduler.policy.maxWalBytes(power: powerState))
-            if let compactionContext { writer.setCompactionContext(compactionContext) }
+            if let writerConditions { writer.setConditions(writerConditions) }
             writer.start()
             self.store = store
             self.writer = writer

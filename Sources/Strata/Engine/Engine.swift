@@ -73,7 +73,7 @@ public final class Engine {
     /// this session's writes), frozen at the close.
     let vfsLease: VFSLease?
     /// What the writer was last told of the power and the user (for compaction).
-    var compactionContext: Writer.CompactionContext?
+    var writerConditions: WriterConditions.Value?
     /// What the engine was opened with, for the next document (``switchDocument(to:timeout:)``).
     let options: Options
     var isShutDown = false
@@ -206,7 +206,7 @@ public final class Engine {
     func endTickDeciding(at now: Instant) {
         guard !isShutDown else { return }
         pollMonitors()
-        reportCompactionContext(now: now)
+        reportWriterConditions(now: now)
         if scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) { hand(at: now) }
         // After the decision: the rows a step marks make a tier dirty, whose flush brings
         // this tick back for the next step.
@@ -215,11 +215,11 @@ public final class Engine {
 
     /// Tells the writer when the power source or the user's activity changes: compaction
     /// runs eagerly on mains power while idle, and on battery only past its hard cap.
-    private func reportCompactionContext(now: Instant) {
-        let context = Writer.CompactionContext(onMains: onMains, idle: scheduler.activity(now: now) == .idle)
-        guard context != compactionContext else { return }
-        compactionContext = context
-        writer.setCompactionContext(context)
+    private func reportWriterConditions(now: Instant) {
+        let context = WriterConditions.Value(onMains: onMains, idle: scheduler.activity(now: now) == .idle)
+        guard context != writerConditions else { return }
+        writerConditions = context
+        writer.setConditions(context)
     }
 
     /// Records operation-log activity (the specification, *Flush events*): operations from

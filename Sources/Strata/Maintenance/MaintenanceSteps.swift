@@ -1,7 +1,7 @@
 import GRDB
 
 /// What one maintenance step does on the writer's connection (the writer decides when:
-/// `Writer+Maintenance.swift`). Each is one transaction or one pragma, bounded.
+/// `MaintenanceTask.swift`). Each is one transaction or one pragma, bounded.
 enum MaintenanceSteps {
     /// The file's pages, free pages and auto_vacuum mode (2: incremental).
     struct FileStats: Equatable, Sendable {

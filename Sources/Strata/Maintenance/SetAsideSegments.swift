@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// Segment rows compaction could not read and set aside (`segments_set_aside`,
-/// Writer+Compaction.swift): written out, read-only, for a newer build or a person.
+/// CompactionTask+SetAside.swift): written out, read-only, for a newer build or a person.
 package enum SetAsideSegments {
     /// One row as written out: `segment-ID.records` holds its bytes, `segment-ID.json` this.
     public struct Entry: Codable, Sendable, Equatable {

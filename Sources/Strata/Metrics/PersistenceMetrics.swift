@@ -56,7 +56,7 @@ public struct PersistenceMetrics: Sendable, Equatable {
     /// The longest step: what a batch that arrives during one may wait.
     public var maxCompactionStepDuration: Duration = .zero
 
-    // Maintenance (`Writer+Maintenance.swift`)
+    // Maintenance (`MaintenanceTask.swift`)
     /// Rounds finished and steps run (one transaction or pragma each), failed steps.
     public var maintenanceRounds = 0
     public var maintenanceSteps = 0

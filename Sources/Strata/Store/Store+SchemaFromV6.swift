@@ -122,7 +122,7 @@ extension Store {
             // A segment row that cannot be read (a bad checksum, a format this build does not
             // know) is moved here by compaction, with why, instead of stopping it for good:
             // the reload skipped it already, so the world is the same; its bytes are kept for
-            // `strata doctor --export-set-aside` (Writer+Compaction.swift).
+            // `strata doctor --export-set-aside` (CompactionTask+SetAside.swift).
             try db.execute(sql: """
                 CREATE TABLE segments_set_aside (
                     id INTEGER PRIMARY KEY,

@@ -64,7 +64,7 @@ package final class Store: Sendable {
             // Before any pragma that writes (journal_mode = WAL rewrites the header).
             try DocumentKind.classify(db).requireWritable(path: path)
             // Both take effect only in a file without tables (a new one). With INCREMENTAL, free
-            // pages are returned to the filesystem step by step (`Writer+Maintenance.swift`);
+            // pages are returned to the filesystem step by step (`MaintenanceTask.swift`);
             // a file keeps the mode it was made with until `strata maintain --vacuum`.
             try db.execute(sql: "PRAGMA page_size = \(pageSize)")
             try db.execute(sql: "PRAGMA auto_vacuum = \(autoVacuum)")

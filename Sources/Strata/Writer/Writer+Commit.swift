@@ -3,6 +3,17 @@ import GRDB
 import GRDBSQLite
 
 extension Writer {
+    /// After `batch` committed: who waits is told (operations, the commit, deletions), the
+    /// WAL checkpointed if it is due, the requests that waited for a batch run again.
+    func committed(_ batch: WriteBatch) {
+        let deleted = batch.entityDeletes.isEmpty ? nil : batch.entityDeletes
+        if !batch.operations.isEmpty { buffer.notifyCommitted(batch.operations) }
+        checkpointIfNeeded(forced: batch.checkpointAfter)
+        buffer.didCommit(batch)
+        if let deleted { buffer.notifyDeleted(deleted) }
+        serveDeferredRequests()
+    }
+
     /// Commits `batch`, or puts it back for a retry. Returns false if it must be retried.
     /// The caller reports the sequence committed (after any checkpoint it triggers).
     func commitWithRetry(_ batch: WriteBatch) -> Bool {

@@ -9,7 +9,7 @@ extension Writer {
     /// Shutdown cannot write what is waiting: park it in the side file, row by row, so
     /// that nothing is lost (``RejectedWrite``), and say so.
     func abandonWaiting(reason: String) {
-        if case .batch(let batch) = buffer.take(until: Date()) {
+        if case .batch(let batch) = buffer.take(for: .zero) {
             let cause = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
             for rider in batch.riders { rider.finish(cause) }
             let parked = parkInSideFile(rejectedWrites(batch, error: cause, context: batch), because: cause)
@@ -30,7 +30,7 @@ extension Writer {
         let skipMark = corrupt || controlLock.withLock { shutdownError != nil || abandoned }
         if !skipMark {
             do {
-                optimizeAtShutdown()
+                maintenance.optimizeAtShutdown()
                 try markCleanShutdown()
                 checkpoint(.truncate)
             } catch {
@@ -47,9 +47,9 @@ extension Writer {
         }
         walFrames.uninstall(store: store)
         recordCPUTime()
+        for task in tasks { task.writerFinished() }
         controlLock.withLock {
             state = .finished
-            forcedCompactionsServed = forcedCompactionsRequested
             controlLock.broadcast()
         }
     }

@@ -9,7 +9,7 @@ extension Writer {
     /// virtual clock the phase is arbitrary, and the delay still within a tick of the
     /// interval). Writer thread.
     func nextPollDelay() -> Duration {
-        Self.pollDelay(now: MonotonicClock().now(), lastSubmission: buffer.lastSubmission,
+        Self.pollDelay(now: clock.now(), lastSubmission: buffer.lastSubmission,
                        interval: settings.pollInterval, tick: settings.tickInterval)
     }
 

@@ -74,7 +74,7 @@ extension Writer {
         metrics.update { $0.writerRequests += requests.count }
         for (i, request) in requests.enumerated() {
             if waiting[i] {
-                if Date() < request.deadline { deferredRequests.append(request) } else { request.finish(WriterRequestError.timedOut) }
+                if request.patienceLeft > .zero { deferredRequests.append(request) } else { request.finish(WriterRequestError.timedOut) }
             } else {
                 request.finish(errors[i])
             }
@@ -91,10 +91,10 @@ extension Writer {
     }
 
     /// Requests that waited for a batch past their deadline fail (the batch never came).
-    func expireDeferredRequests(now: Date) {
-        guard deferredRequests.contains(where: { $0.deadline <= now }) else { return }
-        for request in deferredRequests where request.deadline <= now { request.finish(WriterRequestError.timedOut) }
-        deferredRequests.removeAll { $0.deadline <= now }
+    func expireDeferredRequests() {
+        guard deferredRequests.contains(where: { $0.patienceLeft == .zero }) else { return }
+        for request in deferredRequests where request.patienceLeft == .zero { request.finish(WriterRequestError.timedOut) }
+        deferredRequests.removeAll { $0.patienceLeft == .zero }
     }
 
     /// As the writer finishes: nothing more will run.

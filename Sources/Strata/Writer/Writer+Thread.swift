@@ -1,11 +1,24 @@
 import Foundation
-import GRDB
-import GRDBSQLite
 import Logging
 
-/// The writer thread's own care: its scheduling class, its CPU time, its backoff after a
-/// failed commit. Writer thread.
+/// The writer thread's own care: its start, its scheduling class, its CPU time, its
+/// backoff after a failed commit. Writer thread.
 extension Writer {
+    /// Before the loop: the scheduling class, the WAL hook, the checkpoint a crash calls
+    /// for, the disk reserve.
+    func prepareThread() {
+        yieldToTheTickThread()
+        do {
+            try store.withConnection { db in walFrames.install(on: db) }
+        } catch {
+            logger.error("writer: cannot install the WAL hook: \(error)")
+        }
+        if settings.checkpointAtStart { checkpoint(.truncate) }
+        if !diskGuard.reserve.ensure() {
+            logger.notice("writer: no room for the disk reserve (\(settings.diskReserveBytes / 1024) KB at \(store.location.reservePath)): made when there is")
+        }
+    }
+
     /// Asks Linux to schedule the writer as a batch thread (`SCHED_BATCH`): same share
     /// of the CPU, but its wake-ups never preempt a running thread, so a commit or a poll
     /// does not land in the middle of a tick. Over four paired `strata bench` runs the
@@ -26,11 +39,27 @@ extension Writer {
         metrics.update { $0.writerCPUTime = cpu }
     }
 
-    func backoff() {
-        let exponent = min(consecutiveFailures - 1, 20)
+    /// After a batch (`batch`) or a group of requests failed to commit: back off, then the
+    /// loop tries again. While shutting down, after `shutdownAttempts` failures, a batch
+    /// gets one more try with the disk reserve's space and is then parked (false: the loop
+    /// ends); requests fail with the last error.
+    func retryAfterFailure(closingFailures: inout Int, batch: Bool) -> Bool {
+        if buffer.isClosed {
+            closingFailures += 1
+            if closingFailures >= settings.shutdownAttempts {
+                if batch {
+                    if diskGuard.releaseReserve() { return true }
+                    abandonWaiting(reason: "shutdown after \(closingFailures) failed attempts")
+                    return false
+                }
+                let error = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
+                for request in buffer.takeRequests() { request.finish(error) }
+                return true
+            }
+        }
         // While shutting down, at most a second between attempts: a shutdown is bounded.
-        let longest = buffer.isClosed ? min(settings.retryMaxBackoff, .seconds(1)) : settings.retryMaxBackoff
-        let wait = min(settings.retryInitialBackoff * (1 << exponent), longest)
-        Thread.sleep(forTimeInterval: wait.seconds)
+        let wait = context.retryBackoff(after: consecutiveFailures)
+        buffer.pause(for: buffer.isClosed ? min(wait, .seconds(1)) : wait)
+        return true
     }
 }

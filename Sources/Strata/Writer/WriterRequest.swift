@@ -25,6 +25,8 @@ final class WriterRequest: @unchecked Sendable {
     let body: (Database) throws -> Outcome
     /// When a request that keeps waiting for a batch gives up (with the error its body
     /// last threw, or ``WriterRequestError/timedOut``).
+    /// The caller's patience, in real time (the caller waits in real time,
+    /// ``WriterLane``), whatever the writer's clock.
     let deadline: Date
     private let onFinish: (@Sendable (Error?) -> Void)?
     private let lock = Lock()
@@ -55,6 +57,11 @@ final class WriterRequest: @unchecked Sendable {
             if Writer.isMachineTrouble(error) { throw error }
             return error
         }
+    }
+
+    /// How long until ``deadline``; zero once it has passed. The writer reads only this.
+    var patienceLeft: Duration {
+        .nanoseconds(Int64(max(0, deadline.timeIntervalSinceNow) * 1e9))
     }
 
     /// Committed (nil), or why not. Writer thread; once.

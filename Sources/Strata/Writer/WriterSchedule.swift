@@ -1,9 +1,8 @@
-import Foundation
-
 /// When the writer looks at the hand-off next, and what it does when nothing came: a pure
 /// decision from what the writer knows (the time, its last batch, the checkpoint timer,
 /// whether a background step is due, a retry or a request deadline). It reads no clock and
-/// does no I/O; ``Writer``'s loop reads the time, asks, and acts. Tested in virtual time
+/// does no I/O; ``Writer``'s loop reads its one clock, asks, and acts. Instants are on the
+/// writer's clock (the engine's: virtual in tests). Tested in virtual time
 /// (`WriterScheduleTests`).
 ///
 /// - While batches keep coming (within `pollLinger` of the last one) the writer polls the
@@ -20,48 +19,49 @@ struct WriterSchedule: Equatable {
     let pollInterval: Duration
     let pollLinger: Duration
     /// When the last batch was taken.
-    private(set) var lastBatch = Date.distantPast
+    private(set) var lastBatch: Instant?
     /// When the checkpoint timer fires next.
-    private(set) var checkpointDue: Date
+    private(set) var checkpointDue: Instant
 
-    init(now: Date, checkpointInterval: Duration, pollInterval: Duration, pollLinger: Duration) {
+    init(now: Instant, checkpointInterval: Duration, pollInterval: Duration, pollLinger: Duration) {
         self.checkpointInterval = checkpointInterval
         self.pollInterval = pollInterval
         self.pollLinger = pollLinger
-        checkpointDue = now.addingTimeInterval(checkpointInterval.seconds)
+        checkpointDue = now + checkpointInterval
     }
 
-    /// How long to wait for the hand-off, and whether to park (be woken by the next
+    /// Until when to wait for the hand-off, and whether to park (be woken by the next
     /// hand-off) rather than poll.
     struct Wait: Equatable {
-        var until: Date
+        var until: Instant
         var parked: Bool
     }
 
     /// `stepDue`: a compaction or maintenance step is due; `pollDelay`: the next poll's
     /// delay (half a tick away from the ticks); `retryAt`: a failed compaction's retry;
     /// `requestDeadline`: the earliest deadline of a request waiting for a batch.
-    func wait(now: Date, stepDue: Bool, pollDelay: Duration, retryAt: Date?, requestDeadline: Date?) -> Wait {
+    func wait(now: Instant, stepDue: Bool, pollDelay: Duration, retryAt: Instant?, requestDeadline: Instant?) -> Wait {
         let polling = isPolling(now: now)
         let wake = if stepDue {
             now
         } else if polling {
-            min(checkpointDue, now.addingTimeInterval(pollDelay.seconds))
+            min(checkpointDue, now + pollDelay)
         } else {
-            min(checkpointDue, retryAt ?? .distantFuture)
+            min(checkpointDue, retryAt ?? checkpointDue)
         }
-        return Wait(until: min(wake, requestDeadline ?? .distantFuture), parked: !polling && !stepDue)
+        return Wait(until: min(wake, requestDeadline ?? wake), parked: !polling && !stepDue)
     }
 
     /// Batches came within `pollLinger`: the writer polls instead of parking.
-    func isPolling(now: Date) -> Bool {
-        pollInterval > .zero && now.timeIntervalSince(lastBatch) < pollLinger.seconds
+    func isPolling(now: Instant) -> Bool {
+        guard pollInterval > .zero, let lastBatch else { return false }
+        return now.duration(since: lastBatch) < pollLinger
     }
 
     /// A batch was taken at `now`: the checkpoint timer starts over.
-    mutating func tookBatch(at now: Date) {
+    mutating func tookBatch(at now: Instant) {
         lastBatch = now
-        checkpointDue = now.addingTimeInterval(checkpointInterval.seconds)
+        checkpointDue = now + checkpointInterval
     }
 
     /// What to do when a wait ended with nothing in the hand-off.
@@ -74,10 +74,10 @@ struct WriterSchedule: Equatable {
         case nothing
     }
 
-    mutating func timedOut(now: Date, stepDue: Bool) -> Idle {
+    mutating func timedOut(now: Instant, stepDue: Bool) -> Idle {
         if stepDue { return .step }
         guard now >= checkpointDue else { return .nothing }
-        checkpointDue = now.addingTimeInterval(checkpointInterval.seconds)
+        checkpointDue = now + checkpointInterval
         return .checkpoint
     }
 }

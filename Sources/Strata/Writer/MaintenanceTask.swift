@@ -5,72 +5,93 @@ import Foundation
 /// which go first): a batch that arrives waits for one step at most. When a round runs
 /// is ``MaintenancePolicy``'s decision (idle on mains; on battery only past the hard
 /// limits); `maintainNow()` forces one. What a step does is `Maintenance/MaintenanceSteps.swift`.
-struct MaintenanceState {
-    /// The engine's clock when the writer was made: the first round waits a little after it.
-    var openedAt: Instant
+///
+/// Writer thread, but for ``forced`` (its own lock).
+final class MaintenanceTask: WriterTask {
+    let context: WriterContext
+    /// `maintainNow()`: a round whatever the power, waited for.
+    let forced = ForcedRounds()
+    /// The writer's clock when the task was made: the first round waits a little after it.
+    let openedAt: Instant
     /// The tasks left of the round in progress (nil: none), and whether it was forced.
     var round: [MaintenancePolicy.Task]?
     var forcedTicket: Int?
     var lastRound: Instant?
     /// The file's pages, free pages and auto_vacuum mode, read at most every
-    /// `statsInterval` of the engine's clock; and whether the file was past
+    /// `statsInterval` of the writer's clock; and whether the file was past
     /// `size_warning_mb` at the last round.
     var stats = MaintenanceSteps.FileStats()
     var statsReadAt: Instant?
     var sizeWarned = false
     var failures = 0
-    var retryAt: Date?
+    private(set) var retryAt: Instant?
+    private var task: MaintenancePolicy.Task?
 
     static let statsInterval: Duration = .seconds(5)
 
-    init(openedAt: Instant) {
-        self.openedAt = openedAt
+    init(_ context: WriterContext) {
+        self.context = context
+        openedAt = context.clock.now()
     }
-}
 
-extension Writer {
+    private var settings: Writer.Settings { context.settings }
+
+    func stepDue() -> Bool {
+        task = due()
+        return task != nil
+    }
+
+    func runStep() {
+        if let task { run(task) }
+        task = nil
+    }
+
+    func writerFinished() {
+        forced.close()
+    }
+
     /// Runs a maintenance round now, whatever the power (after the batches handed so
-    /// far), and waits for it. False if `timeout` passed first or the writer stopped.
-    func maintainNow(timeout: Duration) -> Bool {
-        requestAndWait(\.forcedMaintenanceRequested, served: \.forcedMaintenanceServed, timeout: timeout) { _ in true }
+    /// far), and waits for it. False if `timeout` passed first or the writer stopped. Any thread.
+    func runNow(timeout: Duration) -> Bool {
+        forced.requestAndWait(timeout: timeout) { context.buffer.nudge() }
     }
 
-    /// The task of the step to run now, if any (starting a round if one is due). Writer thread.
-    func maintenanceDue() -> MaintenancePolicy.Task? {
-        if let retry = maintenance.retryAt {
-            guard Date() >= retry else { return nil }
-            maintenance.retryAt = nil
+    /// The task of the step to run now, if any (starting a round if one is due).
+    private func due() -> MaintenancePolicy.Task? {
+        let clock = context.clock
+        if let retry = retryAt {
+            guard clock.now() >= retry else { return nil }
+            retryAt = nil
         }
-        let (context, requested, served) = controlLock.withLock {
-            (compactionContext, forcedMaintenanceRequested, forcedMaintenanceServed)
-        }
-        if maintenance.round == nil {
+        let conditions = context.conditions.current
+        if round == nil {
             var tasks = MaintenancePolicy.Task.allCases
-            if requested > served {
-                maintenance.forcedTicket = requested
+            if let requested = forced.pending {
+                forcedTicket = requested
             } else {
-                if maintenance.statsReadAt.map({ clock.now() >= $0 + MaintenanceState.statsInterval }) ?? true { readFileStats() }
+                if statsReadAt.map({ clock.now() >= $0 + Self.statsInterval }) ?? true { readFileStats() }
                 tasks = MaintenancePolicy(config: settings.maintenance).due(MaintenancePolicy.Input(
-                    now: clock.now(), lastRound: maintenance.lastRound, onMains: context?.onMains ?? false,
-                    idle: context?.idle ?? false, fileBytes: fileBytes, freeBytes: freeBytes,
-                    incrementalVacuum: maintenance.stats.autoVacuum == 2, sizeWarned: maintenance.sizeWarned),
-                    openedAt: maintenance.openedAt)
+                    now: clock.now(), lastRound: lastRound, onMains: conditions?.onMains ?? false,
+                    idle: conditions?.idle ?? false, fileBytes: fileBytes, freeBytes: freeBytes,
+                    incrementalVacuum: stats.autoVacuum == 2, sizeWarned: sizeWarned),
+                    openedAt: openedAt)
                 guard !tasks.isEmpty else { return nil }
-                if fileBytes > settings.maintenance.sizeWarningBytes && !maintenance.sizeWarned {
-                    logger.warning("""
+                if fileBytes > settings.maintenance.sizeWarningBytes && !sizeWarned {
+                    context.logger.warning("""
                         maintenance: the file is \(fileBytes / 1024 / 1024) MB, past size_warning_mb \
                         (\(settings.maintenance.sizeWarningBytes / 1024 / 1024) MB): cleaning up now
                         """)
                 }
             }
-            maintenance.round = tasks
+            round = tasks
             readFileStats()   // the round's vacuum starts from the file as it is now
         }
-        return maintenance.round?.first
+        return round?.first
     }
 
     /// Runs one step of `task`; the task stays first in the round until it has nothing left to do.
-    func runMaintenanceStep(_ task: MaintenancePolicy.Task) {
+    private func run(_ task: MaintenancePolicy.Task) {
+        let (store, metrics, logger) = (context.store, context.metrics, context.logger)
         let stopwatch = MonotonicClock()
         let started = stopwatch.now()
         var done = true
@@ -89,22 +110,21 @@ extension Writer {
                 done = deleted < settings.maintenance.retentionStepRows
             case .vacuum:
                 vacuumed = try vacuumStep()
-                done = vacuumed == 0 || maintenance.stats.freePages == 0
+                done = vacuumed == 0 || stats.freePages == 0
             case .optimize:
                 try store.withConnection { db in try MaintenanceSteps.optimize(db, analysisLimit: settings.maintenance.analysisLimit) }
             }
         } catch {
-            maintenance.failures += 1
-            let wait = min(settings.retryInitialBackoff * (1 << min(maintenance.failures - 1, 20)), settings.retryMaxBackoff)
-            maintenance.retryAt = Date(timeIntervalSinceNow: wait.seconds)
+            failures += 1
+            retryAt = context.clock.now() + context.retryBackoff(after: failures)
             let storeError = StoreError(.write, wrapping: error, path: store.location.path)
-            if reportIfCorrupt(storeError) { return }
-            logger.warning("maintenance: \(task.rawValue) step failed (attempt \(maintenance.failures)), will retry: \(storeError)")
+            if context.reportIfCorrupt(storeError) { return }
+            logger.warning("maintenance: \(task.rawValue) step failed (attempt \(failures)), will retry: \(storeError)")
             metrics.update { $0.failedMaintenanceSteps += 1 }
-            if maintenance.failures >= settings.shutdownAttempts { finishMaintenanceRound() }
+            if failures >= settings.shutdownAttempts { finishMaintenanceRound() }
             return
         }
-        maintenance.failures = 0
+        failures = 0
         let elapsed = stopwatch.now().duration(since: started)
         metrics.update {
             $0.maintenanceSteps += 1
@@ -115,37 +135,34 @@ extension Writer {
             $0.maxMaintenanceStepDuration = max($0.maxMaintenanceStepDuration, elapsed)
         }
         if done {
-            maintenance.round?.removeFirst()
-            if maintenance.round?.isEmpty == true { finishMaintenanceRound() }
+            round?.removeFirst()
+            if round?.isEmpty == true { finishMaintenanceRound() }
         }
     }
 
     private func finishMaintenanceRound() {
         readFileStats()
-        maintenance.sizeWarned = fileBytes > settings.maintenance.sizeWarningBytes
-        maintenance.round = nil
-        maintenance.lastRound = clock.now()
-        maintenance.failures = 0
-        metrics.update { $0.maintenanceRounds += 1 }
-        if let ticket = maintenance.forcedTicket {
-            maintenance.forcedTicket = nil
-            controlLock.withLock {
-                forcedMaintenanceServed = max(forcedMaintenanceServed, ticket)
-                controlLock.broadcast()
-            }
+        sizeWarned = fileBytes > settings.maintenance.sizeWarningBytes
+        round = nil
+        lastRound = context.clock.now()
+        failures = 0
+        context.metrics.update { $0.maintenanceRounds += 1 }
+        if let ticket = forcedTicket {
+            forcedTicket = nil
+            forced.serve(upTo: ticket, failed: false)
         }
     }
 
-    private var fileBytes: Int { maintenance.stats.pages * settings.pageSize }
-    private var freeBytes: Int { maintenance.stats.freePages * settings.pageSize }
+    private var fileBytes: Int { stats.pages * settings.pageSize }
+    private var freeBytes: Int { stats.freePages * settings.pageSize }
 
     /// The file's size, free pages and auto_vacuum mode, into the state and the metrics.
     func readFileStats() {
-        guard let stats = try? store.withConnection({ try MaintenanceSteps.fileStats($0) }) else { return }
-        maintenance.stats = stats
-        maintenance.statsReadAt = clock.now()
+        guard let stats = try? context.store.withConnection({ try MaintenanceSteps.fileStats($0) }) else { return }
+        self.stats = stats
+        statsReadAt = context.clock.now()
         let (file, free, warning) = (fileBytes, freeBytes, fileBytes > settings.maintenance.sizeWarningBytes)
-        metrics.update {
+        context.metrics.update {
             $0.fileBytes = file
             $0.freeBytes = free
             $0.fileSizeWarning = warning
@@ -155,19 +172,19 @@ extension Writer {
     /// One `PRAGMA incremental_vacuum` step; the pages it returned (0: nothing to do, or
     /// the file is not in incremental mode). The stats are those the last step left.
     private func vacuumStep() throws -> Int {
-        guard maintenance.stats.autoVacuum == 2, maintenance.stats.freePages > 0 else { return 0 }
-        let before = maintenance.stats.freePages
-        try store.withConnection { db in try MaintenanceSteps.incrementalVacuum(db, pages: settings.maintenance.vacuumStepPages) }
+        guard stats.autoVacuum == 2, stats.freePages > 0 else { return 0 }
+        let before = stats.freePages
+        try context.store.withConnection { db in try MaintenanceSteps.incrementalVacuum(db, pages: settings.maintenance.vacuumStepPages) }
         readFileStats()
-        return max(0, before - maintenance.stats.freePages)
+        return max(0, before - stats.freePages)
     }
 
     /// At a clean shutdown (SQLite's advice: optimize before closing); a failure is only logged.
     func optimizeAtShutdown() {
         do {
-            try store.withConnection { db in try MaintenanceSteps.optimize(db, analysisLimit: settings.maintenance.analysisLimit) }
+            try context.store.withConnection { db in try MaintenanceSteps.optimize(db, analysisLimit: settings.maintenance.analysisLimit) }
         } catch {
-            logger.notice("maintenance: PRAGMA optimize at shutdown failed: \(error)")
+            context.logger.notice("maintenance: PRAGMA optimize at shutdown failed: \(error)")
         }
     }
 }

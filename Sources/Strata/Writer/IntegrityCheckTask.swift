@@ -13,17 +13,25 @@ import GRDB
 /// process dies before that, the next open runs the full check, sets the file aside and
 /// salvages it.
 ///
-/// Started from the writer thread; the check's own thread only reads.
-extension Writer {
-    func startIntegrityCheckIfDue() {
-        guard settings.idleIntegrityCheck, !integrityCheckStarted,
-              let context = controlLock.withLock({ compactionContext }), context.onMains, context.idle
-        else { return }
-        integrityCheckStarted = true
-        let location = store.location
-        let metrics = self.metrics
-        let logger = self.logger
-        let buffer = self.buffer
+/// A writer task whose one step is to start that thread. Writer thread; the check's own
+/// thread only reads.
+final class IntegrityCheckTask: WriterTask {
+    let context: WriterContext
+    /// This session's check has started.
+    private(set) var started = false
+
+    init(_ context: WriterContext) {
+        self.context = context
+    }
+
+    func stepDue() -> Bool {
+        guard context.settings.idleIntegrityCheck, !started, let conditions = context.conditions.current else { return false }
+        return conditions.onMains && conditions.idle
+    }
+
+    func runStep() {
+        started = true
+        let (location, metrics, logger, buffer) = (context.store.location, context.metrics, context.logger, context.buffer)
         let thread = Thread {
             let problems: [String]
             var found = true   // false: the check could not run

@@ -9,15 +9,28 @@ import Foundation
 /// app transitions and the shutdown's final batch are always attempted: SQLite may still
 /// find room, and if not the batch is retried (and, at shutdown, parked).
 ///
+/// At a shutdown that meets a full disk, it frees the reserve (``DiskReserve``) once.
+///
 /// Writer thread.
-extension Writer {
+final class DiskGuard {
+    let context: WriterContext
+    /// Free space was below `min_free_disk_mb` at the last look.
+    private(set) var low = false
+    /// The disk reserve was freed this session.
+    private var reserveReleased = false
+
+    init(_ context: WriterContext) {
+        self.context = context
+    }
+
     /// Whether to hold `batch` back for lack of space; if so it is put back.
-    func holdForDiskSpace(_ batch: WriteBatch) -> Bool {
+    func hold(_ batch: WriteBatch) -> Bool {
+        let (settings, store, buffer, logger) = (context.settings, context.store, context.buffer, context.logger)
         guard settings.minFreeDiskBytes > 0 else { return false }
         let free = settings.freeDiskSpace(store.location.path)
         let low = free.map { $0 < settings.minFreeDiskBytes } ?? false
-        if low != diskSpaceLow {
-            diskSpaceLow = low
+        if low != self.low {
+            self.low = low
             let mb = { (bytes: Int) in String(format: "%.1f MB", Double(bytes) / 1_048_576) }
             if low {
                 logger.warning("writer: \(mb(free ?? 0)) free on the document's filesystem, below min_free_disk_mb (\(mb(settings.minFreeDiskBytes))): derived batches are held in memory, critical ones still committed")
@@ -26,7 +39,7 @@ extension Writer {
             }
         }
         let hold = low && batch.criticalDrainedAt == nil && !batch.checkpointAfter && !buffer.isClosed
-        metrics.update {
+        context.metrics.update {
             $0.freeDiskBytes = free
             $0.lowDiskSpace = low
             if hold { $0.batchesHeldForDiskSpace += 1 }
@@ -36,17 +49,17 @@ extension Writer {
     }
 
     /// The space kept for a shutdown on a full disk (``DiskReserve``).
-    var diskReserve: DiskReserve { DiskReserve(path: store.location.reservePath, bytes: settings.diskReserveBytes) }
+    var reserve: DiskReserve { DiskReserve(path: context.store.location.reservePath, bytes: context.settings.diskReserveBytes) }
 
     /// Frees the reserve once, when a shutdown cannot commit its last batch. Returns
     /// whether it freed anything (then the batch is tried once more).
-    func releaseDiskReserve() -> Bool {
-        guard !diskReserveReleased else { return false }
-        diskReserveReleased = true
-        let freed = diskReserve.release()
+    func releaseReserve() -> Bool {
+        guard !reserveReleased else { return false }
+        reserveReleased = true
+        let freed = reserve.release()
         guard freed > 0 else { return false }
-        logger.warning("writer: the disk is full at shutdown: freed the \(freed / 1024) KB kept in \(store.location.reservePath) for this, and trying the last batch once more")
-        metrics.update { $0.diskReserveReleases += 1 }
+        context.logger.warning("writer: the disk is full at shutdown: freed the \(freed / 1024) KB kept in \(context.store.location.reservePath) for this, and trying the last batch once more")
+        context.metrics.update { $0.diskReserveReleases += 1 }
         return true
     }
 

@@ -1,0 +1,166 @@
+import Foundation
+import GRDB
+
+/// Compaction on the writer thread: between batches, one bounded step at a time.
+///
+/// Before each wait the writer asks ``CompactionPolicy`` through this task (`stepDue()`);
+/// while a method is due it looks at the slot without waiting and, finding it empty, runs
+/// one step (``Compactor``), one transaction committed with `synchronous=NORMAL`: a step
+/// changes where data lives, not what it is, so losing one to a power cut loses nothing.
+/// A batch that arrives during a step waits for that step only, and each step's byte
+/// budget adapts so that it takes about `compaction.step_budget_ms`. A segment that
+/// cannot be read is set aside (`CompactionTask+SetAside.swift`).
+///
+/// Writer thread, but for ``forced`` (its own lock).
+final class CompactionTask: WriterTask {
+    let context: WriterContext
+    /// `compactNow()`: a fold of everything written so far, waited for.
+    let forced = ForcedRounds()
+    var round: Compactor.Round?
+    /// Bytes of records a step consumes, per method (a fold's byte costs more than a
+    /// merge's); each adapts to `compactionStepBudget`.
+    var stepBytes: [CompactionPolicy.Method: Int] = [.merge: 256 * 1024, .fold: 256 * 1024]
+    var failures = 0
+    private(set) var retryAt: Instant?
+    private var method: CompactionPolicy.Method?
+
+    init(_ context: WriterContext) {
+        self.context = context
+    }
+
+    var segmentLog: SegmentLog { context.segmentLog }
+
+    func stepDue() -> Bool {
+        method = due()
+        return method != nil
+    }
+
+    func runStep() {
+        if let method { run(method) }
+        method = nil
+    }
+
+    func writerFinished() {
+        forced.close()
+    }
+
+    /// Folds every segment written so far into the base rows, and waits for it.
+    /// Returns false if `timeout` passed first, or compaction cannot run (an unreadable
+    /// segment in the way, a writer that stopped). Any thread.
+    func runNow(timeout: Duration) -> Bool {
+        forced.requestAndWait(timeout: timeout) { context.buffer.nudge() }
+    }
+
+    /// The method of the step to run now, if any.
+    private func due() -> CompactionPolicy.Method? {
+        if let requested = forced.pending, round?.forced != true {
+            if let endID = segmentLog.lastID, segmentLog.blockedBy == nil {
+                round = Compactor.Round(method: .fold, endID: endID, forced: true, ticket: requested)
+            } else {
+                forced.serve(upTo: requested, failed: segmentLog.blockedBy != nil)
+            }
+        }
+        if let retry = retryAt {
+            guard context.clock.now() >= retry else { return nil }
+            retryAt = nil
+        }
+        let conditions = context.conditions.current
+        let settings = context.settings
+        guard segmentLog.blockedBy == nil else { return nil }
+        if let round, round.forced { return round.method }
+        guard let conditions else { return nil }
+        return settings.compaction.decide(CompactionPolicy.Input(
+            logBytes: segmentLog.bytes, liveBytes: segmentLog.liveBytes, liveKeys: segmentLog.liveKeys,
+            basePages: segmentLog.basePages(pageSize: settings.pageSize), pageSize: settings.pageSize,
+            onMains: conditions.onMains, idle: conditions.idle, round: round?.method))
+    }
+
+    /// Runs one step of the current round (starting one of `method` if none).
+    private func run(_ method: CompactionPolicy.Method) {
+        let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
+        if round == nil {
+            guard let endID = segmentLog.lastID else { return }
+            round = Compactor.Round(method: method, endID: endID)
+        }
+        let current = round!
+        // Real time, whatever the engine's clock: the budget is about how long a batch waits.
+        let stopwatch = MonotonicClock()
+        let started = stopwatch.now()
+        let result: Compactor.StepResult
+        do {
+            let budget = stepBytes[current.method]!
+            result = try store.withConnection { db in
+                var result = Compactor.StepResult()
+                try db.inTransaction(.immediate) {
+                    result = try Compactor.step(current, budgetBytes: budget, db)
+                    return .commit
+                }
+                return result
+            }
+        } catch {
+            failures += 1
+            retryAt = context.clock.now() + context.retryBackoff(after: failures)
+            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
+            if context.reportIfCorrupt(storeError) { return }
+            logger.warning("writer: compaction step failed (attempt \(failures)), will retry: \(storeError)")
+            metrics.update { $0.failedCompactionSteps += 1 }
+            if current.forced && failures >= settings.shutdownAttempts {
+                round = nil
+                forced.serve(upTo: current.ticket, failed: true)
+            }
+            return
+        }
+        failures = 0
+        let elapsed = stopwatch.now().duration(since: started)
+        adaptStepBudget(current.method, elapsed: elapsed, consumedBytes: result.consumedBytes)
+        result.apply(to: segmentLog)
+
+        // A waiting `compactNow()` is told only once the metrics show the step: its
+        // caller reads them next.
+        if let (id, damage) = result.blockedBy {
+            // The reload skipped it already: set aside, the world is the same, and
+            // compaction goes on around it. If even that fails, it stops before the row.
+            if setAsideSegment(id, damage) { return }
+            logger.error("writer: segment \(id) cannot be read (\(damage)) nor set aside: kept; compaction stops before it")
+            segmentLog.blockedBy = id
+            round = nil
+            metrics.update { $0.recordBacklog(segmentLog) }
+            if current.forced { forced.serve(upTo: current.ticket, failed: true) }
+            return
+        }
+        round?.steps += 1
+        if result.roundDone { round = nil }
+        defer { if result.roundDone && current.forced { forced.serve(upTo: current.ticket, failed: false) } }
+        let log = segmentLog
+        metrics.update {
+            $0.compactionSteps += 1
+            if result.roundDone {
+                $0.compactionRounds += 1
+                $0.compactionsByMethod[current.method.rawValue, default: 0] += 1
+            }
+            $0.compactionBytesRead += result.consumedBytes
+            $0.compactionBytesWritten += result.outputBytes
+            $0.compactionKeysFolded += result.keysFolded
+            $0.totalCompactionDuration += elapsed
+            $0.maxCompactionStepDuration = max($0.maxCompactionStepDuration, elapsed)
+            $0.recordBacklog(log)
+        }
+        metrics.timers.compactionStep(current.method.rawValue, took: elapsed)
+        context.observer?.didCompact(CompactionRecord(
+            at: context.clock.now(), duration: elapsed, method: current.method.rawValue, consumedRows: result.consumedRows,
+            consumedBytes: result.consumedBytes, outputBytes: result.outputBytes, keysFolded: result.keysFolded,
+            roundDone: result.roundDone))
+    }
+
+    /// Halves the method's byte budget after a step that took too long, doubles it after
+    /// one that took less than a quarter of the time allowed.
+    private func adaptStepBudget(_ method: CompactionPolicy.Method, elapsed: Duration, consumedBytes: Int) {
+        let budget = context.settings.compactionStepBudget
+        let bytes = stepBytes[method]!
+        if elapsed > budget {
+            stepBytes[method] = max(16 * 1024, bytes / 2)
+        } else if elapsed < budget / 4 && consumedBytes >= bytes {
+            stepBytes[method] = min(64 * 1024 * 1024, bytes * 2)
+        }
+    }
+}
