@@ -31,4 +31,28 @@ import Testing
         }
         #expect(Set(Store.tablesAStartDoesNotRead).isDisjoint(with: DataKind.allTables.filter(\.readAtStart).map(\.name)))
     }
+
+    @Test func doctorAndInspectAccountForEveryKind() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entity = engine.world.spawn(Title("a"))
+        engine.world.setSetting(.string("dark"), for: "theme")
+        #expect(engine.flushNow())
+        _ = try engine.jobs.enqueue("render", for: try #require(engine.world.id(of: entity)), timeout: .seconds(30))
+        #expect(engine.flushNow())
+        try engine.shutdown()
+
+        let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
+        #expect(inspection.rowsByKind["world"] ?? 0 >= 2, "the entity and its component type at least: \(inspection.rowsByKind)")
+        #expect(inspection.rowsByKind["settings"] == 1)
+        #expect(inspection.rowsByKind["jobs"] == 1)
+        #expect(Set(inspection.rowsByKind.keys).isSubset(of: Set(DataKind.allCases.map(\.rawValue))))
+
+        let report = try DoctorReport.examine(path: fixture.directory.databasePath)
+        if !report.tables.isEmpty {   // dbstat is in this SQLite build
+            #expect(report.kinds["unknown"] == nil, "every table and index is some kind's: \(report.kinds)")
+            #expect(report.kinds.values.reduce(0, +) == report.tables.values.reduce(0, +))
+            #expect(report.kinds["world"] ?? 0 > 0 && report.kinds["jobs"] ?? 0 > 0)
+        }
+    }
 }

@@ -37,8 +37,8 @@ public enum Durability: Int, Sendable, Comparable, CustomStringConvertible {
 /// The second stage of the write path: the coalesced writes of one flush, committed in ONE transaction.
 ///
 /// Built on the tick thread by ``World/drain(_:into:at:)``, handed to the writer through
-/// ``WriteBuffer``. Applied in this order: entity deletes, entity inserts, settings,
-/// operations and the vector clock, component writes. ``merge(newer:)`` keeps that order valid when batches that waited are combined.
+/// ``WriteBuffer``. Its rows are applied in ``BatchSection`` order (entity rows first, component
+/// writes last); ``merge(newer:)`` keeps that order valid when batches that waited are combined.
 ///
 /// A reusable buffer, so a class: the writer empties a committed batch (``reset()``)
 /// and ``WriteBuffer`` gives it back to the tick thread to fill again, capacity and
@@ -98,11 +98,6 @@ final class WriteBatch: @unchecked Sendable {
     /// into `writes` (``coalesce()``): a key may be in both, or here more than once.
     private(set) var mergedWrites: [ComponentWrite] = []
 
-    var isEmpty: Bool {
-        entityDeletes.isEmpty && entityInserts.isEmpty && writes.isEmpty && mergedWrites.isEmpty && settingWrites.isEmpty
-            && operations.isEmpty && vectorClockRows.isEmpty && peerAcks.isEmpty && replayedRejections.isEmpty && riders.isEmpty
-    }
-
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
     /// then fills storage that is already allocated (see ``WriteBuffer``'s spare).
     func reset() {
@@ -123,11 +118,6 @@ final class WriteBatch: @unchecked Sendable {
         derivedDrainedAt = nil
         mergedWrites.removeAll(keepingCapacity: true)
     }
-    var rowCount: Int {
-        entityDeletes.count + entityInserts.count + writes.count + mergedWrites.count + settingWrites.count + operations.count + vectorClockRows.count
-            + peerAcks.count + replayedRejections.count
-    }
-
     /// Folds a later batch into this one, as if both had been committed in order.
     ///
     /// - An entity deleted by `newer` loses its writes here; if this batch inserted it,

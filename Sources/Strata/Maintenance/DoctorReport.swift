@@ -36,6 +36,9 @@ package struct DoctorReport: Codable, Sendable {
     /// Bytes per table and index (SQLite's `dbstat`), largest first; empty if the SQLite
     /// build lacks it.
     public var tables: [String: Int]
+    /// The same bytes by kind of data (``DataKind``: `world`, `segments`, `operations`, …;
+    /// SQLite's own pages under `sqlite`, a table no kind claims under `unknown`).
+    public var kinds: [String: Int]
     public var segments: Int
     public var segmentBytes: Int
     public var unreadableSegments: Int
@@ -98,8 +101,16 @@ package struct DoctorReport: Codable, Sendable {
                 let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
                 let file = try MaintenanceSteps.fileStats(db)
                 let (pages, free) = (file.pages, file.freePages)
-                let tables = (try? Row.fetchAll(db, sql: "SELECT name, SUM(pgsize) AS bytes FROM dbstat GROUP BY name"))
-                    .map { Dictionary($0.map { ($0["name"] as String, $0["bytes"] as Int) }, uniquingKeysWith: +) } ?? [:]
+                let usage = (try? Row.fetchAll(db, sql: """
+                    SELECT d.name AS name, m.tbl_name AS owner, SUM(d.pgsize) AS bytes
+                    FROM dbstat d LEFT JOIN sqlite_master m ON m.name = d.name GROUP BY d.name
+                    """)) ?? []
+                let tables = Dictionary(usage.map { ($0["name"] as String, $0["bytes"] as Int) }, uniquingKeysWith: +)
+                let kinds = Dictionary(usage.map { row -> (String, Int) in
+                    let name: String = row["name"], owner: String = row["owner"] ?? name
+                    let kind = owner.hasPrefix("sqlite_") ? "sqlite" : DataKind.owning(table: owner)?.rawValue ?? "unknown"
+                    return (kind, row["bytes"])
+                }, uniquingKeysWith: +)
                 let jobs = Dictionary(((try? Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status")) ?? [])
                     .map { ($0["status"] as String, $0["n"] as Int) }, uniquingKeysWith: +)
                 let oldest = try? Int64.fetchOne(db, sql: "SELECT min(created_at) FROM jobs WHERE status IN ('pending', 'failed')")
@@ -114,7 +125,7 @@ package struct DoctorReport: Codable, Sendable {
                     pageSize: pageSize, pages: pages, freePages: free,
                     fragmentation: pages == 0 ? 0 : Double(free) / Double(pages),
                     autoVacuum: file.autoVacuumName,
-                    fileBytes: pages * pageSize, walBytes: inspection.walBytes, tables: tables,
+                    fileBytes: pages * pageSize, walBytes: inspection.walBytes, tables: tables, kinds: kinds,
                     segments: inspection.segments, segmentBytes: inspection.segmentBytes,
                     unreadableSegments: inspection.unreadableSegments, segmentsSetAside: inspection.segmentsSetAside,
                     outboxPending: outbox?.pending, outboxDeadLetters: outbox?.deadLetters.count,
@@ -141,7 +152,7 @@ package struct DoctorReport: Codable, Sendable {
         return DoctorReport(
             path: path, integrity: "the file cannot be read: it is damaged or truncated (\(detail))",
             pageSize: 0, pages: 0, freePages: 0, fragmentation: 0, autoVacuum: "unknown", fileBytes: bytes,
-            walBytes: walBytes, tables: [:], segments: 0, segmentBytes: 0, unreadableSegments: 0, segmentsSetAside: 0,
+            walBytes: walBytes, tables: [:], kinds: [:], segments: 0, segmentBytes: 0, unreadableSegments: 0, segmentsSetAside: 0,
             outboxPending: nil, outboxDeadLetters: nil, jobs: [:], oldestPendingJobSecs: nil, rejectedWrites: 0,
             statisticsRows: 0, findings: [])
     }
@@ -226,6 +237,10 @@ package struct DoctorReport: Codable, Sendable {
         lines.append("jobs             \(jobs.isEmpty ? "none" : jobs.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))")
         lines.append("rejected writes  \(rejectedWrites)")
         lines.append("statistics       \(statisticsRows) rows in sqlite_stat1")
+        if !kinds.isEmpty {
+            lines.append("by kind of data  " + kinds.sorted { $0.value > $1.value }
+                .map { "\($0.key) \($0.value / 1024) KB" }.joined(separator: ", "))
+        }
         if !tables.isEmpty {
             lines.append("largest tables   " + tables.sorted { $0.value > $1.value }.prefix(5)
                 .map { "\($0.key) \($0.value / 1024) KB" }.joined(separator: ", "))

@@ -10,6 +10,8 @@ import GRDBSQLite
 /// takes them page by page instead of at random (a world of a million growing by 200,000
 /// a second had every commit rewrite the whole index, many times over).
 final class EntityRowsPart: BatchPart {
+    let sections: [BatchSection] = [.entityDeletes, .entityInserts]
+
     /// A batch's spawns, sorted by id (reused).
     private var sorted: [EntityInsert] = []
 

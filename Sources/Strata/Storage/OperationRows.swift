@@ -8,6 +8,8 @@ import GRDBSQLite
 /// peers' acknowledgements in `peer_acks`, after which retention runs.
 /// Writer thread.
 final class OperationRowsPart: BatchPart {
+    let sections: [BatchSection] = [.operations, .vectorClock, .peerAcks]
+
     let retention: OperationLogConfig
 
     /// See ``dropAcknowledged(_:olderThan:)``.

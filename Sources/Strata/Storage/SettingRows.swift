@@ -4,6 +4,8 @@ import GRDB
 /// ``SettingValue``). Written with the batch's critical work; a removal deletes the row.
 /// Writer thread.
 final class SettingRowsPart: BatchPart {
+    let sections: [BatchSection] = [.settings]
+
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
         guard !batch.settingWrites.isEmpty else { return }
         for write in batch.settingWrites {

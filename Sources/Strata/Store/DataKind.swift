@@ -86,4 +86,9 @@ enum DataKind: String, CaseIterable {
 
     /// Every table of a document, kind by kind.
     static let allTables: [Table] = allCases.flatMap(\.tables)
+
+    /// The kind whose table `name` is; nil for a table no kind claims.
+    static func owning(table name: String) -> DataKind? {
+        allCases.first { $0.tables.contains { $0.name == name } }
+    }
 }

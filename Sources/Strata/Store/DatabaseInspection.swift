@@ -47,6 +47,8 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
     /// Rows commits rejected and parked (``RejectedWrite``): in `rejected_writes`, and in
     /// the side file `PATH.rejected`.
     public var rejectedWrites = 0
+    /// Rows per kind of data (``DataKind``: every table each kind owns, counted).
+    public var rowsByKind: [String: Int] = [:]
     public var rejectedWritesInSideFile = 0
     /// The clean-shutdown mark: nil if the file has no session row.
     public var cleanShutdown: Bool?
@@ -158,6 +160,11 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                     inspection.rejectedWrites = try Int.fetchOne(db, sql: "SELECT count(*) FROM rejected_writes") ?? 0
                 }
                 inspection.rejectedWritesInSideFile = Engine.sideFileRows(reported.rejectedPath).count
+                for kind in DataKind.allCases {
+                    for table in kind.tables where try db.tableExists(table.name) {
+                        inspection.rowsByKind[kind.rawValue, default: 0] += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.name)") ?? 0
+                    }
+                }
                 if try db.tableExists("operation_log") {
                     try inspection.readOperationLog(db)
                 }
@@ -258,6 +265,11 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
         lines.append("segments         \(segments) rows, \(segmentBytes) bytes, \(segmentRecords) records"
             + (unreadableSegments > 0 ? " (\(unreadableSegments) unreadable)" : ""))
         lines.append("compactions      \(compactions) (\(compactionSteps) steps)")
+        if !rowsByKind.isEmpty {
+            lines.append("rows by kind     " + DataKind.allCases.compactMap { kind in
+                rowsByKind[kind.rawValue].map { "\(kind.rawValue) \($0)" }
+            }.joined(separator: ", "))
+        }
         if let nodeID { lines.append("node id          \(nodeID)") }
         lines.append("operation log    \(operationLog.values.reduce(0, +)) operations from \(operationLog.count) nodes")
         for (node, count) in operationLog.sorted(by: { $0.key < $1.key }) {

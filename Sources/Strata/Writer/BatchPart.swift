@@ -3,13 +3,16 @@ import GRDB
 /// A kind of data a batch carries, written by the writer inside the batch's one
 /// transaction. The writer commits; the parts know their tables.
 ///
-/// Adding a kind of data (log entries, settings, job updates) adds a part and a
+/// Adding a kind of data that rides batches adds a section (``BatchSection``), a part and a
 /// migration, not a branch in `Writer+Commit.swift`. Parts run in the order the writer
-/// lists them; each is told whether the transaction committed, so state it prepared
-/// inside the transaction (cached ids, sequence numbers) only becomes final then.
+/// lists them, which is the sections' order (`BatchSectionTests`); each is told whether
+/// the transaction committed, so state it prepared inside the transaction (cached ids,
+/// sequence numbers) only becomes final then.
 ///
 /// Writer thread only.
 protocol BatchPart: AnyObject {
+    /// The sections of a batch it writes, in order.
+    var sections: [BatchSection] { get }
     /// Writes this part of `batch`. Inside the transaction; throwing rolls it back.
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws
     /// The transaction committed.

@@ -122,8 +122,8 @@ extension Writer {
                 SQLITE_PROTOCOL, SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_NOTADB].contains(code)
     }
 
-    /// ONE transaction: every part of the batch, in the order of ``parts`` (entity rows,
-    /// settings, then the segment append), with the strictest durability the batch asks for.
+    /// ONE transaction: every part of the batch, in the order of ``parts`` (``BatchSection``'s),
+    /// with the strictest durability the batch asks for.
     /// A bulk batch (``WriteBatch/isBulk``) commits through a rollback journal (`Writer+Bulk.swift`).
     func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()

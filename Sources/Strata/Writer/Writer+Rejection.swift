@@ -14,6 +14,7 @@ extension Writer {
     /// isolated and parked. Returns the rows not yet committed if a transient error (a full
     /// disk, an I/O error) interrupts: the caller puts them back and retries them.
     func isolateRejectedRows(_ batch: WriteBatch, error: StoreError) -> WriteBatch? {
+        batch.coalesce()   // the rows are counted and sliced as they commit
         let total = batch.rowCount
         var done = 0   // rows before it are committed or parked
         var parked = 0
@@ -132,7 +133,7 @@ extension Writer {
 
     /// The rows of `batch` as ``RejectedWrite``s.
     func rejectedWrites(_ batch: WriteBatch, error: StoreError, context: WriteBatch) -> [RejectedWrite] {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = settings.wallClock()
         let message = error.description
         var ids: [EntityNumber: EntityID] = [:]
         for insert in context.entityInserts { ids[insert.number] = insert.id }
@@ -143,42 +144,6 @@ extension Writer {
                     .flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } }
             }
         }
-        var rows: [RejectedWrite] = []
-        for number in batch.entityDeletes {
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .entityDelete, entity: id(number), entityNumber: number))
-        }
-        for insert in batch.entityInserts {
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .entityInsert, entity: insert.id, entityNumber: insert.number))
-        }
-        for write in batch.settingWrites {
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: write.value == nil ? .settingRemoval : .setting,
-                                      name: write.key, payload: write.value.map { Array($0.storageText.utf8) }))
-        }
-        for operation in batch.operations {
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .operation, entity: operation.node,
-                                      name: operation.kind, number: operation.seq, payload: operation.payload,
-                                      operationID: operation.id, timestamp: operation.timestamp.rawValue))
-        }
-        for (node, seq) in batch.vectorClockRows {
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .vectorClock, entity: node, number: seq))
-        }
-        for ack in batch.peerAcks {
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: .peerAck, entity: ack.peer,
-                                      name: ack.node.description, number: ack.seq))
-        }
-        for write in batch.writes {
-            var payload: [UInt8]?
-            var version: Int64?
-            if let value = write.value {
-                var writer = PayloadWriter()
-                value.encode(to: &writer)
-                payload = writer.encodingFailure == nil ? writer.bytes : nil   // the error says why
-                version = Int64(type(of: value).payloadVersion)
-            }
-            rows.append(RejectedWrite(rejectedAt: now, error: message, kind: write.value == nil ? .componentRemoval : .component,
-                                      entity: id(write.entity), entityNumber: write.entity, name: write.typeName,
-                                      number: version, payload: payload))
-        }
-        return rows
+        return BatchSection.allCases.flatMap { $0.rejected(in: batch, now: now, error: message, entityID: id) }
     }
 }

@@ -53,7 +53,7 @@ final class Writer: @unchecked Sendable {
     var abandoned = false
 
     // Writer thread only.
-    /// The batch parts, in the order they write (``BatchPart``).
+    /// The batch parts, in the order they write: ``BatchSection``'s (``BatchPart``).
     let parts: [any BatchPart]
     let compaction: CompactionTask
     let maintenance: MaintenanceTask

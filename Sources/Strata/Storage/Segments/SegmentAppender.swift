@@ -16,6 +16,8 @@ import GRDBSQLite
 /// Writer thread. Encoding reuses one payload buffer and one encoder; the log's
 /// counters and the type-id cache change only once the transaction commits.
 final class SegmentAppender: BatchPart {
+    let sections: [BatchSection] = [.components]
+
     let log: SegmentLog
     /// `component_types.id` by the world's type index.
     private var typeIDs: [Int64?]
