@@ -38,10 +38,11 @@ example: deps
 
 # The library's documentation (DocC: Sources/Strata/Strata.docc and the symbols' comments);
 # a broken symbol link fails it. Writes .build/plugins/Swift-DocC/outputs/Strata.doccarchive.
-# Then the library's public symbols are checked against docs/public-api.txt: a symbol that
-# became public by accident fails it (scripts/check-public-api.py).
+# Then the public symbols of the library and its two adapters are checked against
+# docs/public-api.txt: a symbol that became public by accident fails it (scripts/check-public-api.py).
 docs: deps
 	$(SWIFT) package generate-documentation --target Strata --warnings-as-errors
+	$(SWIFT) package dump-symbol-graph --minimum-access-level public > /dev/null
 	python3 scripts/check-public-api.py
 
 # Runs the simulation host on the default config for DURATION seconds (release build).

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""The Strata library's public symbols against the list in docs/public-api.txt.
+"""The public symbols of Strata and its two adapters against the list in docs/public-api.txt.
 
-`make docs` extracts the symbol graph (public symbols only) while building the DocC archive;
-this reads it and fails, naming them, when a symbol became public or stopped being public
-without the list saying so. After a deliberate change: scripts/check-public-api.py --update.
+`make docs` extracts the library's symbol graph (public symbols only) while building the DocC
+archive, and the adapters' (StrataPostgres, StrataServiceLifecycle) with
+`swift package dump-symbol-graph`; this reads them and fails, naming them, when a symbol became
+public or stopped being public without the list saying so. After a deliberate change:
+scripts/check-public-api.py --update.
 """
 import glob
 import json
@@ -12,23 +14,30 @@ import sys
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 listing = os.path.join(root, "docs", "public-api.txt")
-graphs = glob.glob(os.path.join(root, ".build", "*", "extracted-symbols", "*", "Strata", "Strata*.symbols.json"))
-if not graphs:
-    sys.exit("check-public-api: no symbol graph under .build/*/extracted-symbols: run `make docs` first")
+# The module, the glob of its graphs, and the prefix its lines carry in the listing.
+modules = [("Strata", os.path.join(".build", "*", "extracted-symbols", "*", "Strata", "Strata*.symbols.json"), ""),
+           ("StrataPostgres", os.path.join(".build", "*", "symbolgraph", "StrataPostgres*.symbols.json"), "StrataPostgres: "),
+           ("StrataServiceLifecycle", os.path.join(".build", "*", "symbolgraph", "StrataServiceLifecycle*.symbols.json"),
+            "StrataServiceLifecycle: ")]
 
 symbols = set()
-for path in graphs:
-    graph = json.load(open(path))
-    extended = os.path.basename(path)[len("Strata"):-len(".symbols.json")]   # "" or "@Swift"
-    for symbol in graph["symbols"]:
-        if symbol.get("accessLevel") != "public":
-            continue
-        kind = symbol["kind"]["identifier"].removeprefix("swift.")
-        name = ".".join(symbol["pathComponents"])
-        symbols.add(f"{kind} {extended + ' ' if extended else ''}{name}")
+for module, pattern, prefix in modules:
+    graphs = glob.glob(os.path.join(root, pattern))
+    if not graphs:
+        sys.exit(f"check-public-api: no symbol graph of {module} under .build: run `make docs` first")
+    for path in graphs:
+        graph = json.load(open(path))
+        extended = os.path.basename(path)[len(module):-len(".symbols.json")]   # "" or "@Swift"
+        for symbol in graph["symbols"]:
+            if symbol.get("accessLevel") != "public":
+                continue
+            kind = symbol["kind"]["identifier"].removeprefix("swift.")
+            name = ".".join(symbol["pathComponents"])
+            symbols.add(f"{prefix}{kind} {extended + ' ' if extended else ''}{name}")
 
 current = sorted(symbols)
-header = ("# The Strata library's public symbols (kind, then path), one a line: what a host may use.\n"
+header = ("# The public symbols of Strata (kind, then path) and of its adapters (prefixed with the module), one a line:\n"
+          "# what a host may use.\n"
           "# Checked by scripts/check-public-api.py in `make docs`; regenerate with --update after a deliberate change.\n")
 if "--update" in sys.argv:
     with open(listing, "w") as out:
@@ -46,5 +55,7 @@ if added or removed:
         print(f"  in docs/public-api.txt, no longer public: {line}")
     sys.exit(f"check-public-api: {len(added)} symbols became public and {len(removed)} stopped being public; "
              "make them package/internal, or run scripts/check-public-api.py --update if it is deliberate")
-types = sum(1 for line in current if line.split(" ")[0] in ("struct", "class", "enum", "protocol", "typealias") and "." not in line.split(" ")[-1])
-print(f"check-public-api: {len(current)} public symbols ({types} top-level types), as listed")
+library = [line for line in current if ": " not in line]
+types = sum(1 for line in library if line.split(" ")[0] in ("struct", "class", "enum", "protocol", "typealias") and "." not in line.split(" ")[-1])
+print(f"check-public-api: {len(library)} public symbols in Strata ({types} top-level types), "
+      f"{len(current) - len(library)} in the adapters, as listed")
