@@ -4,28 +4,28 @@ import Foundation
 /// intervals the flush policy would choose with it.
 ///
 /// The JSON form is a stable interface for scripts: snake_case keys, only ever added.
-public struct PowerReport: Codable, Sendable, Equatable {
+package struct PowerReport: Codable, Sendable, Equatable {
     /// `upower`, `fallback` or `error`.
-    public var source: String
+    package var source: String
     /// The daemon version, or why UPower was not used.
-    public var sourceDetail: String
-    public var batteryPresent: Bool
-    public var onBattery: Bool
-    public var charging: Bool
-    public var percentage: Double?
-    public var warningLevel: String
-    public var profile: String?
-    public var powerSaver: Bool
+    package var sourceDetail: String
+    package var batteryPresent: Bool
+    package var onBattery: Bool
+    package var charging: Bool
+    package var percentage: Double?
+    package var warningLevel: String
+    package var profile: String?
+    package var powerSaver: Bool
     /// The row of the battery table in force (``PowerTier``).
-    public var powerTier: String
-    public var derivedIntervalSecs: Double
+    package var powerTier: String
+    package var derivedIntervalSecs: Double
     /// The derived interval once idle (`idle_after_secs` without input).
-    public var idleDerivedIntervalSecs: Double
-    public var criticalFlushDelayMs: Int
-    public var checkpointIntervalSecs: Double
-    public var maxWalSizeMb: Double
+    package var idleDerivedIntervalSecs: Double
+    package var criticalFlushDelayMs: Int
+    package var checkpointIntervalSecs: Double
+    package var maxWalSizeMb: Double
 
-    public init(reading: PowerReading, policy: FlushPolicy) {
+    package init(reading: PowerReading, policy: FlushPolicy) {
         switch reading.source {
         case .upower(let version): source = "upower"; sourceDetail = "UPower \(version)"
         case .fallback: source = "fallback"; sourceDetail = "power_source = \"fallback\""
@@ -53,7 +53,7 @@ public struct PowerReport: Codable, Sendable, Equatable {
     }
 
     /// Every key is always present: unknown values are `null`, not missing.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(source, forKey: .source)
         try c.encode(sourceDetail, forKey: .sourceDetail)
@@ -72,20 +72,20 @@ public struct PowerReport: Codable, Sendable, Equatable {
         try c.encode(maxWalSizeMb, forKey: .maxWalSizeMb)
     }
 
-    public func json(pretty: Bool = true) throws -> String {
+    package func json(pretty: Bool = true) throws -> String {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(self), as: UTF8.self)
     }
 
-    public static func decode(json: String) throws -> PowerReport {
+    package static func decode(json: String) throws -> PowerReport {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         return try decoder.decode(PowerReport.self, from: Data(json.utf8))
     }
 
-    public var text: String {
+    package var text: String {
         let pct = percentage.map { String(format: "%.1f %%", $0) } ?? "n/a"
         return """
             source              \(source) (\(sourceDetail))
@@ -106,7 +106,7 @@ public struct PowerReport: Codable, Sendable, Equatable {
 extension PowerReading {
     /// Reads the power state once, now, on the calling thread (bounded by `dbus_timeout_ms`).
     /// For a command; an engine uses a ``PowerMonitor``.
-    public static func readNow(config: PowerSourceConfig) -> PowerReading {
+    package static func readNow(config: PowerSourceConfig) -> PowerReading {
         guard config.source == .upower else { return PowerReading(source: .fallback, state: config.fallback.state) }
         return UPowerProbe(timeout: config.dbusTimeout).read(fallback: config.fallback.state)
     }

@@ -1,4 +1,4 @@
-/// The row of the battery table in force (see ``FlushPolicy/tier(power:)``).
+/// The row of the battery table in force (`[persistence.battery]`; ``Engine/powerTier``).
 public enum PowerTier: String, Sendable, Equatable, CaseIterable {
     /// `battery_adaptive = false`: `flush_interval_secs`.
     case fixed
@@ -27,23 +27,24 @@ public enum PowerTier: String, Sendable, Equatable, CaseIterable {
 /// one tick plus the writer's commit budget, so a change is *committed* by its deadline
 /// rather than merely handed off after it. A tier that is due takes the other along when
 /// that one falls due within the lookahead as well (one commit, not two a few ticks apart).
-public struct FlushPolicy: Sendable, Equatable {
-    public var config: PersistenceConfig
+@usableFromInline
+package struct FlushPolicy: Sendable, Equatable {
+    package var config: PersistenceConfig
 
-    public init(config: PersistenceConfig) { self.config = config }
+    package init(config: PersistenceConfig) { self.config = config }
 
     /// What the policy is asked at the end of a tick.
-    public struct Input: Sendable, Equatable {
-        public var now: Instant
-        public var criticalFirstChange: Instant?
-        public var derivedFirstChange: Instant?
+    package struct Input: Sendable, Equatable {
+        package var now: Instant
+        package var criticalFirstChange: Instant?
+        package var derivedFirstChange: Instant?
         /// The derived deadline captured when the tier became dirty.
-        public var derivedDeadline: Instant?
-        public var power: PowerState
-        public var activity: Activity
-        public var lookahead: Duration
+        package var derivedDeadline: Instant?
+        package var power: PowerState
+        package var activity: Activity
+        package var lookahead: Duration
 
-        public init(now: Instant, criticalFirstChange: Instant? = nil, derivedFirstChange: Instant? = nil,
+        package init(now: Instant, criticalFirstChange: Instant? = nil, derivedFirstChange: Instant? = nil,
                     derivedDeadline: Instant? = nil, power: PowerState = .assumedAC,
                     activity: Activity = .active, lookahead: Duration = .zero) {
             self.now = now
@@ -57,12 +58,13 @@ public struct FlushPolicy: Sendable, Equatable {
     }
 
     /// Which tiers to flush now, and why.
-    public struct Decision: Sendable, Equatable {
-        public var flushCritical = false
-        public var flushDerived = false
-        public var derivedReason: FlushReason = .derivedInterval
+    @usableFromInline
+    package struct Decision: Sendable, Equatable {
+        @usableFromInline package var flushCritical = false
+        @usableFromInline package var flushDerived = false
+        @usableFromInline package var derivedReason: FlushReason = .derivedInterval
 
-        public var isEmpty: Bool { !flushCritical && !flushDerived }
+        @usableFromInline package var isEmpty: Bool { !flushCritical && !flushDerived }
     }
 
     /// Which row of the battery table applies to a power state.
@@ -71,7 +73,7 @@ public struct FlushPolicy: Sendable, Equatable {
     /// power-saver profile, no battery (a desktop on mains), charging or on AC, then the
     /// charge: above `high_above_percent` high, below `low_below_percent` low, else
     /// medium (so both boundaries, 50 % and 20 % by default, are medium).
-    public func tier(power: PowerState) -> PowerTier {
+    package func tier(power: PowerState) -> PowerTier {
         guard config.batteryAdaptive else { return .fixed }
         if power.powerSaver { return .powerSaver }
         if !power.batteryPresent { return .desktop }
@@ -85,7 +87,7 @@ public struct FlushPolicy: Sendable, Equatable {
     /// The derived interval for this power state and activity: the tier's interval,
     /// and never less than the idle interval when idle (unless `battery_adaptive` is
     /// false: then `flush_interval_secs`, always).
-    public func derivedInterval(power: PowerState, activity: Activity) -> Duration {
+    package func derivedInterval(power: PowerState, activity: Activity) -> Duration {
         let tier = tier(power: power)
         var interval: Duration = switch tier {
         case .fixed, .unknownCharge: config.flushInterval
@@ -101,18 +103,18 @@ public struct FlushPolicy: Sendable, Equatable {
     }
 
     /// The WAL size that forces a checkpoint: larger on a desktop without a battery.
-    public func maxWalBytes(power: PowerState) -> Int {
+    package func maxWalBytes(power: PowerState) -> Int {
         config.batteryAdaptive && !power.batteryPresent ? config.desktop.maxWalSizeBytes : config.maxWalSizeBytes
     }
 
     /// The derived deadline to capture when the derived tier becomes dirty at `first`.
-    public func derivedDeadline(firstChange first: Instant, power: PowerState, activity: Activity) -> Instant {
+    package func derivedDeadline(firstChange first: Instant, power: PowerState, activity: Activity) -> Instant {
         first + derivedInterval(power: power, activity: activity)
     }
 
     /// When each dirty tier falls due: its deadline less the lookahead. ``decide(_:)``
     /// flushes a tier once `now` reaches its instant; nil for a clean tier.
-    public func dueInstants(_ input: Input) -> DueInstants {
+    package func dueInstants(_ input: Input) -> DueInstants {
         var due = DueInstants()
         if let first = input.criticalFirstChange {
             due.critical = first + config.criticalFlushDelay - input.lookahead
@@ -126,17 +128,18 @@ public struct FlushPolicy: Sendable, Equatable {
     }
 
     /// When each tier falls due (``dueInstants(_:)``).
-    public struct DueInstants: Sendable, Equatable {
-        public var critical: Instant?
-        public var derived: Instant?
+    @usableFromInline
+    package struct DueInstants: Sendable, Equatable {
+        @usableFromInline package var critical: Instant?
+        @usableFromInline package var derived: Instant?
 
-        public init(critical: Instant? = nil, derived: Instant? = nil) {
+        @usableFromInline package init(critical: Instant? = nil, derived: Instant? = nil) {
             self.critical = critical
             self.derived = derived
         }
 
         /// The earlier of the two; nil if no tier is dirty.
-        public var first: Instant? {
+        @usableFromInline package var first: Instant? {
             switch (critical, derived) {
             case let (c?, d?): min(c, d)
             case let (c, d): c ?? d
@@ -150,7 +153,7 @@ public struct FlushPolicy: Sendable, Equatable {
         /// which would otherwise be two flush ticks, and two WAL appends of a page or more
         /// unless the second happened to reach the hand-off before the writer took the
         /// first. Early is never late: each tier is still flushed by its own deadline.
-        public func decision(now: Instant, activity: Activity, alongWithin: Duration = .zero) -> Decision {
+        @usableFromInline package func decision(now: Instant, activity: Activity, alongWithin: Duration = .zero) -> Decision {
             var decision = Decision()
             if let critical { decision.flushCritical = now >= critical }
             if let derived {
@@ -168,11 +171,11 @@ public struct FlushPolicy: Sendable, Equatable {
 
     /// The earliest `now` at which ``decide(_:)`` flushes a tier, the other inputs staying
     /// as they are; nil if no tier is dirty. The scheduler need not ask again before it.
-    public func nextDecision(_ input: Input) -> Instant? {
+    package func nextDecision(_ input: Input) -> Instant? {
         dueInstants(input).first
     }
 
-    public func decide(_ input: Input) -> Decision {
+    package func decide(_ input: Input) -> Decision {
         dueInstants(input).decision(now: input.now, activity: input.activity, alongWithin: input.lookahead)
     }
 }
