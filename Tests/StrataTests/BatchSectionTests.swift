@@ -61,4 +61,22 @@ import Testing
             #expect(Dictionary(slices.flatMap(\.vectorClockRows), uniquingKeysWith: { a, _ in a }) == reference.vectorClockRows)
         }
     }
+
+    /// Parked rows go back where they came from: each section's rejected rows name it.
+    @Test func rejectedRowsNameTheSectionTheyCameFrom() {
+        let whole = batch(seed: 3)
+        whole.operations.append(LoggedOperation(node: NodeID(), seq: 1, timestamp: HybridTimestamp(rawValue: 1),
+                                                kind: "test.op", payload: [1]))
+        whole.coalesce()
+        var seen = Set<BatchSection>()
+        for section in BatchSection.allCases {
+            let rows = section.rejected(in: whole, now: 0, error: "refused", entityID: { _ in EntityID() })
+            #expect(rows.count == (section == .replayedRejections ? 0 : section.count(in: whole)), "\(section)")
+            for row in rows {
+                #expect(row.kind.section == section, "\(row.kind) from \(section)")
+                seen.insert(section)
+            }
+        }
+        #expect(seen.contains(.operations) && seen.contains(.components))
+    }
 }

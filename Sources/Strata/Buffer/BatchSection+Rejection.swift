@@ -54,3 +54,18 @@ extension BatchSection {
         }
     }
 }
+
+extension RejectedWrite.Kind {
+    /// The section its rows come from (and go back to when replayed: `Engine+RejectedWrites.swift`).
+    var section: BatchSection {
+        switch self {
+        case .entityDelete: .entityDeletes
+        case .entityInsert: .entityInserts
+        case .setting, .settingRemoval: .settings
+        case .operation: .operations
+        case .vectorClock: .vectorClock
+        case .peerAck: .peerAcks
+        case .component, .componentRemoval: .components
+        }
+    }
+}

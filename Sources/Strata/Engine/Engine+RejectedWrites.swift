@@ -67,7 +67,8 @@ extension Engine {
         return report
     }
 
-    /// Applies one parked row to the world; returns why it cannot be, if so.
+    /// Applies one parked row to the world, back into its section (``RejectedWrite/Kind/section``);
+    /// returns why it cannot be, if so.
     private func replay(_ row: RejectedWrite) -> String? {
         switch row.kind {
         case .setting:
