@@ -12,7 +12,7 @@ import GRDB
 /// cannot be read is set aside (`CompactionTask+SetAside.swift`).
 ///
 /// Writer thread, but for ``forced`` (its own lock).
-final class CompactionTask: WriterTask {
+final class CompactionTask: RoundTask {
     let context: WriterContext
     /// `compactNow()`: a fold of everything written so far, waited for.
     let forced = ForcedRounds()
@@ -21,8 +21,8 @@ final class CompactionTask: WriterTask {
     /// merge's); each adapts to `compactionStepBudget`.
     var stepBytes: [CompactionPolicy.Method: Int] = [.merge: 256 * 1024, .fold: 256 * 1024]
     var failures = 0
-    private(set) var retryAt: Instant?
-    private var method: CompactionPolicy.Method?
+    var retryAt: Instant?
+    var dueStep: CompactionPolicy.Method?
 
     init(_ context: WriterContext) {
         self.context = context
@@ -30,29 +30,8 @@ final class CompactionTask: WriterTask {
 
     var segmentLog: SegmentLog { context.segmentLog }
 
-    func stepDue() -> Bool {
-        method = due()
-        return method != nil
-    }
-
-    func runStep() {
-        if let method { run(method) }
-        method = nil
-    }
-
-    func writerFinished() {
-        forced.close()
-    }
-
-    /// Folds every segment written so far into the base rows, and waits for it.
-    /// Returns false if `timeout` passed first, or compaction cannot run (an unreadable
-    /// segment in the way, a writer that stopped). Any thread.
-    func runNow(timeout: Duration) -> Bool {
-        forced.requestAndWait(timeout: timeout) { context.buffer.nudge() }
-    }
-
     /// The method of the step to run now, if any.
-    private func due() -> CompactionPolicy.Method? {
+    func nextStep() -> CompactionPolicy.Method? {
         if let requested = forced.pending, round?.forced != true {
             if let endID = segmentLog.lastID, segmentLog.blockedBy == nil {
                 round = Compactor.Round(method: .fold, endID: endID, forced: true, ticket: requested)
@@ -76,7 +55,7 @@ final class CompactionTask: WriterTask {
     }
 
     /// Runs one step of the current round (starting one of `method` if none).
-    private func run(_ method: CompactionPolicy.Method) {
+    func run(_ method: CompactionPolicy.Method) {
         let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
         if round == nil {
             guard let endID = segmentLog.lastID else { return }
@@ -98,10 +77,7 @@ final class CompactionTask: WriterTask {
                 return result
             }
         } catch {
-            failures += 1
-            retryAt = context.clock.now() + context.retryBackoff(after: failures)
-            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
-            if context.reportIfCorrupt(storeError) { return }
+            guard let storeError = stepFailed(error) else { return }
             logger.warning("writer: compaction step failed (attempt \(failures)), will retry: \(storeError)")
             metrics.update { $0.failedCompactionSteps += 1 }
             if current.forced && failures >= settings.shutdownAttempts {

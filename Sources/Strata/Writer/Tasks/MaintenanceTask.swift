@@ -7,7 +7,7 @@ import Foundation
 /// limits); `maintainNow()` forces one. What a step does is `Maintenance/MaintenanceSteps.swift`.
 ///
 /// Writer thread, but for ``forced`` (its own lock).
-final class MaintenanceTask: WriterTask {
+final class MaintenanceTask: RoundTask {
     let context: WriterContext
     /// `maintainNow()`: a round whatever the power, waited for.
     let forced = ForcedRounds()
@@ -24,8 +24,8 @@ final class MaintenanceTask: WriterTask {
     var statsReadAt: Instant?
     var sizeWarned = false
     var failures = 0
-    private(set) var retryAt: Instant?
-    private var task: MaintenancePolicy.Task?
+    var retryAt: Instant?
+    var dueStep: MaintenancePolicy.Task?
 
     static let statsInterval: Duration = .seconds(5)
 
@@ -36,28 +36,8 @@ final class MaintenanceTask: WriterTask {
 
     private var settings: Writer.Settings { context.settings }
 
-    func stepDue() -> Bool {
-        task = due()
-        return task != nil
-    }
-
-    func runStep() {
-        if let task { run(task) }
-        task = nil
-    }
-
-    func writerFinished() {
-        forced.close()
-    }
-
-    /// Runs a maintenance round now, whatever the power (after the batches handed so
-    /// far), and waits for it. False if `timeout` passed first or the writer stopped. Any thread.
-    func runNow(timeout: Duration) -> Bool {
-        forced.requestAndWait(timeout: timeout) { context.buffer.nudge() }
-    }
-
     /// The task of the step to run now, if any (starting a round if one is due).
-    private func due() -> MaintenancePolicy.Task? {
+    func nextStep() -> MaintenancePolicy.Task? {
         let clock = context.clock
         if let retry = retryAt {
             guard clock.now() >= retry else { return nil }
@@ -90,7 +70,7 @@ final class MaintenanceTask: WriterTask {
     }
 
     /// Runs one step of `task`; the task stays first in the round until it has nothing left to do.
-    private func run(_ task: MaintenancePolicy.Task) {
+    func run(_ task: MaintenancePolicy.Task) {
         let (store, metrics, logger) = (context.store, context.metrics, context.logger)
         let stopwatch = MonotonicClock()
         let started = stopwatch.now()
@@ -115,10 +95,7 @@ final class MaintenanceTask: WriterTask {
                 try store.withConnection { db in try MaintenanceSteps.optimize(db, analysisLimit: settings.maintenance.analysisLimit) }
             }
         } catch {
-            failures += 1
-            retryAt = context.clock.now() + context.retryBackoff(after: failures)
-            let storeError = StoreError(.write, wrapping: error, path: store.location.path)
-            if context.reportIfCorrupt(storeError) { return }
+            guard let storeError = stepFailed(error) else { return }
             logger.warning("maintenance: \(task.rawValue) step failed (attempt \(failures)), will retry: \(storeError)")
             metrics.update { $0.failedMaintenanceSteps += 1 }
             if failures >= settings.shutdownAttempts { finishMaintenanceRound() }

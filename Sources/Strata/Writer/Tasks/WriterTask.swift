@@ -22,3 +22,52 @@ extension WriterTask {
     var retryAt: Instant? { nil }
     func writerFinished() {}
 }
+
+/// A task that works in rounds of bounded steps, which another thread may also ask for and
+/// wait on (`compactNow()`, `maintainNow()`: ``forced``). It says which step is next; the
+/// protocol keeps the step found due between the loop's two questions.
+protocol RoundTask: WriterTask {
+    associatedtype Step
+    var context: WriterContext { get }
+    var forced: ForcedRounds { get }
+    /// The step the last `stepDue()` found, for `runStep()`.
+    var dueStep: Step? { get set }
+    /// Failed steps in a row, and when the next is tried (``WriterTask/retryAt``).
+    var failures: Int { get set }
+    var retryAt: Instant? { get set }
+    /// The step to run now, if any (may start a round, forced or not).
+    func nextStep() -> Step?
+    func run(_ step: Step)
+}
+
+extension RoundTask {
+    func stepDue() -> Bool {
+        dueStep = nextStep()
+        return dueStep != nil
+    }
+
+    func runStep() {
+        if let dueStep { run(dueStep) }
+        dueStep = nil
+    }
+
+    func writerFinished() {
+        forced.close()
+    }
+
+    /// A step failed with `error`: counted, its retry scheduled (doubling backoff on the
+    /// writer's clock). Returns the error to log, or nil when it says the file is corrupt
+    /// (reported: the writer stops writing to it).
+    func stepFailed(_ error: Error) -> StoreError? {
+        failures += 1
+        retryAt = context.clock.now() + context.retryBackoff(after: failures)
+        let storeError = StoreError(.write, wrapping: error, path: context.store.location.path)
+        return context.reportIfCorrupt(storeError) ? nil : storeError
+    }
+
+    /// Asks for a round now, wakes the writer, and waits until it is done. False if
+    /// `timeout` passed first, the round failed, or the writer stopped. Any thread.
+    func runNow(timeout: Duration) -> Bool {
+        forced.requestAndWait(timeout: timeout) { context.buffer.nudge() }
+    }
+}
