@@ -57,9 +57,7 @@ extension Writer {
                 return true
             }
         }
-        // While shutting down, at most a second between attempts: a shutdown is bounded.
-        let wait = context.retryBackoff(after: consecutiveFailures)
-        buffer.pause(for: buffer.isClosed ? min(wait, .seconds(1)) : wait)
+        buffer.pause(for: context.retryBackoff(after: consecutiveFailures, closing: buffer.isClosed))
         return true
     }
 }

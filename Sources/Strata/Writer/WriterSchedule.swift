@@ -1,6 +1,7 @@
 /// When the writer looks at the hand-off next, and what it does when nothing came: a pure
 /// decision from what the writer knows (the time, its last batch, the checkpoint timer,
-/// whether a background step is due, a retry or a request deadline). It reads no clock and
+/// whether a background step is due, a retry or a request deadline, the failures in a row).
+/// It reads no clock and
 /// does no I/O; ``Writer``'s loop reads its one clock, asks, and acts. Instants are on the
 /// writer's clock (the engine's: virtual in tests). Tested in virtual time
 /// (`WriterScheduleTests`).
@@ -79,5 +80,13 @@ struct WriterSchedule: Equatable {
         guard now >= checkpointDue else { return .nothing }
         checkpointDue = now + checkpointInterval
         return .checkpoint
+    }
+
+    /// How long to wait before the next attempt after `failures` failed ones in a row:
+    /// doubling from `initial` up to `longest`; while shutting down (`closing`) at most a
+    /// second, so that a shutdown is bounded.
+    static func backoff(after failures: Int, initial: Duration, longest: Duration, closing: Bool = false) -> Duration {
+        let wait = min(initial * (1 << min(max(failures - 1, 0), 20)), longest)
+        return closing ? min(wait, .seconds(1)) : wait
     }
 }
