@@ -1,10 +1,9 @@
 /// When the writer looks at the hand-off next, and what it does when nothing came: a pure
 /// decision from what the writer knows (the time, its last batch, the checkpoint timer,
 /// whether a background step is due, a retry or a request deadline, the failures in a row).
-/// It reads no clock and
-/// does no I/O; ``Writer``'s loop reads its one clock, asks, and acts. Instants are on the
-/// writer's clock (the engine's: virtual in tests). Tested in virtual time
-/// (`WriterScheduleTests`).
+/// It reads no clock and does no I/O; ``Writer``'s loop reads its one clock, asks, and
+/// acts. Instants are on the writer's clock (the engine's: virtual in tests). Tested in
+/// virtual time (`WriterScheduleTests`).
 ///
 /// - While batches keep coming (within `pollLinger` of the last one) the writer polls the
 ///   hand-off every `pollInterval` (the tick thread then never wakes it); after that it
