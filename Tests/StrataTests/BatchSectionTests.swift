@@ -13,6 +13,19 @@ import Testing
         #expect(engine.writer.parts.flatMap(\.sections) == BatchSection.allCases)
     }
 
+    @Test func theMetricsCountRowsPerKind() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        engine.world.spawn(Title("a"))
+        engine.world.setSetting(.string("dark"), for: "theme")
+        #expect(engine.flushNow())
+        let rows = engine.metrics.rowsCommittedByKind
+        #expect(rows["world"] == 2, "an entity row and its component: \(rows)")
+        #expect(rows["settings"] == 1)
+        #expect(rows["rejectedWrites"] == nil)
+    }
+
     @Test func everySectionBelongsToAKindWithTables() {
         for section in BatchSection.allCases {
             #expect(!section.kind.tables.isEmpty, "\(section)")

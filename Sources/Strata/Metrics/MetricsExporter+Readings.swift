@@ -78,6 +78,9 @@ extension MetricsExporter {
         for method in ["merge", "fold"] {
             r.append(.counter("strata_compaction_rounds_total", m.compactionsByMethod[method] ?? 0, ("method", method)))
         }
+        for kind in Set(BatchSection.allCases.map(\.kind.rawValue)).sorted() {
+            r.append(.counter("strata_rows_committed_total", m.rowsCommittedByKind[kind] ?? 0, ("kind", kind)))
+        }
         for (mode, count) in m.checkpointsByMode {
             r.append(.counter("strata_checkpoints_total", count, ("mode", mode.lowercased())))
         }

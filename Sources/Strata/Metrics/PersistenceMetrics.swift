@@ -121,6 +121,9 @@ public struct PersistenceMetrics: Sendable, Equatable {
     /// Times the writer held a derived batch back for lack of space.
     public var batchesHeldForDiskSpace = 0
     public var lastWriteError: String?
+    /// Rows committed through batches, per kind of data (`world`, `settings`, `operations`,
+    /// `rejectedWrites`: the kinds a batch carries).
+    public var rowsCommittedByKind: [String: Int] = [:]
 
     // Checkpoints and WAL health
     public var checkpointCount = 0

@@ -72,8 +72,10 @@ extension Writer {
         let walBytes = store.location.walBytes
         let limit = maxWalBytes
         let log = segmentLog
+        let sections = BatchSection.allCases.map { ($0.kind.rawValue, $0.count(in: batch)) }
         metrics.update {
             $0.commitCount += 1
+            for (kind, rows) in sections where rows > 0 { $0.rowsCommittedByKind[kind, default: 0] += rows }
             if batch.durability == .full { $0.fullCommitCount += 1 }
             $0.componentRowsWritten += counts.componentPuts
             $0.componentRowsDeleted += counts.componentRemovals
