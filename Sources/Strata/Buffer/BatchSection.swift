@@ -1,8 +1,9 @@
 /// The kinds of rows a batch carries, in the order a commit applies them. This list is
-/// the one statement of that order: ``WriteBatch``'s count and slices follow it, the
-/// writer's parts (``BatchPart/sections``) write in it, a rejected batch is parked in it
-/// (``rejected(in:now:error:entityID:)``), and `BatchSectionTests` fails if the parts
-/// disagree. Rows may refer only to rows of an earlier section (an entity's insert
+/// the one statement of that order, and each section says how its rows are counted and
+/// sliced (here), merged and emptied (`BatchSection+Merge.swift`), parked when a commit
+/// refuses them (`BatchSection+Rejection.swift`) and counted in the metrics (by its
+/// ``DataKind``). The writer's parts (``BatchPart/sections``) write in this order;
+/// `BatchSectionTests` fails if they disagree. Rows may refer only to rows of an earlier section (an entity's insert
 /// precedes its components' writes), so committing the slices of a batch in order is
 /// committing the batch.
 ///

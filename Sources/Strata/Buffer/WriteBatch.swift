@@ -101,14 +101,7 @@ final class WriteBatch: @unchecked Sendable {
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
     /// then fills storage that is already allocated (see ``WriteBuffer``'s spare).
     func reset() {
-        entityDeletes.removeAll(keepingCapacity: true)
-        entityInserts.removeAll(keepingCapacity: true)
-        writes.removeAll(keepingCapacity: true)
-        settingWrites.removeAll(keepingCapacity: true)
-        operations.removeAll(keepingCapacity: true)
-        vectorClockRows.removeAll(keepingCapacity: true)
-        peerAcks.removeAll(keepingCapacity: true)
-        replayedRejections.removeAll()
+        for section in BatchSection.allCases { section.removeAll(in: self) }
         riders.removeAll()
         durability = .normal
         reasons = FlushReasonSet()
@@ -116,8 +109,8 @@ final class WriteBatch: @unchecked Sendable {
         checkpointAfter = false
         criticalDrainedAt = nil
         derivedDrainedAt = nil
-        mergedWrites.removeAll(keepingCapacity: true)
     }
+
     /// Folds a later batch into this one, as if both had been committed in order.
     ///
     /// - An entity deleted by `newer` loses its writes here; if this batch inserted it,
@@ -135,37 +128,9 @@ final class WriteBatch: @unchecked Sendable {
     /// once the writes set aside outnumber the others (and a floor), the merge coalesces
     /// them on the spot, an amortized O(1) per write.
     func merge(newer: WriteBatch) {
-        if !newer.entityDeletes.isEmpty {
-            let deleted = Set(newer.entityDeletes)
-            var cancelled = Set<EntityNumber>()
-            entityInserts.removeAll { insert in
-                guard deleted.contains(insert.number) else { return false }
-                cancelled.insert(insert.number)
-                return true
-            }
-            writes.removeAll { deleted.contains($0.entity) }
-            mergedWrites.removeAll { deleted.contains($0.entity) }
-            entityDeletes.append(contentsOf: newer.entityDeletes.filter { !cancelled.contains($0) })
-        }
-        entityInserts.append(contentsOf: newer.entityInserts)
-
-        if !newer.writes.isEmpty || !newer.mergedWrites.isEmpty {
-            mergedWrites.append(contentsOf: newer.writes)
-            mergedWrites.append(contentsOf: newer.mergedWrites)
-            if mergedWrites.count > max(writes.count, Self.mergedWritesFloor) { coalesce() }
-        }
-        for write in newer.settingWrites {
-            if let i = settingWrites.firstIndex(where: { $0.key == write.key }) {
-                settingWrites[i] = write
-            } else {
-                settingWrites.append(write)
-            }
-        }
-
-        operations.append(contentsOf: newer.operations)
-        vectorClockRows.merge(newer.vectorClockRows) { _, newest in newest }
-        peerAcks.append(contentsOf: newer.peerAcks)   // applied as a maximum: order does not matter
-        replayedRejections.append(contentsOf: newer.replayedRejections)
+        // The newer batch's despawns first: they take this batch's rows of those entities.
+        let cancelled = newer.entityDeletes.isEmpty ? [] : forget(deletedBy: newer.entityDeletes)
+        for section in BatchSection.allCases { section.merge(newer, into: self, cancelledInserts: cancelled) }
         riders.append(contentsOf: newer.riders)
 
         durability = max(durability, newer.durability)
@@ -182,6 +147,35 @@ final class WriteBatch: @unchecked Sendable {
     static let bulkRows = 65_536
 
     var isBulk: Bool { rowCount >= Self.bulkRows }
+
+    /// Removes this batch's inserts and writes of the entities `deleted` (a newer batch
+    /// despawned them); returns the inserts removed (those entities never reach the file).
+    private func forget(deletedBy deleted: [EntityNumber]) -> Set<EntityNumber> {
+        let deleted = Set(deleted)
+        var cancelled = Set<EntityNumber>()
+        entityInserts.removeAll { insert in
+            guard deleted.contains(insert.number) else { return false }
+            cancelled.insert(insert.number)
+            return true
+        }
+        writes.removeAll { deleted.contains($0.entity) }
+        mergedWrites.removeAll { deleted.contains($0.entity) }
+        return cancelled
+    }
+
+    /// Sets `newer`'s component writes aside for ``coalesce()``, or coalesces on the spot
+    /// once they outnumber the others (``merge(newer:)``).
+    func setAside(writesOf newer: WriteBatch) {
+        guard !newer.writes.isEmpty || !newer.mergedWrites.isEmpty else { return }
+        mergedWrites.append(contentsOf: newer.writes)
+        mergedWrites.append(contentsOf: newer.mergedWrites)
+        if mergedWrites.count > max(writes.count, Self.mergedWritesFloor) { coalesce() }
+    }
+
+    /// Empties the writes a merge set aside (``reset()``).
+    func dropSetAsideWrites() {
+        mergedWrites.removeAll(keepingCapacity: true)
+    }
 
     /// Writes a merge sets aside for ``coalesce()`` however few writes came before.
     static let mergedWritesFloor = 4096

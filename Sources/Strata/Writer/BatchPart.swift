@@ -21,6 +21,15 @@ protocol BatchPart: AnyObject {
     func didRollBack()
 }
 
+/// The parts a writer commits batches with, one of each, in ``BatchSection`` order: the
+/// one list a kind of data the tick thread batches adds its part to.
+enum BatchParts {
+    static func make(operationLog: OperationLogConfig, segmentLog: SegmentLog, typeIDs: [Int64?]) -> [any BatchPart] {
+        [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: operationLog), RejectedRowsPart(),
+         SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
+    }
+}
+
 /// What one commit wrote, for the metrics.
 struct CommitCounts {
     var componentPuts = 0

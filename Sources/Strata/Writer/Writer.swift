@@ -53,7 +53,7 @@ final class Writer: @unchecked Sendable {
     var abandoned = false
 
     // Writer thread only.
-    /// The batch parts, in the order they write: ``BatchSection``'s (``BatchPart``).
+    /// The batch parts, in the order they write: ``BatchSection``'s (``BatchParts``).
     let parts: [any BatchPart]
     let compaction: CompactionTask
     let maintenance: MaintenanceTask
@@ -81,8 +81,7 @@ final class Writer: @unchecked Sendable {
         let context = WriterContext(store: store, buffer: buffer, metrics: metrics, clock: clock, logger: logger,
                                     settings: settings, observer: observer, segmentLog: segmentLog)
         self.context = context
-        parts = [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: settings.operationLog), RejectedRowsPart(),
-                 SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
+        parts = BatchParts.make(operationLog: settings.operationLog, segmentLog: segmentLog, typeIDs: typeIDs)
         compaction = CompactionTask(context)
         maintenance = MaintenanceTask(context)
         tasks = [IntegrityCheckTask(context), compaction, maintenance]
