@@ -56,17 +56,8 @@ final class WriteBuffer: @unchecked Sendable {
     private var corruption: StoreError?
     /// Work other threads handed the writer (``WriterRequest``), in order.
     private var requests: [WriterRequest] = []
-    /// Told of the entities each commit deleted (the job queue cancels their running jobs).
-    private var deletionListener: (@Sendable ([EntityNumber]) -> Void)?
-    /// Told of the operations each commit logged (the sync pushes them at once).
-    private var operationsListener: (@Sendable ([LoggedOperation]) -> Void)?
-    /// Polled by callers waiting on the writer (``WriterLane``): true ends their wait
-    /// (the host is stopping: ``Engine/Options/stopWaiting``).
-    private var stopWaiting: @Sendable () -> Bool = { false }
-    /// Called by a caller waiting on the writer while the file is reported corrupt: the
-    /// engine replaces it there and then if the caller is its tick thread (else the tick
-    /// loop does, at its next tick).
-    private var corruptionWhileWaiting: (@Sendable () -> Void)?
+    /// Who is told of commits, and what waiting callers ask (`WriteBuffer+Hooks.swift`).
+    let hooks = WriteBufferHooks()
 
     enum Take {
         case batch(WriteBatch)
@@ -159,26 +150,6 @@ final class WriteBuffer: @unchecked Sendable {
         lock.withLock { requests.insert(contentsOf: returned, at: 0) }
     }
 
-    /// Sets who is told of the entities each commit deletes. Before the writer starts.
-    func setDeletionListener(_ listener: @escaping @Sendable ([EntityNumber]) -> Void) {
-        lock.withLock { deletionListener = listener }
-    }
-
-    /// A commit deleted these entities. Writer thread.
-    func notifyDeleted(_ numbers: [EntityNumber]) {
-        lock.withLock { deletionListener }?(numbers)
-    }
-
-    /// Sets (or clears) who is told when a commit logged operations. Any thread.
-    func setOperationsListener(_ listener: (@Sendable ([LoggedOperation]) -> Void)?) {
-        lock.withLock { operationsListener = listener }
-    }
-
-    /// A commit logged these operations. Writer thread.
-    func notifyCommitted(_ operations: [LoggedOperation]) {
-        lock.withLock { operationsListener }?(operations)
-    }
-
     /// The requests still waiting, taken (the writer, as it finishes, fails them).
     func takeRequests() -> [WriterRequest] {
         lock.withLock {
@@ -260,23 +231,6 @@ final class WriteBuffer: @unchecked Sendable {
 
     /// What the writer reported, until the file is replaced.
     var reportedCorruption: StoreError? { lock.withLock { corruption } }
-
-    /// Installs the engine's answers for callers waiting on the writer (at open).
-    func setWaitHooks(stop: @escaping @Sendable () -> Bool, corruption: @escaping @Sendable () -> Void) {
-        lock.withLock {
-            stopWaiting = stop
-            corruptionWhileWaiting = corruption
-        }
-    }
-
-    /// Whether a caller waiting on the writer should stop waiting now.
-    var waitsShouldStop: Bool { lock.withLock { stopWaiting }() }
-
-    /// A caller waiting on the writer found the file reported corrupt (see above).
-    func noteCorruptionWhileWaiting() {
-        guard let hook = lock.withLock({ corruption == nil ? nil : corruptionWhileWaiting }) else { return }
-        hook()
-    }
 
     /// The file has been replaced: a new writer takes batches from here on.
     func clearCorruption() {
