@@ -52,7 +52,7 @@ extension Store {
         do {
             try queue.writeWithoutTransaction { db in
                 for type in world.componentTypes {
-                    typeIDs.append(try ComponentTypeNames.intern(type.typeName, db))
+                    typeIDs.append(try ComponentTypeNames.intern(type.typeName, replication: World.replication(of: type), db))
                 }
             }
             try queue.read { db in

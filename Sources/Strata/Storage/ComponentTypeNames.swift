@@ -2,10 +2,24 @@ import GRDB
 
 /// `component_types`: type names interned as small integers, which rows and records carry.
 enum ComponentTypeNames {
-    /// The id of `name`, interning it on first use.
-    static func intern(_ name: String, _ db: Database) throws -> Int64 {
-        try db.execute(sql: "INSERT INTO component_types (name) VALUES (?) ON CONFLICT (name) DO NOTHING", arguments: [name])
+    /// The id of `name`, interning it on first use; with `replication`, its mode is recorded
+    /// too (at open, from the type's declaration).
+    static func intern(_ name: String, replication: Replication? = nil, _ db: Database) throws -> Int64 {
+        if let replication {
+            try db.execute(sql: """
+                INSERT INTO component_types (name, replication) VALUES (?, ?)
+                ON CONFLICT (name) DO UPDATE SET replication = excluded.replication WHERE replication != excluded.replication
+                """, arguments: [name, replication.rawValue])
+        } else {
+            try db.execute(sql: "INSERT INTO component_types (name) VALUES (?) ON CONFLICT (name) DO NOTHING", arguments: [name])
+        }
         return try Int64.fetchOne(db, sql: "SELECT id FROM component_types WHERE name = ?", arguments: [name])!
+    }
+
+    /// The names of the types recorded as replicated (not `local`).
+    static func replicated(_ db: Database) throws -> Set<String> {
+        guard try db.columns(in: "component_types").contains(where: { $0.name == "replication" }) else { return [] }
+        return Set(try String.fetchAll(db, sql: "SELECT name FROM component_types WHERE replication != 'local'"))
     }
 
     /// Every interned name by id.

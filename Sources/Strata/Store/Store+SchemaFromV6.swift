@@ -142,5 +142,14 @@ extension Store {
                 PRAGMA user_version = 10;
                 """)
         }
+        migrator.registerMigration("v11: each component type's replication") { db in
+            // Recorded at every open from the type's declaration (Component.replication), so
+            // that a tool reading the file knows which types leave the device (the digest's
+            // `replicated`, `strata inspect`).
+            try db.execute(sql: """
+                ALTER TABLE component_types ADD COLUMN replication TEXT NOT NULL DEFAULT 'local';
+                PRAGMA user_version = 11;
+                """)
+        }
     }
 }

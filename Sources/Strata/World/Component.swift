@@ -44,6 +44,8 @@ public protocol Component: Equatable, Sendable {
     static var tier: Tier { get }
     /// The version of the encoding written by this build.
     static var payloadVersion: Int { get }
+    /// Whether values of this type leave the device (``Replication/local`` unless declared).
+    static var replication: Replication { get }
 
     /// Appends the binary encoding of `self`.
     func encode(to payload: inout PayloadWriter)
@@ -58,4 +60,5 @@ public protocol Component: Equatable, Sendable {
 
 extension Component {
     public static var payloadVersion: Int { 1 }
+    public static var replication: Replication { .local }
 }
