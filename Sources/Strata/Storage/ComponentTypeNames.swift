@@ -13,7 +13,11 @@ enum ComponentTypeNames {
         } else {
             try db.execute(sql: "INSERT INTO component_types (name) VALUES (?) ON CONFLICT (name) DO NOTHING", arguments: [name])
         }
-        return try Int64.fetchOne(db, sql: "SELECT id FROM component_types WHERE name = ?", arguments: [name])!
+        guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM component_types WHERE name = ?", arguments: [name]) else {
+            // Only a damaged table loses the row it was just given: say so, do not trap.
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "component_types has no row for \(name) right after interning it")
+        }
+        return id
     }
 
     /// The names of the types recorded as replicated (not `local`).
