@@ -82,4 +82,31 @@ struct SharedPosition: Component, Equatable {
         #expect(inspected.replicated != WorldDigest.Accumulator().digest(replicated: []).replicated, "the file records the replicated type")
         #expect(try DatabaseInspection.inspect(path: path).json().contains("\"replicated\""))
     }
+
+    /// Floats reach the file and come back bit for bit: NaN payloads, −0.0, subnormals.
+    @Test func specialFloatsSurviveAReloadBitForBit() throws {
+        let fixture = EngineFixture()
+        let open = { try Engine.open(config: fixture.config, components: testComponents + [SharedPosition.self],
+                                     logger: quietLogger, options: fixture.options) }
+        let specials: [Float] = [Float(nan: 0x1234, signaling: false), Float(nan: 7, signaling: true), -0.0, 0.0,
+                                 .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .infinity, -.infinity]
+        let engine = try open()
+        var ids: [EntityID] = []
+        for (i, x) in specials.enumerated() {
+            let entity = engine.world.spawn(SharedPosition(x: x, y: specials[(i + 1) % specials.count]))
+            ids.append(try #require(engine.world.id(of: entity)))
+        }
+        #expect(engine.flushNow(reason: .majorAction))
+        let before = engine.world.digest()
+        try engine.shutdown()
+
+        let reopened = try open()
+        defer { try? reopened.shutdown() }
+        #expect(reopened.world.digest() == before)
+        for (i, id) in ids.enumerated() {
+            let entity = try #require(reopened.world.entity(for: id))
+            let value = try #require(reopened.world.get(SharedPosition.self, for: entity))
+            #expect(value.x.bitPattern == specials[i].bitPattern, "entity \(i): \(value.x) came back as other bits")
+        }
+    }
 }
