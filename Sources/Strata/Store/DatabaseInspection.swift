@@ -140,8 +140,11 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 var inspection = header
                 inspection.entityCount = entityCount
                 inspection.baseComponentRows = componentsByTypeID.values.reduce(0, +)
+                // The newest record of each key in the log (a put's payload, nil for a removal):
+                // read once, for the counts and the digest.
+                var newest: [SegmentKey: [UInt8]?] = [:]
                 if try db.tableExists("segments") {
-                    try inspection.replaySegments(db, into: &componentsByTypeID)
+                    newest = try inspection.replaySegments(db, into: &componentsByTypeID)
                 }
                 let names = try db.tableExists("component_types") ? try ComponentTypeNames.all(db) : [:]
                 for (typeID, count) in componentsByTypeID where count > 0 {
@@ -163,7 +166,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                     inspection.rejectedWrites = try Int.fetchOne(db, sql: "SELECT count(*) FROM rejected_writes") ?? 0
                 }
                 inspection.rejectedWritesInSideFile = Engine.sideFileRows(reported.rejectedPath).count
-                inspection.digest = try Self.digest(db)
+                inspection.digest = try Self.digest(db, newest: newest)
                 for kind in DataKind.allCases {
                     for table in kind.tables where try db.tableExists(table.name) {
                         inspection.rowsByKind[kind.rawValue, default: 0] += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.name)") ?? 0
@@ -199,11 +202,12 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
     }
 
     /// Adds what the segment log changes to the base rows' counts: the newest record
-    /// of each key, for entities that still exist, puts one in or takes one out.
-    private mutating func replaySegments(_ db: Database, into counts: inout [Int64: Int]) throws {
-        var newest: [SegmentKey: Bool] = [:]   // key → is a put
+    /// of each key, for entities that still exist, puts one in or takes one out. Returns
+    /// those records: a put's payload, or nil for a removal.
+    private mutating func replaySegments(_ db: Database, into counts: inout [Int64: Int]) throws -> [SegmentKey: [UInt8]?] {
+        var newest: [SegmentKey: [UInt8]?] = [:]
         let outcome = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.inspect")) { record, _ in
-            newest[record.key] = !record.isRemoval
+            newest[record.key] = record.isRemoval ? .some(nil) : Array(record.payload)
         }
         segments = outcome.rows
         segmentRecords = outcome.records
@@ -211,12 +215,14 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
         segmentBytes = try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(records)), 0) FROM segments") ?? 0
         let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ?")
         let baseExists = try db.makeStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?")
-        for (key, isPut) in newest {
+        for (key, record) in newest {
             guard try Row.fetchOne(entityExists, arguments: [key.entity]) != nil else { continue }
+            let isPut = record != nil
             let inBase = try Row.fetchOne(baseExists, arguments: [key.entity, key.typeID]) != nil
             if isPut && !inBase { counts[key.typeID, default: 0] += 1 }
             if !isPut && inBase { counts[key.typeID, default: 0] -= 1 }
         }
+        return newest
     }
 
     private mutating func readOperationLog(_ db: Database) throws {

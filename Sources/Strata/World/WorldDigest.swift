@@ -29,20 +29,14 @@ public struct WorldDigest: Sendable, Equatable, Codable {
 
         /// Adds `entity`'s value of `type` (`payload`: its encoding).
         mutating func add(type: String, entity: EntityID, payload: UnsafeRawBufferPointer) {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            func feed(_ byte: UInt8) {
-                hash ^= UInt64(byte)
-                hash = hash &* 0x0000_0100_0000_01b3
-            }
-            entity.withBytes { for byte in $0 { feed(byte) } }
-            for byte in UnsafeRawBufferPointer(rebasing: payload[...]) { feed(byte) }
+            let hash = Self.fnv(payload, from: entity.withBytes { Self.fnv($0) })
             sums[type, default: 0] &+= Self.mix(hash ^ UInt64(payload.count))
         }
 
         /// The digest, with `replicated` the types that count toward `replicated`.
         func digest(replicated: Set<String>) -> WorldDigest {
             var total: UInt64 = 0
-            for (type, sum) in sums where replicated.contains(type) { total &+= Self.mix(sum ^ Self.fnv(type)) }
+            for (type, sum) in sums where replicated.contains(type) { total &+= Self.mix(sum ^ Self.fnv(type.utf8)) }
             return WorldDigest(types: sums.mapValues(Self.hex), replicated: Self.hex(total))
         }
 
@@ -54,9 +48,10 @@ public struct WorldDigest: Sendable, Equatable, Codable {
             return z ^ (z >> 31)
         }
 
-        static func fnv(_ text: String) -> UInt64 {
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in text.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        /// FNV-1a over `bytes`, continuing from `hash`.
+        static func fnv<Bytes: Sequence<UInt8>>(_ bytes: Bytes, from hash: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
+            var hash = hash
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
             return hash
         }
 
