@@ -39,10 +39,6 @@ final class CompactionTask: RoundTask {
                 forced.serve(upTo: requested, failed: segmentLog.blockedBy != nil)
             }
         }
-        if let retry = retryAt {
-            guard context.clock.now() >= retry else { return nil }
-            retryAt = nil
-        }
         let conditions = context.conditions.current
         let settings = context.settings
         guard segmentLog.blockedBy == nil else { return nil }

@@ -39,10 +39,6 @@ final class MaintenanceTask: RoundTask {
     /// The task of the step to run now, if any (starting a round if one is due).
     func nextStep() -> MaintenancePolicy.Task? {
         let clock = context.clock
-        if let retry = retryAt {
-            guard clock.now() >= retry else { return nil }
-            retryAt = nil
-        }
         let conditions = context.conditions.current
         if round == nil {
             var tasks = MaintenancePolicy.Task.allCases

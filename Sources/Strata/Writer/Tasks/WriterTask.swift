@@ -35,13 +35,18 @@ protocol RoundTask: WriterTask {
     /// Failed steps in a row, and when the next is tried (``WriterTask/retryAt``).
     var failures: Int { get set }
     var retryAt: Instant? { get set }
-    /// The step to run now, if any (may start a round, forced or not).
+    /// The step to run now, if any (may start a round, forced or not). Not asked while a
+    /// failed step waits for its retry.
     func nextStep() -> Step?
     func run(_ step: Step)
 }
 
 extension RoundTask {
     func stepDue() -> Bool {
+        if let retryAt {
+            guard context.clock.now() >= retryAt else { return false }
+            self.retryAt = nil
+        }
         dueStep = nextStep()
         return dueStep != nil
     }
