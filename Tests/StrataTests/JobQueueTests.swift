@@ -6,7 +6,9 @@ import Testing
 /// A wall clock the test moves (Unix milliseconds): backoffs in virtual time.
 final class TestWallClock: @unchecked Sendable {
     private let lock = NSLock()
-    private var now: Int64 = 1_800_000_000_000
+    private var now: Int64
+
+    init(start: Int64 = 1_800_000_000_000) { now = start }
 
     var milliseconds: Int64 { lock.withLock { now } }
     func advance(by duration: Duration) { lock.withLock { now += Int64(duration.milliseconds) } }

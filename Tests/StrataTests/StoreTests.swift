@@ -266,7 +266,8 @@ import Testing
         }
         #expect(version == Store.schemaVersion)
         #expect(rows == 4)
-        #expect(indexes == ["jobs_claim", "jobs_done", "sqlite_autoindex_jobs_1", "sqlite_autoindex_operation_log_1"])
+        #expect(indexes == ["jobs_claim", "jobs_done", "operation_log_despawns", "sqlite_autoindex_jobs_1",
+                            "sqlite_autoindex_operation_log_1"], "and the partial index of despawns, which no other operation pays for")
         engine.appendOperation(kind: "after", payload: [])
         try engine.shutdown()
         #expect(try fixture.count("SELECT count(*) FROM operation_log") == 5)

@@ -15,6 +15,8 @@ extension World {
         precondition(tier != .ephemeral, "the ephemeral tier is never drained")
         let now = now ?? clock.now()
         if tier == .critical { batch.criticalDrainedAt = now } else { batch.derivedDrainedAt = now }
+        // Replicated changes become operations first: they are critical work of this drain.
+        if tier == .critical, !tracker.replicaColumns.isEmpty { logReplicatedChanges(into: batch) }
         if tier == .critical {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier
             // alongside derived keys must not cost a sync.

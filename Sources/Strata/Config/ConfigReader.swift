@@ -47,6 +47,9 @@ struct ConfigReader {
         }
     }
 
+    /// Whether the table sets `key` (for a key whose default depends on another).
+    func has(_ key: String) -> Bool { table[key] != nil }
+
     mutating func bool(_ key: String, default fallback: Bool) throws -> Bool {
         guard let value = value(key) else { return fallback }
         guard let bool = value.bool else { throw mismatch(key, expected: "a boolean (true or false)", found: value) }

@@ -110,6 +110,8 @@ extension StrataConfig {
             push_interval_ms = \(ms(sync.pushInterval))
             network_source = "\(sync.networkSource.rawValue)"
             request_timeout_ms = \(ms(sync.requestTimeout))
+            \(sync.replicateInterval.map { "replicate_interval_ms = \(ms($0))" } ?? "# replicate_interval_ms: the critical flush delay")
+            max_clock_skew_secs = \(secs(sync.maxClockSkew))
 
             [assets]
             unknown_files = "\(assets.unknownFiles.rawValue)"

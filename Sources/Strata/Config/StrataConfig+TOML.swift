@@ -213,9 +213,14 @@ extension StrataConfig {
         c.pushInterval = try r.duration("push_interval_ms", default: c.pushInterval, unit: .milliseconds, max: .seconds(3600))
         c.networkSource = try r.choice("network_source", default: c.networkSource)
         c.requestTimeout = try r.duration("request_timeout_ms", default: c.requestTimeout, unit: .milliseconds, max: .seconds(600))
+        if r.has("replicate_interval_ms") {
+            c.replicateInterval = try r.duration("replicate_interval_ms", default: .seconds(1), unit: .milliseconds, max: .seconds(3600))
+        }
+        c.maxClockSkew = try r.duration("max_clock_skew_secs", default: c.maxClockSkew, unit: .seconds, max: .seconds(86_400 * 365))
         try r.rejectUnknownKeys(known: ["server", "document", "batch_size", "pull_batch_size", "max_attempts", "retry_initial_backoff_ms",
                                         "retry_max_backoff_secs", "pull_interval_ms", "push_interval_ms", "network_source",
-                                        "request_timeout_ms", "join_batch_size", "listen", "safety_pull_secs"])
+                                        "request_timeout_ms", "join_batch_size", "listen", "safety_pull_secs",
+                                        "replicate_interval_ms", "max_clock_skew_secs"])
         return c
     }
 

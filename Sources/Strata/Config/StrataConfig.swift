@@ -238,6 +238,14 @@ public struct SyncConfig: Sendable, Equatable {
     public var networkSource = NetworkSource.networkmanager
     /// `request_timeout_ms`: the longest a connection or a round trip may take.
     public var requestTimeout: Duration = .seconds(5)
+    /// `replicate_interval_ms`: a replicated component's changes are logged as operations
+    /// at most this long after they happen, whatever the type's tier (nil: the critical
+    /// flush delay, so they ride the critical flush and cost no sync of their own).
+    public var replicateInterval: Duration?
+    /// `max_clock_skew_secs`: a replicated change stamped further than this ahead of this
+    /// device's clock is kept, reported and applied only once the clock reaches it (so
+    /// one device's wrong clock cannot push every later edit into the future).
+    public var maxClockSkew: Duration = .seconds(300)
 
     public enum NetworkSource: String, Sendable, CaseIterable {
         case networkmanager

@@ -57,7 +57,7 @@ extension Engine {
             try? fm.removeItem(atPath: location.replacingMarkerPath)
         }
         do {
-            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger,
+            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger,
                                      salvageFrom: setAside)
         } catch let error as StoreError where error.isCorruption {
             // At open, in the integrity check after a crash, or in the reload: the same path.
@@ -66,7 +66,7 @@ extension Engine {
             setAside = try setAsideCorruptFiles(location)
             try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
             logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one with what still reads")
-            opened = try openAndLoad(location, storeOptions, components: components, options: options, logger: logger,
+            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger,
                                      salvageFrom: setAside)
         }
         let (store, session, world) = (opened.store, opened.session, opened.world)
@@ -139,6 +139,7 @@ extension Engine {
             guard pthread_equal(pthread_self(), tickThread) != 0, let engine = handle.engine else { return }
             engine.replaceCorruptStore()
         }
+        engine.openReplication()
         if hasAssets {
             do {
                 engine.recovery.assets = try assets.reconcile()
@@ -207,8 +208,9 @@ extension Engine {
     /// Opens the store, begins the session and rebuilds the world. A file SQLite finds
     /// damaged while the world is read is a corruption error (the store is closed), like
     /// one it cannot open.
-    private static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, components: [any Component.Type],
-                                    options: Options, logger: Logger, salvageFrom corrupt: String? = nil) throws -> Opened {
+    private static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, config: StrataConfig,
+                                    components: [any Component.Type], options: Options, logger: Logger,
+                                    salvageFrom corrupt: String? = nil) throws -> Opened {
         let (store, session) = try openVerified(location, storeOptions)
         do {
             let salvage = corrupt.map { Salvage.run(from: $0, into: store, logger: logger) }
@@ -217,8 +219,10 @@ extension Engine {
             session.cleanShutdownCount += salvage?.carriedCleanShutdowns ?? 0
             let world = World(clock: options.clock)
             for type in components { world.register(any: type) }
+            world.register(ReplicaState.self)
             let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
-            let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock)
+            let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock,
+                                                                        maxSkewMilliseconds: Int64(config.sync.maxClockSkew.milliseconds))
             return Opened(store: store, session: session, world: world, summary: summary, typeIDs: typeIDs,
                           segmentLog: segmentLog, operationLog: operationLog, operations: operations, salvage: salvage)
         } catch {

@@ -37,6 +37,8 @@ extension Engine {
     /// Logs a peer's operation, unless its (node, sequence) is logged already; one above
     /// a gap is logged and the gap reported (``operationGaps``). Peers' operations are
     /// flushed within the critical delay, with every tier (the specification, *Flush events*).
+    /// A replicated component's operation is then applied to the world
+    /// (`Engine+Replication.swift`).
     @discardableResult
     public func receiveOperation(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
         owner.check("Engine")
@@ -44,6 +46,7 @@ extension Engine {
         guard receipt != .duplicate else { return receipt }
         world.tracker.noteCriticalWork(clock: world.clock)
         recordOperations(1, fromPeers: true)
+        if ReplicatedOperation.isReplicated(kind: operation.kind) { applyReplicated(operation) }
         return receipt
     }
 }

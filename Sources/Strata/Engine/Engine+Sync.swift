@@ -71,7 +71,8 @@ extension Engine {
         let (operations, acknowledged, more) = client.inbox.take()
         // Operations left (a large pull): the next end of tick takes more.
         if !more { syncChangesSeen = changes }
-        for operation in operations where receiveOperation(operation) != .duplicate {
+        for operation in operations where receiveOperation(operation) != .duplicate
+            && !ReplicatedOperation.isReplicated(kind: operation.kind) {
             syncApply?(operation)
         }
         if let acknowledged, let server = client.serverNode {

@@ -83,6 +83,9 @@ public final class Engine {
     var isReplacingStore = false
     /// The host's hook for pulled operations (`Engine+Sync.swift`).
     var syncApply: ((LoggedOperation) -> Void)?
+    /// Told, on the tick thread, each change another device's operation made to this
+    /// world (`Engine+Replication.swift`): replicated components apply themselves.
+    public var onReplicatedChange: ((ReplicatedChange) -> Void)?
     /// The sync's state when it stopped (for a summary after shutdown).
     var stoppedSyncState: SyncState?
     /// Reports the figures through swift-metrics on a thread of its own (`Engine+Metrics.swift`).
@@ -206,6 +209,7 @@ public final class Engine {
     func endTickDeciding(at now: Instant) {
         guard !isShutDown else { return }
         pollMonitors()
+        if world.replicas.earliestFuture != nil { releaseDueReplicatedValues(now: now) }
         reportWriterConditions(now: now)
         if scheduler.endTick(world: world, now: now, power: powerState, into: nextBatch) { hand(at: now) }
         // After the decision: the rows a step marks make a tier dirty, whose flush brings

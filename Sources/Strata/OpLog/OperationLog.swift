@@ -33,6 +33,9 @@ public final class OperationLog {
     /// Acknowledgements received since the last critical drain: peer → node → sequence.
     private var pendingAcks: [NodeID: [NodeID: Int64]] = [:]
     private let wallClock: @Sendable () -> Int64
+    /// `[sync] max_clock_skew_secs` in milliseconds: how far ahead of the wall clock a
+    /// peer's timestamp may be and still move this replica's clock.
+    var maxSkewMilliseconds: Int64 = 300_000
 
     init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:],
          lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
@@ -62,7 +65,9 @@ public final class OperationLog {
         precondition(operation.seq > 0, "operation sequences start at 1")
         let contiguous = vectorClock[operation.node] ?? 0
         if operation.seq <= contiguous || beyond[operation.node]?.contains(operation.seq) == true { return .duplicate }
-        clock.observe(operation.timestamp)
+        // A timestamp too far ahead of this clock (a peer's clock set wrong) is logged but
+        // not observed: every later local operation would be stamped that far ahead.
+        if operation.timestamp.milliseconds <= wallClock() &+ maxSkewMilliseconds { clock.observe(operation.timestamp) }
         log(operation)
         return operation.seq == contiguous + 1 ? .accepted : .acceptedAfterGap
     }

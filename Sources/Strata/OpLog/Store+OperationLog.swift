@@ -24,7 +24,8 @@ extension Store {
     ///
     /// Operations dropped by retention (below a node's `operation_floor`) count as
     /// logged. Reads `(node, seq, timestamp)` in key order, never a payload: O(log) at open.
-    func loadOperationLog(wallClock: @escaping @Sendable () -> Int64) throws -> (OperationLog, OperationLogSummary) {
+    func loadOperationLog(wallClock: @escaping @Sendable () -> Int64,
+                          maxSkewMilliseconds: Int64 = 300_000) throws -> (OperationLog, OperationLogSummary) {
         do {
             let node = try queue.writeWithoutTransaction { db -> NodeID in
                 if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
@@ -47,7 +48,10 @@ extension Store {
                     if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = row["seq"] }
                 }
                 // The (node, seq) index alone (a covering scan), then the newest timestamp.
-                lastTimestamp = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log") ?? 0
+                // Not a timestamp beyond the allowed skew (a peer's wrong clock): see OperationLog.receive.
+                let bound = HybridTimestamp(milliseconds: wallClock() &+ maxSkewMilliseconds, counter: 0xFFFF).rawValue
+                lastTimestamp = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log WHERE timestamp <= ?",
+                                                   arguments: [bound]) ?? 0
                 let statement = try db.makeStatement(sql: "SELECT node, seq FROM operation_log ORDER BY node, seq")
                 defer { withExtendedLifetime(statement) {} }
                 let rows = statement.sqliteStatement
@@ -88,11 +92,30 @@ extension Store {
                 }
                 let log = OperationLog(node: node, vectorClock: clock, beyond: beyond,
                                        lastTimestamp: HybridTimestamp(rawValue: lastTimestamp), clockToWrite: toWrite, wallClock: wallClock)
+                log.maxSkewMilliseconds = maxSkewMilliseconds
                 summary.gaps = log.gaps.values.reduce(0) { $0 + $1.count }
                 return (log, summary)
             }
         } catch {
             throw StoreError(.read, wrapping: error, path: location.path)
+        }
+    }
+}
+
+extension Store {
+    /// The ids of the replicated entities despawned on any device: the `strata.despawn`
+    /// operations still in the log (its retention is theirs). A malformed one is skipped
+    /// (the apply reported it when it came).
+    func readReplicaTombstones() throws -> Set<EntityID> {
+        try queue.read { db in
+            var ids = Set<EntityID>()
+            for payload in try Data.fetchAll(db, sql: "SELECT payload FROM operation_log WHERE kind = ?",
+                                             arguments: [ReplicatedOperation.despawnKind]) {
+                if let operation = try? ReplicatedOperation(kind: ReplicatedOperation.despawnKind, payload: Array(payload)) {
+                    ids.insert(operation.entity)
+                }
+            }
+            return ids
         }
     }
 }

@@ -227,6 +227,7 @@ struct FlushScheduler {
         let withClock = !batch.reasons.isDisjoint(with: .withVectorClock) || vectorClock.isDue(now: now)
         world.drain(.critical, into: batch, at: now, withClock: withClock)
         if withClock { vectorClock.reset() }
+        vectorClock.record(world.takeReplicatedLogCount(), now: now)
     }
 
     /// Quiet until a tier or an event falls due, or the user turns idle.

@@ -151,5 +151,13 @@ extension Store {
                 PRAGMA user_version = 11;
                 """)
         }
+        migrator.registerMigration("v12: the despawns of replicated entities, found at open") { db in
+            // A despawn logged for a replicated entity is its tombstone (ReplicatedOperation):
+            // every open reads them. The index is partial, so no other operation pays for it.
+            try db.execute(sql: """
+                CREATE INDEX operation_log_despawns ON operation_log (kind) WHERE kind = 'strata.despawn';
+                PRAGMA user_version = 12;
+                """)
+        }
     }
 }

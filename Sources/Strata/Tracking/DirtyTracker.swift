@@ -45,6 +45,15 @@ struct DirtyTracker {
     @usableFromInline var spawns: [Spawn] = []
     /// Numbers of despawned entities whose rows must go.
     @usableFromInline var despawns: [EntityNumber] = []
+    /// Columns of replicated types with changes not yet logged as operations
+    /// (`World+Replicate.swift`); a critical drain logs them.
+    @usableFromInline var replicaColumns: [UInt32] = []
+    /// `replicate_interval_ms − critical_flush_delay_ms` in nanoseconds: a replicated change
+    /// makes the critical tier due as if it had happened this much later.
+    @usableFromInline var replicateLeadNanoseconds: Int64 = 0
+    /// `firstCritical` was set by a replicated change ahead of its time: a critical
+    /// change must still bring it back to now.
+    @usableFromInline var criticalDeferred = false
 
     @usableFromInline
     init() {}
@@ -54,7 +63,7 @@ struct DirtyTracker {
     @inlinable
     mutating func noteColumnDirty(_ tier: Tier, typeIndex: UInt32, clock: any StrataClock) {
         if tier == .critical {
-            if firstCritical == nil { firstCritical = clock.now() }
+            if firstCritical == nil || criticalDeferred { startCritical(clock: clock) }
             criticalColumns.append(typeIndex)
         } else {
             if firstDerived == nil { firstDerived = clock.now() }
@@ -62,8 +71,29 @@ struct DirtyTracker {
         }
     }
 
+    /// The critical tier has work from now: its first dirty instant is now, unless it was
+    /// already earlier.
+    @inlinable
+    mutating func startCritical(clock: any StrataClock) {
+        let now = clock.now()
+        if let first = firstCritical, first < now { criticalDeferred = false; return }
+        firstCritical = now
+        criticalDeferred = false
+    }
+
+    /// Column `typeIndex` has its first change of a replicated value not yet logged: the
+    /// critical tier falls due `replicate_interval_ms` from now (or earlier).
+    @usableFromInline
+    mutating func noteReplicaDirty(typeIndex: UInt32, clock: any StrataClock) {
+        replicaColumns.append(typeIndex)
+        let due = Instant(nanoseconds: clock.now().nanoseconds &+ replicateLeadNanoseconds)
+        if let first = firstCritical, first <= due { return }
+        if firstCritical == nil { criticalDeferred = replicateLeadNanoseconds > 0 }
+        firstCritical = due
+    }
+
     mutating func noteSpawn(_ entity: Entity, id: EntityID, clock: any StrataClock) {
-        if firstCritical == nil { firstCritical = clock.now() }
+        if firstCritical == nil || criticalDeferred { startCritical(clock: clock) }
         criticalExtras = true
         spawns.append(Spawn(entity: entity, id: id))
     }
@@ -72,12 +102,12 @@ struct DirtyTracker {
     /// acknowledgement, a vector-clock row): the tier goes dirty. Called by every path
     /// that queues such work, after queuing it.
     mutating func noteCriticalWork(clock: any StrataClock) {
-        if firstCritical == nil { firstCritical = clock.now() }
+        if firstCritical == nil || criticalDeferred { startCritical(clock: clock) }
         criticalExtras = true
     }
 
     mutating func noteDespawn(_ number: EntityNumber, clock: any StrataClock) {
-        if firstCritical == nil { firstCritical = clock.now() }
+        if firstCritical == nil || criticalDeferred { startCritical(clock: clock) }
         criticalExtras = true
         despawns.append(number)
     }
@@ -96,7 +126,7 @@ struct DirtyTracker {
     /// empty), so no list is copied or allocated.
     mutating func reset(_ tier: Tier, swappingColumnsInto scratch: inout [UInt32]) {
         if tier == .critical { swap(&criticalColumns, &scratch) } else { swap(&derivedColumns, &scratch) }
-        if tier == .critical { firstCritical = nil } else { firstDerived = nil }
+        if tier == .critical { firstCritical = nil; criticalDeferred = false } else { firstDerived = nil }
         if tier == .critical {
             assert(criticalExtras || (spawns.isEmpty && despawns.isEmpty), "spawns or despawns queued without criticalExtras")
             if criticalExtras {

@@ -26,6 +26,9 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     /// cold, on the tick of a critical change and on its flush.
     @exclusivity(unchecked) @usableFromInline var queuedCritical: [UInt32] = []
     @exclusivity(unchecked) @usableFromInline var queuedDerived: [UInt32] = []
+    /// Slots whose replica bit was set: changes of a replicated type not yet logged as
+    /// operations (`World+Replicate.swift`). Empty for local types.
+    @exclusivity(unchecked) @usableFromInline var queuedReplicated: [UInt32] = []
 
     @usableFromInline
     init(typeIndex: UInt32) {
@@ -103,6 +106,18 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         return queuedDerived.count == 1
     }
 
+    /// Sets the replica bit and queues the slot for the next operations. Returns true if
+    /// this was the column's first queued slot (the tracker must hear of it).
+    @inlinable @inline(__always)
+    func markReplicaDirty(_ entityIndex: UInt32) -> Bool {
+        growSlots(to: entityIndex)
+        let i = Int(entityIndex)
+        if slots[i].replicaDirty { return false }
+        slots[i].replicaDirty = true
+        queuedReplicated.append(entityIndex)
+        return queuedReplicated.count == 1
+    }
+
     @usableFromInline
     func queuedCount(_ tier: Tier) -> Int { tier == .critical ? queuedCritical.count : queuedDerived.count }
 
@@ -110,7 +125,10 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     @usableFromInline
     func forget(_ entityIndex: UInt32) {
         remove(at: entityIndex)
-        if Int(entityIndex) < slots.count { slots[Int(entityIndex)].dirty = false }
+        if Int(entityIndex) < slots.count {
+            slots[Int(entityIndex)].dirty = false
+            slots[Int(entityIndex)].replicaDirty = false
+        }
     }
 }
 
@@ -123,6 +141,8 @@ struct ColumnSlot {
     @usableFromInline var dense: Int32 = -1
     /// Set when the value changed and has not been drained since.
     @usableFromInline var dirty = false
+    /// Set when a replicated value changed here and no operation says so yet.
+    @usableFromInline var replicaDirty = false
 
     @usableFromInline init() {}
 }
@@ -140,4 +160,8 @@ protocol AnyComponentColumn: AnyObject {
     func markDirty(_ entityIndex: UInt32, tier: Tier) -> Bool
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
     func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure])
+    func takeReplicated(into keys: inout [ReplicatedKey])
+    func isReplicaDirty(_ entityIndex: UInt32) -> Bool
+    func removeValue(at entityIndex: UInt32) -> Bool
+    func queueCritical(_ entityIndex: UInt32) -> Bool
 }

@@ -104,12 +104,17 @@ extension World {
 
     /// Sets the key's dirty bit and queues it for its tier: the critical tier while the
     /// entity's spawn is pending, the type's tier otherwise; never for ephemeral types.
+    /// A replicated type's key also gets its replica bit: the next critical drain logs
+    /// it as an operation (`World+Replicate.swift`).
     @inlinable @inline(__always)
     func markDirty<C: Component>(_ column: ComponentColumn<C>, _ entityIndex: UInt32) {
         guard C.tier != .ephemeral else { return }
         let tier: Tier = records[Int(entityIndex)].spawnPending ? .critical : C.tier
         if column.markDirty(entityIndex, tier: tier) {
             tracker.noteColumnDirty(tier, typeIndex: column.typeIndex, clock: clock)
+        }
+        if C.replication != .local, column.markReplicaDirty(entityIndex) {
+            tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock)
         }
     }
 }

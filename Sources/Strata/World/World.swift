@@ -40,6 +40,8 @@ public final class World {
     private var newIDs = TimeOrderedIDs()
     @exclusivity(unchecked) @usableFromInline var columns: [any AnyComponentColumn] = []
     @usableFromInline var columnByType: [ObjectIdentifier: Int] = [:]
+    /// Column index by ``Component/typeName`` (operations from other devices name types).
+    var columnByName: [String: Int] = [:]
     /// Each column with its component type, by type index, for the drain: it calls the
     /// type's specialized drain directly (`ComponentColumn+Drain.swift`), not through
     /// the column's existential and its unspecialized generic method, whose code and
@@ -56,6 +58,8 @@ public final class World {
     var pendingSettings: [String: SettingValue?] = [:]
     /// Requests waiting to ride the next critical batch (``ride(_:)``).
     var riders: [WriterRequest] = []
+    /// The replicated components' bookkeeping (`Sources/Strata/Replication`).
+    var replicas = ReplicaBook()
     /// The operation log's tick-thread side (a fresh, unpersisted node until a reload
     /// sets the document's). Feed it through ``Engine/appendOperation(kind:payload:)``.
     public internal(set) var operationLog = OperationLog(node: NodeID())
@@ -110,6 +114,7 @@ public final class World {
             columnByType[key] = index
             let column = ComponentColumn<C>(typeIndex: UInt32(index))
             columns.append(column)
+            columnByName[C.typeName] = index
             drainTargets.append((column, C.self))
         }
         lastColumn = (key, index)
@@ -174,11 +179,20 @@ public final class World {
     /// Despawns the entity: drops its pending writes and deletes its rows at the next
     /// critical flush (components go with it, `ON DELETE CASCADE`).
     /// Returns false if the handle was already dead.
+    ///
+    /// An entity that carries replicated components is despawned on every device of the
+    /// document: the despawn is logged as an operation, and wins over every edit of it.
     @discardableResult
     public func despawn(_ entity: Entity) -> Bool {
+        despawn(entity, replicating: true)
+    }
+
+    /// Despawns; `replicating` false for a despawn that came from another device.
+    func despawn(_ entity: Entity, replicating: Bool) -> Bool {
         owner.check("World")
         guard isAlive(entity) else { return false }
         let i = Int(entity.index)
+        if replicating, has(ReplicaState.self, entity) { logDespawn(of: records[i].id) }
         for column in columns { column.forget(entity.index) }
         let record = records[i]
         if !record.spawnPending {

@@ -1,0 +1,101 @@
+/// What a device keeps beside a replicated entity's values: the stamp of the last
+/// operation applied to each of its replicated types, and the operations it holds
+/// without applying them (a type this build does not know, a newer payload version, a
+/// payload that does not decode, a stamp too far ahead of the clock).
+///
+/// It is a component of the entity (critical, local), so it is written in the same
+/// commit as the values it stamps, goes through the segment log, compaction and the
+/// salvage like them, and goes with the entity when it is despawned. Tick thread.
+struct ReplicaState: Component {
+    static let typeName = "strata.replica"
+    static let tier = Tier.critical
+
+    /// Type name → the stamp of the operation whose value the entity holds (or whose
+    /// removal it applied).
+    var stamps: [String: OperationStamp] = [:]
+    /// Type name → the newest operation held back, with why.
+    var held: [String: HeldValue] = [:]
+
+    init() {}
+
+    /// The stamp an operation on `type` must beat: the applied one, or a held one above it.
+    func kept(_ type: String) -> OperationStamp {
+        max(stamps[type] ?? .zero, held[type]?.stamp ?? .zero)
+    }
+
+    func encode(to payload: inout PayloadWriter) {
+        payload.write(UInt64(stamps.count))
+        for (type, stamp) in stamps.sorted(by: { $0.key < $1.key }) {
+            payload.write(type)
+            Self.write(stamp, to: &payload)
+        }
+        payload.write(UInt64(held.count))
+        for (type, value) in held.sorted(by: { $0.key < $1.key }) {
+            payload.write(type)
+            Self.write(value.stamp, to: &payload)
+            payload.write(value.version)
+            payload.write(value.reason.rawValue)
+            payload.write(value.payload != nil)
+            if let bytes = value.payload { payload.write(bytes) }
+        }
+    }
+
+    init(from payload: inout PayloadReader, version: Int) throws {
+        for _ in 0 ..< (try payload.readCount()) {
+            let type: String = try payload.read()
+            stamps[type] = try Self.readStamp(&payload)
+        }
+        for _ in 0 ..< (try payload.readCount()) {
+            let type: String = try payload.read()
+            let stamp = try Self.readStamp(&payload)
+            let version: Int = try payload.read()
+            let raw: UInt8 = try payload.read()
+            guard let reason = HeldValue.Reason(rawValue: raw) else { throw PayloadError.invalid("held reason \(raw)") }
+            let present: Bool = try payload.read()
+            held[type] = HeldValue(stamp: stamp, version: version, payload: present ? try payload.read() as [UInt8] : nil, reason: reason)
+        }
+    }
+
+    private static func write(_ stamp: OperationStamp, to payload: inout PayloadWriter) {
+        payload.write(stamp.timestamp)
+        withUnsafeBytes(of: stamp.nodeHigh.bigEndian) { payload.append($0) }
+        withUnsafeBytes(of: stamp.nodeLow.bigEndian) { payload.append($0) }
+    }
+
+    private static func readStamp(_ payload: inout PayloadReader) throws -> OperationStamp {
+        let timestamp: Int64 = try payload.read()
+        let high = UInt64(bigEndian: try payload.readBytes(count: 8).loadUnaligned(as: UInt64.self))
+        let low = UInt64(bigEndian: try payload.readBytes(count: 8).loadUnaligned(as: UInt64.self))
+        return OperationStamp(timestamp: timestamp, nodeHigh: high, nodeLow: low)
+    }
+}
+
+/// A replicated value received but not applied, kept byte for byte with its stamp.
+struct HeldValue: Equatable, Sendable {
+    var stamp: OperationStamp
+    var version: Int
+    /// The value's payload; nil for a removal.
+    var payload: [UInt8]?
+    var reason: Reason
+
+    /// Why a value is held, and so when it is tried again.
+    enum Reason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+        /// No component type of this name is registered: tried at every open.
+        case unknownType = 1
+        /// Encoded with a payload version above this build's: tried at every open.
+        case newerVersion = 2
+        /// The type's decoder refused it: kept, reported, tried at every open.
+        case undecodable = 3
+        /// Stamped beyond `max_clock_skew_secs` ahead of the clock: tried once it is not.
+        case future = 4
+
+        var description: String {
+            switch self {
+            case .unknownType: "unknown type"
+            case .newerVersion: "newer payload version"
+            case .undecodable: "undecodable"
+            case .future: "stamped in the future"
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+/// The operations Strata itself logs for replicated components: what one device's
+/// change of a replicated (entity, type) is on every other device.
+///
+/// Each rides the operation log like any other (its own kind, so a host's hook never
+/// sees it), and is pushed, pulled, deduplicated and retained the same way. The payload:
+///
+/// - `strata.component`: a format byte (1), the entity's 16-byte id, the type's name, the
+///   payload version it was encoded with, then the value's payload bytes, or nothing
+///   (a flag byte says which) for a removal;
+/// - `strata.despawn`: a format byte (1) and the entity's id. Kept in the log, it is the
+///   entity's tombstone (read back at every open): a despawn wins over every edit of the
+///   entity, concurrent or later, and its id never comes back.
+enum ReplicatedOperation: Equatable {
+    case component(entity: EntityID, type: String, version: Int, payload: [UInt8]?)
+    case despawn(entity: EntityID)
+
+    static let componentKind = "strata.component"
+    static let despawnKind = "strata.despawn"
+    private static let format: UInt8 = 1
+
+    /// Whether operations of `kind` are Strata's own (applied to the world, not handed to a host).
+    static func isReplicated(kind: String) -> Bool { kind == componentKind || kind == despawnKind }
+
+    var kind: String {
+        switch self {
+        case .component: Self.componentKind
+        case .despawn: Self.despawnKind
+        }
+    }
+
+    var entity: EntityID {
+        switch self {
+        case .component(let entity, _, _, _), .despawn(let entity): entity
+        }
+    }
+
+    func encoded() -> [UInt8] {
+        var writer = PayloadWriter(capacity: 48)
+        writer.write(Self.format)
+        switch self {
+        case let .component(entity, type, version, payload):
+            writer.write(entity)
+            writer.write(type)
+            writer.write(version)
+            writer.write(payload != nil)
+            if let payload { writer.write(payload) }
+        case let .despawn(entity):
+            writer.write(entity)
+        }
+        return writer.bytes
+    }
+
+    /// Decodes an operation of a replicated `kind`; throws on anything malformed (a
+    /// peer's bytes: never trusted).
+    init(kind: String, payload: [UInt8]) throws {
+        self = try payload.withUnsafeBytes { bytes in
+            var reader = PayloadReader(bytes)
+            let format: UInt8 = try reader.read()
+            guard format == Self.format else { throw PayloadError.invalid("\(kind) format \(format), this build reads \(Self.format)") }
+            let entity: EntityID = try reader.read()
+            let decoded: ReplicatedOperation
+            switch kind {
+            case Self.componentKind:
+                let type: String = try reader.read()
+                let version: Int = try reader.read()
+                guard !type.isEmpty, version >= 1 else { throw PayloadError.invalid("\(kind): type \"\(type)\" version \(version)") }
+                let present: Bool = try reader.read()
+                decoded = .component(entity: entity, type: type, version: version, payload: present ? try reader.read() as [UInt8] : nil)
+            case Self.despawnKind:
+                decoded = .despawn(entity: entity)
+            default:
+                throw PayloadError.invalid("\(kind) is not a replicated operation")
+            }
+            guard reader.isAtEnd else { throw PayloadError.invalid("\(kind): \(bytes.count - reader.offset) bytes past the end") }
+            return decoded
+        }
+    }
+}

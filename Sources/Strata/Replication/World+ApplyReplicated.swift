@@ -1,0 +1,158 @@
+/// Other devices' replicated operations, applied to the world. Tick thread.
+///
+/// An operation on a value (entity, type) is applied only if its stamp (hybrid
+/// timestamp, then node id) is above the one the entity keeps for that type, so every
+/// device ends with the value of the highest stamp whatever order the operations came
+/// in. The value is queued critical and the new stamp written into the entity's
+/// ``ReplicaState``: both commit with the operation's own row. A despawn wins over every
+/// edit, and its id never comes back. What cannot be applied now is held with the entity
+/// (``HeldValue``), byte for byte, and tried again when it can be.
+extension World {
+    /// What became of one operation.
+    enum ReplicaOutcome: Equatable {
+        case applied, superseded, afterDespawn, held(HeldValue.Reason), malformed(String)
+    }
+
+    /// Applies `operation`, one of Strata's replicated kinds, logged already.
+    func applyReplicated(_ operation: LoggedOperation) -> ReplicaOutcome {
+        let decoded: ReplicatedOperation
+        do {
+            decoded = try ReplicatedOperation(kind: operation.kind, payload: operation.payload)
+        } catch {
+            return count(.malformed("\(error)"))
+        }
+        switch decoded {
+        case .despawn(let id):
+            return count(applyDespawn(of: id))
+        case let .component(id, type, version, payload):
+            let value = HeldValue(stamp: OperationStamp(operation), version: version, payload: payload, reason: .unknownType)
+            return count(applyValue(of: type, to: id, value, releasing: false))
+        }
+    }
+
+    private func count(_ outcome: ReplicaOutcome) -> ReplicaOutcome {
+        switch outcome {
+        case .applied: replicas.status.applied += 1
+        case .superseded: replicas.status.superseded += 1
+        case .afterDespawn: replicas.status.afterDespawn += 1
+        case .held: replicas.status.held += 1
+        case .malformed: replicas.status.malformed += 1
+        }
+        return outcome
+    }
+
+    private func applyDespawn(of id: EntityID) -> ReplicaOutcome {
+        guard replicas.tombstones.insert(id).inserted else { return .superseded }
+        if let entity = entity(for: id), despawn(entity, replicating: false) {
+            replicas.changes.append(ReplicatedChange(kind: .despawned, entity: id))
+            return .applied
+        }
+        return .afterDespawn
+    }
+
+    /// Applies `value` to `type` of entity `id` if it beats the kept stamp (when
+    /// `releasing` a held value, the applied stamp only: the held one is this value).
+    private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, releasing: Bool) -> ReplicaOutcome {
+        if replicas.tombstones.contains(id) { return .afterDespawn }
+        var spawned = false
+        let entity: Entity
+        if let known = self.entity(for: id) {
+            entity = known
+        } else {
+            entity = spawn(id: id)
+            spawned = true
+        }
+        var state = get(ReplicaState.self, for: entity) ?? ReplicaState()
+        let kept = releasing ? (state.stamps[type] ?? .zero) : state.kept(type)
+        guard value.stamp > kept else {
+            if releasing { state.held[type] = nil; setIfChanged(state, for: entity) }
+            return .superseded
+        }
+        if let reason = holdReason(for: type, value) {
+            var held = value
+            held.reason = reason
+            state.held[type] = held
+            setIfChanged(state, for: entity)
+            if spawned { replicas.changes.append(ReplicatedChange(kind: .spawned, entity: id)) }
+            if reason == .future { noteFuture(value.stamp) }
+            return .held(reason)
+        }
+        let index = columnByName[type]!   // holdReason checked it
+        let column = columns[index]
+        if column.isReplicaDirty(entity.index) {
+            // Changed here since the last operations were logged: that change will be
+            // logged with a later stamp (the clock has seen this one), and wins.
+            state.stamps[type] = value.stamp
+            state.held[type] = nil
+            setIfChanged(state, for: entity)
+            return .superseded
+        }
+        if let bytes = value.payload {
+            do {
+                try bytes.withUnsafeBytes { raw in
+                    var reader = PayloadReader(raw)
+                    try column.load(from: &reader, version: value.version, at: entity.index)
+                }
+            } catch {
+                var held = value
+                held.reason = .undecodable
+                state.held[type] = held
+                setIfChanged(state, for: entity)
+                if spawned { replicas.changes.append(ReplicatedChange(kind: .spawned, entity: id)) }
+                return .held(.undecodable)
+            }
+        } else {
+            _ = column.removeValue(at: entity.index)
+        }
+        if column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
+            tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock)
+        }
+        state.stamps[type] = value.stamp
+        state.held[type] = nil
+        insert(state, for: entity)
+        if spawned { replicas.changes.append(ReplicatedChange(kind: .spawned, entity: id)) }
+        replicas.changes.append(ReplicatedChange(kind: value.payload == nil ? .removed : .set, entity: id, typeName: type))
+        return .applied
+    }
+
+    /// Why `value` cannot be applied now, if it cannot.
+    private func holdReason(for type: String, _ value: HeldValue) -> HeldValue.Reason? {
+        let milliseconds = HybridTimestamp(rawValue: value.stamp.timestamp).milliseconds
+        if milliseconds > replicas.wallClock() &+ replicas.maxSkewMilliseconds { return .future }
+        guard let index = columnByName[type] else { return .unknownType }
+        if value.version > columns[index].componentType.payloadVersion { return .newerVersion }
+        return nil
+    }
+
+    private func noteFuture(_ stamp: OperationStamp) {
+        let due = HybridTimestamp(rawValue: stamp.timestamp).milliseconds &- replicas.maxSkewMilliseconds
+        replicas.earliestFuture = min(replicas.earliestFuture ?? .max, due)
+    }
+
+    /// Tries every held value again (at open: a build that knows more; and when a value
+    /// held as stamped in the future is due). Returns the outcomes, in entity order.
+    func releaseHeld() -> [ReplicaOutcome] {
+        replicas.earliestFuture = nil
+        var waiting: [(id: EntityID, type: String, value: HeldValue)] = []
+        forEach(ReplicaState.self) { entity, state in
+            guard let id = id(of: entity) else { return }
+            for (type, value) in state.held.sorted(by: { $0.key < $1.key }) { waiting.append((id, type, value)) }
+        }
+        var outcomes: [ReplicaOutcome] = []
+        for (id, type, value) in waiting {
+            let outcome = applyValue(of: type, to: id, value, releasing: true)
+            if outcome == .applied { replicas.status.applied += 1 }
+            outcomes.append(outcome)
+        }
+        return outcomes
+    }
+
+    /// Values held right now, by reason.
+    func heldCounts() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        forEach(ReplicaState.self) { _, state in
+            for value in state.held.values { counts[value.reason.description, default: 0] += 1 }
+        }
+        return counts
+    }
+}

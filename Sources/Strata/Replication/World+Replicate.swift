@@ -1,0 +1,64 @@
+/// This device's changes of replicated components, logged as operations. Tick thread.
+///
+/// A change of a replicated (entity, type) sets the key's replica bit (``World/markDirty(_:_:)``)
+/// and makes the critical tier due within `replicate_interval_ms`. The next critical drain
+/// logs one operation per key with its value *then*: however often it changed (a drag
+/// of 300 ticks), one operation. The key's row goes into the same batch, and its stamp
+/// into the entity's ``ReplicaState``, so the value, its stamp and its operation commit
+/// together, with the critical flush's one sync and no other.
+extension World {
+    /// Logs the replicated keys changed since the last critical drain (called by it,
+    /// before the operations are drained).
+    func logReplicatedChanges(into batch: WriteBatch) {
+        var typeIndices: [UInt32] = []
+        swap(&typeIndices, &tracker.replicaColumns)
+        var logged = 0
+        for typeIndex in typeIndices {
+            let column = columns[Int(typeIndex)]
+            let type = column.componentType
+            replicas.keys.removeAll(keepingCapacity: true)
+            column.takeReplicated(into: &replicas.keys)
+            for key in replicas.keys {
+                let record = records[Int(key.entityIndex)]
+                guard record.alive else { continue }
+                let payload = key.value.map { Self.encoded($0) }
+                let operation = operationLog.append(
+                    kind: ReplicatedOperation.componentKind,
+                    payload: ReplicatedOperation.component(entity: record.id, type: type.typeName, version: type.payloadVersion,
+                                                           payload: payload).encoded())
+                if key.persist {
+                    batch.writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: type.typeName, value: key.value))
+                }
+                let entity = Entity(index: key.entityIndex, generation: record.generation)
+                var state = get(ReplicaState.self, for: entity) ?? ReplicaState()
+                state.stamps[type.typeName] = OperationStamp(operation)
+                state.held[type.typeName] = nil
+                insert(state, for: entity)
+                logged += 1
+            }
+        }
+        typeIndices.removeAll(keepingCapacity: true)
+        swap(&typeIndices, &tracker.replicaColumns)
+        if logged > 0 {
+            replicas.status.logged += logged
+            replicas.loggedSinceRead += logged
+            tracker.noteCriticalWork(clock: clock)
+        }
+    }
+
+    /// Logs the despawn of a replicated entity (an entity with a ``ReplicaState``: an
+    /// operation was logged or applied for it) and keeps its tombstone.
+    func logDespawn(of id: EntityID) {
+        _ = operationLog.append(kind: ReplicatedOperation.despawnKind, payload: ReplicatedOperation.despawn(entity: id).encoded())
+        replicas.tombstones.insert(id)
+        replicas.status.logged += 1
+        replicas.loggedSinceRead += 1
+        tracker.noteCriticalWork(clock: clock)
+    }
+
+    /// Operations logged for local changes since the last call (for the vector-clock trigger).
+    func takeReplicatedLogCount() -> Int {
+        defer { replicas.loggedSinceRead = 0 }
+        return replicas.loggedSinceRead
+    }
+}

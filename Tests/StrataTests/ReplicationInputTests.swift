@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+@testable import Strata
+
+/// What a device cannot apply (a type or payload version it does not know, bytes that
+/// do not decode, a stamp from the future) is kept, reported and applied when it can
+/// be; it never crashes the tick nor blocks the operations behind it.
+@Suite struct ReplicationInputTests {
+    let localTypes: [any Component.Type] = testComponents + [SharedPosition.self]
+
+    @Test func aTypeThisBuildDoesNotKnowIsKeptByteForByteAndAppliedByOneThatDoes() throws {
+        let a = try Replica("unknown-a"), b = try Replica("unknown-b", types: localTypes)
+        let server = LoopbackServer()
+        let shape = a.world.spawn(SharedPosition(x: 3, y: 4), SharedLabel("kept"))
+        let id = try #require(a.world.id(of: shape))
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        server.pullAll(into: b)
+        let there = try #require(b.entity(id))
+        #expect(b.world.get(SharedPosition.self, for: there) == SharedPosition(x: 3, y: 4), "what it knows is applied")
+        #expect(b.engine.replicationStatus.heldNow == ["unknown type": 1])
+        #expect(b.engine.flushNow())
+        try b.restart(types: replicatedTestComponents)   // the next build knows the type
+        #expect(b.world.get(SharedLabel.self, for: try #require(b.entity(id))) == SharedLabel("kept"))
+        #expect(b.engine.replicationStatus.heldNow.isEmpty)
+        #expect(a.world.digest().replicated == b.world.digest().replicated)
+        try a.engine.shutdown(); try b.engine.shutdown()
+    }
+
+    @Test func devicesOnTwoPayloadVersionsConvergeOnceBothKnowTheNewerOne() throws {
+        let newer: [any Component.Type] = localTypes + [SharedLabelV2.self]
+        let a = try Replica("versions-a", types: newer), b = try Replica("versions-b")
+        let server = LoopbackServer()
+        let shape = a.world.spawn(SharedPosition(x: 0, y: 0), SharedLabelV2("red", color: 0xff0000))
+        let id = try #require(a.world.id(of: shape))
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        server.pullAll(into: b)
+        #expect(b.world.get(SharedLabel.self, for: try #require(b.entity(id))) == nil, "version 2: this build cannot read it")
+        #expect(b.engine.replicationStatus.heldNow == ["newer payload version": 1])
+        // The older build edits another shape; the newer one reads its version 1.
+        let other = b.world.spawn(SharedLabel("from the older build"))
+        let otherID = try #require(b.world.id(of: other))
+        #expect(b.engine.flushNow())
+        try server.push(from: b)
+        server.pullAll(into: a)
+        #expect(a.world.get(SharedLabelV2.self, for: try #require(a.entity(otherID))) == SharedLabelV2("from the older build", color: 0))
+        try b.restart(types: newer)
+        #expect(b.world.get(SharedLabelV2.self, for: try #require(b.entity(id))) == SharedLabelV2("red", color: 0xff0000))
+        #expect(a.engine.flushNow() && b.engine.flushNow())
+        #expect(a.world.digest().replicated == b.world.digest().replicated)
+        try a.engine.shutdown(); try b.engine.shutdown()
+    }
+
+    @Test func badOperationsAreKeptReportedAndDoNotBlockTheOnesBehind() throws {
+        let b = try Replica("bad-b")
+        let now = b.wall.milliseconds
+        let peer = NodeID()
+        let victim = EntityID()
+        let component = ReplicatedOperation.component(entity: victim, type: SharedLabel.typeName, version: 1, payload: [0xFF])
+        let operations = [
+            peerOperation(component, node: peer, seq: 1, milliseconds: now, payload: [1, 2, 3]),   // does not parse
+            peerOperation(component, node: peer, seq: 2, milliseconds: now),                      // does not decode
+            peerOperation(.component(entity: EntityID(), type: SharedLabel.typeName, version: 1, payload: nil), node: peer, seq: 3,
+                          milliseconds: now + 3_600_000),                                            // an hour ahead
+            peerOperation(.component(entity: EntityID(), type: "test.shared_label", version: 1,
+                                     payload: SharedLabel("fine").encodedForTest), node: peer, seq: 4, milliseconds: now),
+        ]
+        for operation in operations { b.engine.receiveOperation(operation) }
+        let status = b.engine.replicationStatus
+        #expect(status.malformed == 1 && status.applied == 1)
+        #expect(status.heldNow == ["undecodable": 1, "stamped in the future": 1])
+        #expect(b.world.count(of: SharedLabel.self) == 1, "the good one behind them applied")
+        #expect(b.engine.vectorClock[peer] == 4, "every one of them is in the log")
+        // The future stamp did not drag this device's clock along.
+        let local = b.world.spawn(SharedLabel("mine"))
+        #expect(b.engine.flushNow())
+        let mine = try #require(try b.committedOperations(after: 0).last)
+        #expect(mine.timestamp.milliseconds < now + 60_000)
+        _ = local
+        // The undecodable value is kept across a restart; the future one applies once its time comes.
+        try b.restart()
+        #expect(b.engine.replicationStatus.heldNow == ["undecodable": 1, "stamped in the future": 1])
+        b.tick(.seconds(3_200))
+        #expect(b.engine.replicationStatus.heldNow == ["undecodable": 1, "stamped in the future": 1],
+                "not yet: still more than max_clock_skew_secs ahead")
+        b.tick(.seconds(200))
+        b.tick()
+        #expect(b.engine.replicationStatus.heldNow == ["undecodable": 1])
+        #expect(b.changes.contains { $0.kind == .removed })
+        try b.engine.shutdown()
+    }
+
+    @Test func aChangeMadeHereAndNotYetLoggedWinsOverAnOperationThatArrivesBeforeItsFlush() throws {
+        let a = try Replica("pending-a"), b = try Replica("pending-b")
+        let server = LoopbackServer()
+        let shape = a.world.spawn(SharedLabel("start"))
+        let id = try #require(a.world.id(of: shape))
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        server.pullAll(into: b)
+        a.world.insert(SharedLabel("a, flushed first"), for: shape)
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        let there = try #require(b.entity(id))
+        b.world.insert(SharedLabel("b, made before a's arrived"), for: there)   // not flushed yet
+        server.pullAll(into: b)
+        #expect(b.world.get(SharedLabel.self, for: there) == SharedLabel("b, made before a's arrived"))
+        #expect(b.engine.flushNow())
+        try server.push(from: b)
+        server.pullAll(into: a)
+        #expect(a.world.get(SharedLabel.self, for: shape) == SharedLabel("b, made before a's arrived"))
+        try a.engine.shutdown(); try b.engine.shutdown()
+    }
+
+    @Test func theReplicaStateReadsBackWhatItWrote() throws {
+        var state = ReplicaState()
+        state.stamps["a"] = OperationStamp(timestamp: 5 << 16, nodeHigh: .max, nodeLow: 1)
+        state.stamps["b"] = OperationStamp(timestamp: -1, nodeHigh: 0, nodeLow: .max)
+        state.held["c"] = HeldValue(stamp: OperationStamp(timestamp: 9, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion)
+        state.held["d"] = HeldValue(stamp: .zero, version: 1, payload: nil, reason: .future)
+        var writer = PayloadWriter()
+        state.encode(to: &writer)
+        let read = try writer.bytes.withUnsafeBytes { raw in
+            var reader = PayloadReader(raw)
+            return try ReplicaState(from: &reader, version: 1)
+        }
+        #expect(read == state)
+        #expect(throws: (any Error).self) {
+            try [UInt8](writer.bytes.dropLast()).withUnsafeBytes { raw in
+                var reader = PayloadReader(raw)
+                return try ReplicaState(from: &reader, version: 1)
+            }
+        }
+    }
+}
+
+extension Component {
+    var encodedForTest: [UInt8] {
+        var writer = PayloadWriter()
+        encode(to: &writer)
+        return writer.bytes
+    }
+}
