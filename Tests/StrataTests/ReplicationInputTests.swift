@@ -115,10 +115,14 @@ import Testing
 
     @Test func theReplicaStateReadsBackWhatItWrote() throws {
         var state = ReplicaState()
-        state.stamps["a"] = OperationStamp(timestamp: 5 << 16, nodeHigh: .max, nodeLow: 1)
-        state.stamps["b"] = OperationStamp(timestamp: -1, nodeHigh: 0, nodeLow: .max)
-        state.held["c"] = HeldValue(stamp: OperationStamp(timestamp: 9, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion)
-        state.held["d"] = HeldValue(stamp: .zero, version: 1, payload: nil, reason: .future)
+        state.applied("b", stamp: OperationStamp(timestamp: -1, nodeHigh: 0, nodeLow: .max))
+        state.applied("a", stamp: OperationStamp(timestamp: 5 << 16, nodeHigh: .max, nodeLow: 1))
+        state.hold("d", HeldValue(stamp: .zero, version: 1, payload: nil, reason: .future))
+        state.hold("c", HeldValue(stamp: OperationStamp(timestamp: 9, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion))
+        #expect(state.stamps.map(\.type) == ["a", "b"] && state.held.map(\.type) == ["c", "d"], "kept in name order")
+        state.applied("c", stamp: OperationStamp(timestamp: 10, nodeHigh: 2, nodeLow: 3))
+        #expect(state.heldValue(of: "c") == nil && state.stamp(of: "c") != nil, "an applied value supersedes the held one")
+        state.hold("c", HeldValue(stamp: OperationStamp(timestamp: 11, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion))
         var writer = PayloadWriter()
         state.encode(to: &writer)
         let read = try writer.bytes.withUnsafeBytes { raw in

@@ -17,6 +17,7 @@ extension World {
         if tier == .critical { batch.criticalDrainedAt = now } else { batch.derivedDrainedAt = now }
         // Replicated changes become operations first: they are critical work of this drain.
         if tier == .critical, !tracker.replicaColumns.isEmpty { logReplicatedChanges(into: batch) }
+        if tier == .critical { replicas.appliedSinceDrain = 0 }
         if tier == .critical {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier
             // alongside derived keys must not cost a sync.

@@ -63,22 +63,48 @@ extension Engine {
         return count
     }
 
-    /// Takes what the sync brought (every end of tick; one atomic load when nothing did).
+    /// Takes what the sync brought (every end of tick; one atomic load when nothing did):
+    /// at most ``SyncInbox/perTick`` operations, in slices, and no further slice once
+    /// ``syncApplyBudget`` is spent, so that a large pull is applied over several ticks,
+    /// none of them long.
     func pollSync(_ client: SyncClient) {
         client.localHighest.store(world.operationLog.nextSequence - 1, ordering: .relaxed)
         let changes = client.inbox.changes.load(ordering: .acquiring)
         guard changes != syncChangesSeen else { return }
-        let (operations, acknowledged, more) = client.inbox.take()
-        // Operations left (a large pull): the next end of tick takes more.
-        if !more { syncChangesSeen = changes }
-        for operation in operations where receiveOperation(operation) != .duplicate
-            && !ReplicatedOperation.isReplicated(kind: operation.kind) {
-            syncApply?(operation)
-        }
-        if let acknowledged, let server = client.serverNode {
-            recordAcknowledgement(from: server, clock: [nodeID: acknowledged])
+        let started = MonotonicClock().now()
+        var taken = 0
+        while true {
+            let (operations, acknowledged, more) = client.inbox.take(limit: Self.syncApplySlice)
+            taken += operations.count
+            for operation in operations where receiveOperation(operation) != .duplicate
+                && !ReplicatedOperation.isReplicated(kind: operation.kind) {
+                syncApply?(operation)
+            }
+            if let acknowledged, let server = client.serverNode {
+                recordAcknowledgement(from: server, clock: [nodeID: acknowledged])
+            }
+            if !more {
+                syncChangesSeen = changes
+                return
+            }
+            // Operations left (a large pull): the next end of tick takes more. What was applied
+            // is drained in parts too: this tick's flush takes what is queued so far.
+            if world.replicas.appliedSinceDrain >= Self.syncFlushEvery {
+                scheduler.request(.networkOperations, by: clock.now())
+                return
+            }
+            if taken >= SyncInbox.perTick || MonotonicClock().now().duration(since: started) >= Self.syncApplyBudget { return }
         }
     }
+
+    /// Operations taken from the inbox at a time.
+    static let syncApplySlice = 100
+    /// Pulled values applied since the last critical drain past which the next end of tick
+    /// drains them (a device joining a large document commits it in parts, none long to drain).
+    static let syncFlushEvery = 1_000
+    /// The time an end of tick spends on pulled operations before it leaves the rest to
+    /// the next one (checked between slices).
+    static let syncApplyBudget = Duration.microseconds(500)
 
     func stopSync() {
         guard let client = syncClient else { return }

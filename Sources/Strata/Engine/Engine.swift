@@ -85,7 +85,9 @@ public final class Engine {
     var syncApply: ((LoggedOperation) -> Void)?
     /// Told, on the tick thread, each change another device's operation made to this
     /// world (`Engine+Replication.swift`): replicated components apply themselves.
-    public var onReplicatedChange: ((ReplicatedChange) -> Void)?
+    public var onReplicatedChange: ((ReplicatedChange) -> Void)? {
+        didSet { world.replicas.reportsChanges = onReplicatedChange != nil }
+    }
     /// The sync's state when it stopped (for a summary after shutdown).
     var stoppedSyncState: SyncState?
     /// Reports the figures through swift-metrics on a thread of its own (`Engine+Metrics.swift`).

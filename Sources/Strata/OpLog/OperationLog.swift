@@ -67,7 +67,9 @@ public final class OperationLog {
         if operation.seq <= contiguous || beyond[operation.node]?.contains(operation.seq) == true { return .duplicate }
         // A timestamp too far ahead of this clock (a peer's clock set wrong) is logged but
         // not observed: every later local operation would be stamped that far ahead.
-        if operation.timestamp.milliseconds <= wallClock() &+ maxSkewMilliseconds { clock.observe(operation.timestamp) }
+        if operation.timestamp > clock.last, operation.timestamp.milliseconds <= wallClock() &+ maxSkewMilliseconds {
+            clock.observe(operation.timestamp)
+        }
         log(operation)
         return operation.seq == contiguous + 1 ? .accepted : .acceptedAfterGap
     }

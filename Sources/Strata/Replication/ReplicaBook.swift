@@ -7,8 +7,14 @@ struct ReplicaBook {
     /// come back. Read from the log's `strata.despawn` operations at open.
     var tombstones: Set<EntityID> = []
     var status = ReplicationStatus()
-    /// Changes applied since the engine last told the host (``Engine/onReplicatedChange``).
+    /// Changes applied since the engine last told the host (``Engine/onReplicatedChange``),
+    /// kept only while the host listens.
     var changes: [ReplicatedChange] = []
+    var reportsChanges = false
+    /// The last type name an operation named, with its column (operations come in runs).
+    var lastType: (name: String, index: Int)?
+    /// Values applied since the last critical drain.
+    var appliedSinceDrain = 0
     /// Operations logged for local changes since the engine last counted them.
     var loggedSinceRead = 0
     /// The earliest wall-clock millisecond at which a value held as stamped in the future
@@ -16,6 +22,9 @@ struct ReplicaBook {
     var earliestFuture: Int64?
     /// `max_clock_skew_secs` in milliseconds.
     var maxSkewMilliseconds: Int64 = 300_000
+    /// A raw hybrid timestamp no operation above is applied: the wall clock plus the skew,
+    /// as last read (it only grows, so a stale one is only too strict, and read again).
+    var futureBound: Int64 = .min
     var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
     /// Reused by each log of the local changes.
     var keys: [ReplicatedKey] = []

@@ -10,27 +10,72 @@ struct ReplicaState: Component {
     static let typeName = "strata.replica"
     static let tier = Tier.critical
 
-    /// Type name → the stamp of the operation whose value the entity holds (or whose
-    /// removal it applied).
-    var stamps: [String: OperationStamp] = [:]
-    /// Type name → the newest operation held back, with why.
-    var held: [String: HeldValue] = [:]
+    /// Per type name, in name order: the stamp of the operation whose value the entity
+    /// holds (or whose removal it applied). Arrays, not dictionaries: an entity has a few
+    /// replicated types, and a pulled operation reads and writes this (no hashing).
+    private(set) var stamps: [(type: String, stamp: OperationStamp)] = []
+    /// Per type name, in name order: the newest operation held back, with why.
+    private(set) var held: [(type: String, value: HeldValue)] = []
 
     init() {}
 
+    func stamp(of type: String) -> OperationStamp? {
+        stamps.first { $0.type == type }?.stamp
+    }
+
+    func heldValue(of type: String) -> HeldValue? {
+        held.first { $0.type == type }?.value
+    }
+
     /// The stamp an operation on `type` must beat: the applied one, or a held one above it.
     func kept(_ type: String) -> OperationStamp {
-        max(stamps[type] ?? .zero, held[type]?.stamp ?? .zero)
+        max(stamp(of: type) ?? .zero, heldValue(of: type)?.stamp ?? .zero)
+    }
+
+    /// `type`'s value now has `stamp`; a value held for it is superseded.
+    mutating func applied(_ type: String, stamp: OperationStamp) {
+        Self.set(&stamps, type, stamp)
+        if !held.isEmpty { Self.set(&held, type, nil) }
+    }
+
+    /// Holds `value` for `type` (nil: holds nothing).
+    mutating func hold(_ type: String, _ value: HeldValue?) {
+        Self.set(&held, type, value)
+    }
+
+    /// Sets (or with nil, removes) `type`'s entry of a name-ordered list.
+    private static func set<V>(_ list: inout [(type: String, value: V)], _ type: String, _ value: V?) {
+        let index = list.firstIndex { $0.type >= type } ?? list.endIndex
+        let present = index < list.endIndex && list[index].type == type
+        switch (value, present) {
+        case (let value?, true): list[index].value = value
+        case (let value?, false): list.insert((type, value), at: index)
+        case (nil, true): list.remove(at: index)
+        case (nil, false): break
+        }
+    }
+
+    private static func set(_ list: inout [(type: String, stamp: OperationStamp)], _ type: String, _ stamp: OperationStamp) {
+        if let index = list.firstIndex(where: { $0.type >= type }) {
+            if list[index].type == type { list[index].stamp = stamp } else { list.insert((type, stamp), at: index) }
+        } else {
+            list.append((type, stamp))
+        }
+    }
+
+    static func == (a: ReplicaState, b: ReplicaState) -> Bool {
+        a.stamps.elementsEqual(b.stamps) { $0.type == $1.type && $0.stamp == $1.stamp }
+            && a.held.elementsEqual(b.held) { $0.type == $1.type && $0.value == $1.value }
     }
 
     func encode(to payload: inout PayloadWriter) {
         payload.write(UInt64(stamps.count))
-        for (type, stamp) in stamps.sorted(by: { $0.key < $1.key }) {
+        for (type, stamp) in stamps {
             payload.write(type)
             Self.write(stamp, to: &payload)
         }
         payload.write(UInt64(held.count))
-        for (type, value) in held.sorted(by: { $0.key < $1.key }) {
+        for (type, value) in held {
             payload.write(type)
             Self.write(value.stamp, to: &payload)
             payload.write(value.version)
@@ -43,7 +88,7 @@ struct ReplicaState: Component {
     init(from payload: inout PayloadReader, version: Int) throws {
         for _ in 0 ..< (try payload.readCount()) {
             let type: String = try payload.read()
-            stamps[type] = try Self.readStamp(&payload)
+            Self.set(&stamps, type, try Self.readStamp(&payload))
         }
         for _ in 0 ..< (try payload.readCount()) {
             let type: String = try payload.read()
@@ -52,7 +97,7 @@ struct ReplicaState: Component {
             let raw: UInt8 = try payload.read()
             guard let reason = HeldValue.Reason(rawValue: raw) else { throw PayloadError.invalid("held reason \(raw)") }
             let present: Bool = try payload.read()
-            held[type] = HeldValue(stamp: stamp, version: version, payload: present ? try payload.read() as [UInt8] : nil, reason: reason)
+            Self.set(&held, type, HeldValue(stamp: stamp, version: version, payload: present ? try payload.read() as [UInt8] : nil, reason: reason))
         }
     }
 
@@ -79,7 +124,7 @@ struct HeldValue: Equatable, Sendable {
     var reason: Reason
 
     /// Why a value is held, and so when it is tried again.
-    enum Reason: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+    enum Reason: UInt8, Sendable, CaseIterable, CustomStringConvertible, Error {
         /// No component type of this name is registered: tried at every open.
         case unknownType = 1
         /// Encoded with a payload version above this build's: tried at every open.

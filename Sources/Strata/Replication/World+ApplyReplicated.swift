@@ -32,7 +32,9 @@ extension World {
 
     private func count(_ outcome: ReplicaOutcome) -> ReplicaOutcome {
         switch outcome {
-        case .applied: replicas.status.applied += 1
+        case .applied:
+            replicas.status.applied += 1
+            replicas.appliedSinceDrain += 1
         case .superseded: replicas.status.superseded += 1
         case .afterDespawn: replicas.status.afterDespawn += 1
         case .held: replicas.status.held += 1
@@ -44,7 +46,7 @@ extension World {
     private func applyDespawn(of id: EntityID) -> ReplicaOutcome {
         guard replicas.tombstones.insert(id).inserted else { return .superseded }
         if let entity = entity(for: id), despawn(entity, replicating: false) {
-            replicas.changes.append(ReplicatedChange(kind: .despawned, entity: id))
+            report(ReplicatedChange(kind: .despawned, entity: id))
             return .applied
         }
         return .afterDespawn
@@ -59,31 +61,33 @@ extension World {
         if let known = self.entity(for: id) {
             entity = known
         } else {
-            entity = spawn(id: id)
+            entity = spawnUnchecked(id: id)
             spawned = true
         }
         var state = get(ReplicaState.self, for: entity) ?? ReplicaState()
-        let kept = releasing ? (state.stamps[type] ?? .zero) : state.kept(type)
+        let kept = releasing ? (state.stamp(of: type) ?? .zero) : state.kept(type)
         guard value.stamp > kept else {
-            if releasing { state.held[type] = nil; setIfChanged(state, for: entity) }
+            if releasing { state.hold(type, nil); setIfChanged(state, for: entity) }
             return .superseded
         }
-        if let reason = holdReason(for: type, value) {
+        let index: Int
+        switch columnIndex(for: type, value) {
+        case .failure(let reason):
             var held = value
             held.reason = reason
-            state.held[type] = held
+            state.hold(type, held)
             setIfChanged(state, for: entity)
-            if spawned { replicas.changes.append(ReplicatedChange(kind: .spawned, entity: id)) }
+            if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
             if reason == .future { noteFuture(value.stamp) }
             return .held(reason)
+        case .success(let found):
+            index = found
         }
-        let index = columnByName[type]!   // holdReason checked it
         let column = columns[index]
         if column.isReplicaDirty(entity.index) {
             // Changed here since the last operations were logged: that change will be
             // logged with a later stamp (the clock has seen this one), and wins.
-            state.stamps[type] = value.stamp
-            state.held[type] = nil
+            state.applied(type, stamp: value.stamp)
             setIfChanged(state, for: entity)
             return .superseded
         }
@@ -96,9 +100,9 @@ extension World {
             } catch {
                 var held = value
                 held.reason = .undecodable
-                state.held[type] = held
+                state.hold(type, held)
                 setIfChanged(state, for: entity)
-                if spawned { replicas.changes.append(ReplicatedChange(kind: .spawned, entity: id)) }
+                if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
                 return .held(.undecodable)
             }
         } else {
@@ -107,21 +111,34 @@ extension World {
         if column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
             tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock)
         }
-        state.stamps[type] = value.stamp
-        state.held[type] = nil
+        state.applied(type, stamp: value.stamp)
         insert(state, for: entity)
-        if spawned { replicas.changes.append(ReplicatedChange(kind: .spawned, entity: id)) }
-        replicas.changes.append(ReplicatedChange(kind: value.payload == nil ? .removed : .set, entity: id, typeName: type))
+        if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
+        report(ReplicatedChange(kind: value.payload == nil ? .removed : .set, entity: id, typeName: type))
         return .applied
     }
 
-    /// Why `value` cannot be applied now, if it cannot.
-    private func holdReason(for type: String, _ value: HeldValue) -> HeldValue.Reason? {
-        let milliseconds = HybridTimestamp(rawValue: value.stamp.timestamp).milliseconds
-        if milliseconds > replicas.wallClock() &+ replicas.maxSkewMilliseconds { return .future }
-        guard let index = columnByName[type] else { return .unknownType }
-        if value.version > columns[index].componentType.payloadVersion { return .newerVersion }
-        return nil
+    /// Keeps `change` for the host, if it listens.
+    private func report(_ change: @autoclosure () -> ReplicatedChange) {
+        if replicas.reportsChanges { replicas.changes.append(change()) }
+    }
+
+    /// The column `value` applies to, or why it cannot be applied now.
+    private func columnIndex(for type: String, _ value: HeldValue) -> Result<Int, HeldValue.Reason> {
+        if value.stamp.timestamp > replicas.futureBound {   // the bound only grows: read the clock only past it
+            replicas.futureBound = HybridTimestamp(milliseconds: replicas.wallClock() &+ replicas.maxSkewMilliseconds, counter: 0xFFFF).rawValue
+            if value.stamp.timestamp > replicas.futureBound { return .failure(.future) }
+        }
+        let index: Int
+        if let last = replicas.lastType, last.name == type {
+            index = last.index
+        } else {
+            guard let found = columnByName[type] else { return .failure(.unknownType) }
+            replicas.lastType = (type, found)
+            index = found
+        }
+        if value.version > columns[index].componentType.payloadVersion { return .failure(.newerVersion) }
+        return .success(index)
     }
 
     private func noteFuture(_ stamp: OperationStamp) {
@@ -136,7 +153,7 @@ extension World {
         var waiting: [(id: EntityID, type: String, value: HeldValue)] = []
         forEach(ReplicaState.self) { entity, state in
             guard let id = id(of: entity) else { return }
-            for (type, value) in state.held.sorted(by: { $0.key < $1.key }) { waiting.append((id, type, value)) }
+            for (type, value) in state.held { waiting.append((id, type, value)) }
         }
         var outcomes: [ReplicaOutcome] = []
         for (id, type, value) in waiting {
@@ -151,7 +168,7 @@ extension World {
     func heldCounts() -> [String: Int] {
         var counts: [String: Int] = [:]
         forEach(ReplicaState.self) { _, state in
-            for value in state.held.values { counts[value.reason.description, default: 0] += 1 }
+            for (_, value) in state.held { counts[value.reason.description, default: 0] += 1 }
         }
         return counts
     }

@@ -31,8 +31,7 @@ extension World {
                 }
                 let entity = Entity(index: key.entityIndex, generation: record.generation)
                 var state = get(ReplicaState.self, for: entity) ?? ReplicaState()
-                state.stamps[type.typeName] = OperationStamp(operation)
-                state.held[type.typeName] = nil
+                state.applied(type.typeName, stamp: OperationStamp(operation))
                 insert(state, for: entity)
                 logged += 1
             }

@@ -10,15 +10,24 @@ final class SyncInbox: @unchecked Sendable {
     // `changes` is atomic.
     private let lock = Lock()
     private var operations: [LoggedOperation] = []
+    /// Operations before this index were taken already (a large pull is taken in slices:
+    /// removing each slice from the front would move the rest every time).
+    private var head = 0
     private var acknowledged: Int64?
     @usableFromInline let changes = Atomic<Int>(0)
 
     /// Operations waiting for the tick thread (the client pulls no more past a limit).
-    var backlog: Int { lock.withLock { operations.count } }
+    var backlog: Int { lock.withLock { operations.count - head } }
 
     func deliver(_ pulled: [LoggedOperation]) {
         guard !pulled.isEmpty else { return }
-        lock.withLock { operations += pulled }
+        lock.withLock {
+            if head > 0 && head >= operations.count / 2 {   // drop what was taken, now and then
+                operations.removeFirst(head)
+                head = 0
+            }
+            operations += pulled
+        }
         changes.wrappingAdd(1, ordering: .releasing)
     }
 
@@ -36,12 +45,12 @@ final class SyncInbox: @unchecked Sendable {
     func take(limit: Int = perTick) -> (operations: [LoggedOperation], acknowledged: Int64?, more: Bool) {
         lock.withLock {
             defer { acknowledged = nil }
-            guard operations.count > limit else {
-                defer { operations = [] }
-                return (operations, acknowledged, false)
+            guard operations.count - head > limit else {
+                defer { operations = []; head = 0 }
+                return (head == 0 ? operations : Array(operations[head...]), acknowledged, false)
             }
-            let taken = Array(operations[..<limit])
-            operations.removeFirst(limit)
+            let taken = Array(operations[head ..< head + limit])
+            head += limit
             return (taken, acknowledged, true)
         }
     }

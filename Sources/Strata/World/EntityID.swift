@@ -31,6 +31,21 @@ public struct EntityID: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { uuid.uuidString.lowercased() }
+
+    // Hashed and compared as two words: `UUID`'s own hashing feeds its bytes one call at a
+    // time, and an entity's id is looked up on every spawn, reload and pulled operation.
+    @inline(__always)
+    var words: (UInt64, UInt64) {
+        withUnsafeBytes(of: uuid.uuid) { ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+    }
+
+    public static func == (a: EntityID, b: EntityID) -> Bool { a.words == b.words }
+
+    public func hash(into hasher: inout Hasher) {
+        let (high, low) = words
+        hasher.combine(high)
+        hasher.combine(low)
+    }
 }
 
 /// An entity's number in one database file (`entities.num`): what component rows and

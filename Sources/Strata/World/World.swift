@@ -135,6 +135,11 @@ public final class World {
         owner.check("World")
         let id = id ?? newIDs.make()
         precondition(indexByID[id] == nil, "spawn(id:): \(id) is already alive in this world")
+        return spawnUnchecked(id: id)
+    }
+
+    /// Spawns an entity with `id`, known not to be alive (``spawn(id:)`` without its check).
+    func spawnUnchecked(id: EntityID) -> Entity {
         let number = nextEntityNumber
         nextEntityNumber += 1
         let entity = makeEntity(id: id, number: number, spawnPending: true)

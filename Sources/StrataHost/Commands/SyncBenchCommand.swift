@@ -43,6 +43,10 @@ struct SyncBenchCommand: ParsableCommand {
     @Option(name: .customLong("idle-seconds"), parsing: .unconditional, help: "How long the idle device is watched (0: not measured).")
     var idleSeconds = 60
 
+    @Option(name: .customLong("replicated-operations"), parsing: .unconditional,
+            help: "Replicated values a new device pulls and applies (0: not measured).")
+    var replicatedOperations = 10_000
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -73,6 +77,19 @@ struct SyncBenchCommand: ParsableCommand {
         var joinSlowestTickMs: Double?
         /// Requests an idle, listening device made, per minute.
         var idleRequestsPerMinute: Double?
+        /// Replicated components: change → applied on the other device (a derived value,
+        /// logged within `replicate_interval_ms`), and commit → applied (a critical one).
+        var replicatedDerivedP50Ms: Double?
+        var replicatedDerivedP99Ms: Double?
+        var replicatedCriticalP50Ms: Double?
+        var replicatedCriticalP99Ms: Double?
+        /// A new device applying `replicatedOperations` pulled values: its ends of tick in
+        /// total meanwhile, the slowest, and how many.
+        var replicatedOperations: Int?
+        var replicatedApplyTotalMs: Double?
+        var replicatedApplySlowestTickMs: Double?
+        var replicatedApplySlowestFlushTickMs: Double?
+        var replicatedApplyTicks: Int?
     }
 
     func run() throws {
@@ -93,6 +110,16 @@ struct SyncBenchCommand: ParsableCommand {
             let polling = try measureLatency(listen: false)
             (report.appliedP50Ms, report.appliedP99Ms) = (listening.p50, listening.p99)
             (report.pollingAppliedP50Ms, report.pollingAppliedP99Ms) = (polling.p50, polling.p99)
+        }
+        if latencyOperations > 0 {
+            (report.replicatedDerivedP50Ms, report.replicatedDerivedP99Ms) = try measureReplicatedLatency(critical: false)
+            (report.replicatedCriticalP50Ms, report.replicatedCriticalP99Ms) = try measureReplicatedLatency(critical: true)
+        }
+        if replicatedOperations > 0 {
+            report.replicatedOperations = replicatedOperations
+            let apply = try measureReplicatedApply()
+            (report.replicatedApplyTotalMs, report.replicatedApplySlowestTickMs, report.replicatedApplyTicks) = (apply.totalMs, apply.slowestTickMs, apply.ticks)
+            report.replicatedApplySlowestFlushTickMs = apply.slowestFlushTickMs
         }
         if idleSeconds > 0 { report.idleRequestsPerMinute = try measureIdle() }
         if json {
@@ -115,6 +142,16 @@ struct SyncBenchCommand: ParsableCommand {
                        + "p50 %.1f ms, p99 %.1f ms polling every %d ms", latencyOperations, p50, p99, p50p, p99p,
                        Int(SyncConfig().pullInterval.milliseconds)))
         }
+        if let p50 = report.replicatedDerivedP50Ms, let p99 = report.replicatedDerivedP99Ms,
+           let p50c = report.replicatedCriticalP50Ms, let p99c = report.replicatedCriticalP99Ms {
+            say(String(format: "replicated components: change → applied p50 %.1f ms, p99 %.1f ms (derived, logged within the critical delay); "
+                       + "commit → applied p50 %.1f ms, p99 %.1f ms (critical)", p50, p99, p50c, p99c))
+        }
+        if let total = report.replicatedApplyTotalMs, let slowest = report.replicatedApplySlowestTickMs, let ticks = report.replicatedApplyTicks,
+           let flush = report.replicatedApplySlowestFlushTickMs {
+            say(String(format: "a new device applied %d pulled replicated values: %.1f ms of its ticks in total, over %d ticks; "
+                       + "slowest tick %.2f ms applying, %.2f ms flushing", replicatedOperations, total, ticks, slowest, flush))
+        }
         if let idle = report.idleRequestsPerMinute {
             say(String(format: "an idle listening device: %.1f requests a minute (watched %d s)", idle, idleSeconds))
         }
@@ -123,24 +160,25 @@ struct SyncBenchCommand: ParsableCommand {
     // MARK: Two devices on the default configuration
 
     /// A device on the default `[sync]` configuration (the network assumed online), in `folder`.
-    private func device(_ name: String, document: String, in folder: URL, listen: Bool = true) throws -> Engine {
+    func device(_ name: String, document: String, in folder: URL, listen: Bool = true,
+                types: [any Component.Type] = []) throws -> Engine {
         var config = StrataConfig()
         config.database.path = folder.appendingPathComponent("\(name).db").path
         config.sync.server = server
         config.sync.document = document
         config.sync.networkSource = .none
         config.sync.listen = listen
-        return try Engine.open(config: config, components: [], logger: Logger(label: "strata", factory: { _ in SwiftLogNoOpLogHandler() }))
+        return try Engine.open(config: config, components: types, logger: Logger(label: "strata", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
 
-    private func scratchFolder(_ what: String) throws -> URL {
+    func scratchFolder(_ what: String) throws -> URL {
         let folder = URL(fileURLWithPath: NSTemporaryDirectory() + "strata-bench-sync-\(getpid())-\(what)")
         try? FileManager.default.removeItem(at: folder)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder
     }
 
-    private static let tick = 1.0 / 60
+    static let tick = 1.0 / 60
 
     /// A document of `--join-operations` operations from one device (pushed in batches of
     /// 500, not measured), then a new device joins it: from the start of its sync to the
