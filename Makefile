@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync torture clean
+.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync torture clean
 
 all: build
 
@@ -118,6 +118,11 @@ bench-sync: deps
 # runs on a real disk that fills (a tmpfs, as root; ~8 min): half freed mid-run, half kept full
 # through the shutdown; and the page sweep: each page of a 2000-shape canvas damaged in turn and
 # started on twice (~4 min). Exits non-zero on any failure, keeping the files in TORTURE_DIR.
+# The convergence fuzzer of replicated components, long: 20 seeds of 1,000 rounds (`make test`
+# runs 6 of 150). One seed again: make fuzz-sync FUZZ_ENV="STRATA_FUZZ_SEED=20269045".
+fuzz-sync: deps
+	STRATA_FUZZ_ROUNDS=1000 STRATA_FUZZ_SEEDS=20 STRATA_FUZZ_VERBOSE=1 $(FUZZ_ENV) $(SWIFT) test --filter ConvergenceFuzzTests
+
 TORTURE_DIR ?= torture-results
 torture: deps
 	$(SWIFT) build -c release --product strata

@@ -4,6 +4,7 @@ import Strata
 public struct ShapeTransform: Component {
     public static let typeName = "canvas.transform"
     public static let tier = Tier.derived
+    public static let replication = Replication.lastWriterWins
     public var x: Float, y: Float, rotation: Float, scale: Float
 
     public init(x: Float, y: Float, rotation: Float = 0, scale: Float = 1) {
@@ -19,6 +20,7 @@ public struct ShapeTransform: Component {
 public struct ShapeStyle: Component {
     public static let typeName = "canvas.shape_style"
     public static let tier = Tier.critical
+    public static let replication = Replication.lastWriterWins
     public var kind: UInt8, color: UInt32
 
     public init(kind: UInt8, color: UInt32) { self.kind = kind; self.color = color }
@@ -30,6 +32,7 @@ public struct ShapeStyle: Component {
 public struct StrokeStyle: Component {
     public static let typeName = "canvas.stroke_style"
     public static let tier = Tier.critical
+    public static let replication = Replication.lastWriterWins
     public var color: UInt32, width: Float, finished: Bool
 
     public init(color: UInt32, width: Float, finished: Bool = false) { self.color = color; self.width = width; self.finished = finished }
@@ -41,6 +44,7 @@ public struct StrokeStyle: Component {
 public struct StrokePoints: Component {
     public static let typeName = "canvas.stroke_points"
     public static let tier = Tier.derived
+    public static let replication = Replication.lastWriterWins
     public var xy: [Float]
 
     public init(xy: [Float] = []) { self.xy = xy }
@@ -52,6 +56,7 @@ public struct StrokePoints: Component {
 public struct DocumentMetadata: Component {
     public static let typeName = "canvas.document"
     public static let tier = Tier.critical
+    public static let replication = Replication.lastWriterWins
     public var name: String, revision: Int, modifiedAtMs: Int
 
     public init(name: String, revision: Int, modifiedAtMs: Int) { self.name = name; self.revision = revision; self.modifiedAtMs = modifiedAtMs }
@@ -81,27 +86,8 @@ public struct PeerCursor: Component {
     public init(from p: inout PayloadReader, version: Int) throws { x = try p.read(); y = try p.read() }
 }
 
-/// The operations last applied to a shape's transform and to its style (or to the
-/// document's metadata), for "the last writer wins" across devices (critical: written
-/// with the operation that set it).
-public struct EditStamps: Component {
-    public static let typeName = "canvas.edit_stamps"
-    public static let tier = Tier.critical
-    public var transform: OperationStamp, style: OperationStamp
-
-    public init(transform: OperationStamp = .zero, style: OperationStamp = .zero) { self.transform = transform; self.style = style }
-    public func encode(to p: inout PayloadWriter) {
-        for stamp in [transform, style] { p.write(stamp.timestamp); p.write(stamp.nodeHigh); p.write(stamp.nodeLow) }
-    }
-    public init(from p: inout PayloadReader, version: Int) throws {
-        func stamp() throws -> OperationStamp { OperationStamp(timestamp: try p.read(), nodeHigh: try p.read(), nodeLow: try p.read()) }
-        transform = try stamp()
-        style = try stamp()
-    }
-}
-
 /// Every component type of the canvas, for `Engine.open(components:)`.
 public let canvasComponents: [any Component.Type] = [
     ShapeTransform.self, ShapeStyle.self, StrokeStyle.self, StrokePoints.self,
-    DocumentMetadata.self, Viewport.self, PeerCursor.self, EditStamps.self,
+    DocumentMetadata.self, Viewport.self, PeerCursor.self,
 ]

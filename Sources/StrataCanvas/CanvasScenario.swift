@@ -6,9 +6,10 @@ import Strata
 /// flush event; a thumbnail job queued for each finished one; now and then one erased),
 /// document metadata edited, peer cursors moving (ephemeral).
 ///
-/// Every action is also an operation in the document's operation log, carrying what it
-/// set (so another device can apply it: `CanvasScenario+Sync.swift`). Without a sync, a
-/// simulated peer's operations arrive now and then (some twice, some out of order).
+/// Shapes, strokes and the metadata are replicated components: with a sync, other
+/// devices see every change with no code here (`CanvasScenario+Replication.swift`).
+/// Without one, a simulated peer's operations arrive now and then (some twice, some out
+/// of order).
 ///
 /// Tick thread. Every critical change and every logged operation is reported to `trace`
 /// (the crash test checks them against the database after a SIGKILL; the benchmark counts
@@ -34,6 +35,8 @@ public final class CanvasScenario {
     var stroke: (entity: Entity, ticksLeft: Int)?
     /// Finished strokes (an eraser picks among them).
     public internal(set) var strokes: [Entity] = []
+    /// The entities in `shapes` and `strokes`.
+    var listed: Set<Entity> = []
     /// A shape is being dragged or a stroke drawn: this tick changed derived state.
     public var isEditing: Bool { drag != nil || stroke != nil }
     /// Synced with other devices (`strata sim --sync`): their operations replace the simulated peer's.
@@ -57,7 +60,13 @@ public final class CanvasScenario {
 
         // Resume what the database holds.
         shapes = world.entities(with: ShapeStyle.self).map(\.entity)
-        strokes = world.entities(with: StrokeStyle.self).filter(\.value.finished).map(\.entity)
+        // A stroke a stopped session left unfinished (killed while drawing) is finished as
+        // drawn: its points up to the kill are on every device already, and it stays.
+        for (entity, style) in world.entities(with: StrokeStyle.self) where !style.finished {
+            world.mutate(StrokeStyle.self, of: entity) { $0.finished = true }
+        }
+        strokes = world.entities(with: StrokeStyle.self).map(\.entity)
+        listed = Set(shapes + strokes)
         if let existing = world.entities(with: DocumentMetadata.self).first {
             document = existing.entity
         } else if let alive = world.entity(for: Self.documentID) {
@@ -79,6 +88,7 @@ public final class CanvasScenario {
         }
         // A peer's cursor rides on the viewport: ephemeral, so never written.
         world.insert(PeerCursor(x: 0, y: 0), for: viewport)
+        engine.onReplicatedChange = { [weak self] change in self?.replicated(change) }
     }
 
     /// Advances the canvas by one tick.
@@ -104,7 +114,7 @@ public final class CanvasScenario {
             world.mutate(ShapeTransform.self, of: current.shape) { $0.x += current.dx; $0.y += current.dy }
             drag = current.ticksLeft > 1 ? (current.shape, current.ticksLeft - 1, current.dx, current.dy) : nil
             engine.noteInput()
-            if drag == nil { endDrag(current.shape) }
+            if drag == nil, syncing { engine.flush(reason: .majorAction) }   // a drag ended: where it stopped
         } else if !shapes.isEmpty, rng.chance(0.8 * perSecond) {
             let shape = shapes.randomElement(using: &rng)!
             drag = (shape, Int(hz * Double.random(in: 1 ... 3, using: &rng)),
@@ -123,11 +133,11 @@ public final class CanvasScenario {
                 world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
                 let id = world.id(of: current.entity)!
                 trace?.record(.strokeEnd, id)
-                logStrokeEnd(current.entity)
                 engine.flush(reason: .majorAction)
                 // Its thumbnail, rendered by a worker (Thumbnails.swift), durable within milliseconds.
                 engine.jobs.enqueueSoon(Thumbnails.kind, for: id, payload: Thumbnails.payload(world.get(StrokePoints.self, for: current.entity)?.xy ?? []))
                 strokes.append(current.entity)
+                listed.insert(current.entity)
                 stroke = nil
             }
         } else if rng.chance(0.25 * perSecond) {
@@ -142,10 +152,10 @@ public final class CanvasScenario {
             let i = Int.random(in: 0 ..< strokes.count, using: &eraserRNG)
             strokes.swapAt(i, strokes.count - 1)
             let entity = strokes.removeLast()
+            listed.remove(entity)
             let id = world.id(of: entity)!
             world.despawn(entity)
             trace?.record(.despawn, id)
-            log("stroke.delete", id) { _ in }
             engine.flush(reason: .majorAction)
         }
 
@@ -157,7 +167,6 @@ public final class CanvasScenario {
                 return meta.revision
             } ?? 0
             trace?.record(.metadata(revision: revision), world.id(of: document)!)
-            logMetadata()
             engine.flush(reason: .majorAction)
         }
 
@@ -165,7 +174,6 @@ public final class CanvasScenario {
         if !shapes.isEmpty, rng.chance(0.1 * perSecond) {
             let shape = shapes.randomElement(using: &rng)!
             world.mutate(ShapeStyle.self, of: shape) { $0.color ^= 0xFFFFFF }
-            logStyle(shape)
             engine.flush(reason: .majorAction)
         }
 
@@ -198,19 +206,8 @@ public final class CanvasScenario {
             ShapeStyle(kind: UInt8.random(in: 0 ... 3, using: &rng), color: UInt32.random(in: 0 ... 0xFFFFFF, using: &rng)),
             ShapeTransform(x: Float.random(in: 0 ... 2000, using: &rng), y: Float.random(in: 0 ... 2000, using: &rng)))
         shapes.append(entity)
+        listed.insert(entity)
         trace?.record(.spawn, world.id(of: entity)!)
-        logCreate(entity)
-    }
-
-    /// Appends a local operation about `subject`: its id, then what `body` writes.
-    @discardableResult
-    func log(_ kind: String, _ subject: EntityID, _ body: (inout PayloadWriter) -> Void) -> LoggedOperation {
-        var payload = PayloadWriter()
-        payload.write(subject)
-        body(&payload)
-        let operation = engine.appendOperation(kind: kind, payload: payload.bytes)
-        trace?.record(.logged(sequence: operation.seq), operation.node)
-        return operation
     }
 
     private func despawnShape() {
@@ -218,10 +215,10 @@ public final class CanvasScenario {
         let i = Int.random(in: 0 ..< shapes.count, using: &rng)
         shapes.swapAt(i, shapes.count - 1)
         let entity = shapes.removeLast()
+        listed.remove(entity)
         if drag?.shape == entity { drag = nil }
         let id = world.id(of: entity)!
         world.despawn(entity)
         trace?.record(.despawn, id)
-        log("shape.delete", id) { _ in }
     }
 }

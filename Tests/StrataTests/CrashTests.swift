@@ -101,15 +101,16 @@ func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
     }
 
     /// Waits until the sim has made critical changes (spawns, despawns, metadata) for a
-    /// few seconds of its own time, has logged operations of its own and of its peer for
-    /// two seconds, and `also` holds; then kills it with SIGKILL.
+    /// few seconds of its own time, has received its peer's operations for two seconds
+    /// (its own are the engine's, for its replicated components: not traced), and `also`
+    /// holds; then kills it with SIGKILL.
     func killWhenBusy(_ sim: Process, tracePath: String, requireDespawn: Bool = true, also: () -> Bool = { true }) throws {
         let running = eventually(timeout: .seconds(60)) {
             let lines = TraceLine.read(tracePath)
             guard let first = lines.first, let last = lines.last else { return false }
             let operationsByNode = Dictionary(grouping: lines.filter { $0.operation == "operation" }, by: \.entity)
             return last.instant.duration(since: first.instant) > .seconds(4)
-                && operationsByNode.count >= 2
+                && !operationsByNode.isEmpty
                 && operationsByNode.values.allSatisfy { last.instant.duration(since: $0[0].instant) > .seconds(2) }
                 && (!requireDespawn || lines.contains { $0.operation == "despawn" })
                 && lines.contains { $0.operation == "metadata" } && also()
@@ -179,8 +180,22 @@ func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
             }
         })
         let oldOperations = old.filter { $0.operation == "operation" }
-        #expect(oldOperations.contains { $0.entity == engine.nodeID.description }, "the sim's own operations are traced")
-        #expect(oldOperations.contains { $0.entity != engine.nodeID.description }, "and its peer's")
+        #expect(oldOperations.contains { $0.entity != engine.nodeID.description }, "the peer's operations are traced")
+        // The sim's own changes are replicated components: every entity it spawned before the
+        // cutoff and kept has its operation (logged by the engine, in the commit of its rows).
+        let replicatedEntities = Set(try OperationLogReader(path: directory.databasePath).operations(of: engine.nodeID, limit: 1_000_000)
+            .filter { $0.kind == ReplicatedOperation.componentKind }
+            .compactMap { try? ReplicatedOperation(kind: $0.kind, payload: $0.payload).entity })
+        var spawnedAndKept = 0
+        let rows = try PersistedComponents.read(directory.databasePath).entities
+        let replicatedTypes: Set<String> = ["canvas.shape_style", "canvas.stroke_style", "canvas.document"]
+        for (entity, ops) in Dictionary(grouping: trace, by: \.entity) where ops.first?.operation == "spawn" && ops.first!.instant < cutoff {
+            guard let id = UUID(uuidString: entity)?.entityID, ops.allSatisfy({ $0.operation != "despawn" }),
+                  let components = rows[id], !replicatedTypes.isDisjoint(with: components.keys) else { continue }
+            spawnedAndKept += 1
+            #expect(replicatedEntities.contains(id), "entity \(entity) spawned before the cutoff has no operation")
+        }
+        #expect(spawnedAndKept > 0)
         for operation in oldOperations {
             #expect(logged.contains("\(operation.entity):\(operation.revision!)"), "operation \(operation.entity):\(operation.revision!) lost")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import Strata
+import StrataCanvas
 import StrataPostgres
 import Synchronization
 import Testing
@@ -483,6 +484,40 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
             let remote = try server.sql("SELECT seq FROM strata_operations WHERE node = '\(node)' ORDER BY seq")
                 .split(separator: "\n").compactMap { Int64($0) }
             #expect(!local.isEmpty && local == remote)
+        }
+    }
+
+    /// A device killed while drawing: the stroke's points logged before the kill reach the
+    /// other device, and the next start finishes the stroke there as everywhere: never a
+    /// stroke on one device only.
+    @Test func aStrokeInProgressOnAKilledDeviceReachesTheOtherDeviceFinished() throws {
+        let server = try PrivatePostgres()
+        let first = TestDirectory("strokeA"), second = TestDirectory("strokeB")
+        let common = ["--sync", server.url, "--sync-document", "strokes", "--entities", "10", "--activity", "6"]
+        var drawing: EntityID?
+        for attempt in 0 ..< 10 where drawing == nil {
+            let sim = try startSim(first, common + ["--seed", "\(attempt + 1)"])
+            Thread.sleep(forTimeInterval: 2.5 + Double(attempt % 4) * 0.3)
+            kill(sim.processIdentifier, SIGKILL)
+            sim.waitUntilExit()
+            let file = try PersistedComponents.read(first.databasePath)
+            drawing = try file.entities.keys.first { id in
+                try file.value(StrokeStyle.self, of: id)?.finished == false && (try file.value(StrokePoints.self, of: id)?.xy.count ?? 0) > 0
+            }
+        }
+        let stroke = try #require(drawing, "no kill landed while a stroke was drawn with points on disk")
+        let pointsAtKill = try #require(try PersistedComponents.read(first.databasePath).value(StrokePoints.self, of: stroke))
+
+        let again = try ChildProcess.strata(["sim", "--db", first.databasePath, "--log-level", "error", "--duration", "1",
+                                             "--sync-settle", "2"] + common)
+        #expect(again.status == 0, "\(again.stderr)")
+        let other = try ChildProcess.strata(["sim", "--db", second.databasePath, "--log-level", "error", "--duration", "1",
+                                             "--sync-settle", "3"] + common + ["--seed", "99"])
+        #expect(other.status == 0, "\(other.stderr)")
+        for path in [first.databasePath, second.databasePath] {
+            let file = try PersistedComponents.read(path)
+            #expect(try file.value(StrokeStyle.self, of: stroke)?.finished == true, "\(path)")
+            #expect(try file.value(StrokePoints.self, of: stroke) == pointsAtKill, "the points as drawn until the kill, \(path)")
         }
     }
 

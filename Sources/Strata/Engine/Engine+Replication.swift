@@ -38,6 +38,8 @@ extension Engine {
         if applied > 0 { logger.info("replication: \(applied) held values applied at open") }
         if held > 0 { logger.warning("replication: \(held) values still held (\(world.heldCounts().sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")))") }
         world.replicas.changes.removeAll()
+        let adopted = world.adoptUnstampedReplicatedValues()
+        if adopted > 0 { logger.info("replication: \(adopted) values with no operation yet (a type that replicates since) will be logged") }
     }
 
     /// Applies a replicated operation just logged, reports what could not be applied,

@@ -22,6 +22,10 @@ extension ComponentColumn {
         swap(&queued, &queuedReplicated)
     }
 
+    /// The entity slots that have a value.
+    @usableFromInline
+    var entityIndices: [UInt32] { owners }
+
     @usableFromInline
     func isReplicaDirty(_ entityIndex: UInt32) -> Bool {
         Int(entityIndex) < slots.count && slots[Int(entityIndex)].replicaDirty

@@ -55,6 +55,22 @@ extension World {
         tracker.noteCriticalWork(clock: clock)
     }
 
+    /// Marks every replicated value that has no stamp for its type to be logged (at open):
+    /// values of a document made before its type replicated. Returns how many.
+    func adoptUnstampedReplicatedValues() -> Int {
+        var adopted = 0
+        for column in columns where Self.replication(of: column.componentType) != .local && column.componentType.tier != .ephemeral {
+            for entityIndex in column.entityIndices {
+                let record = records[Int(entityIndex)]
+                let entity = Entity(index: entityIndex, generation: record.generation)
+                guard get(ReplicaState.self, for: entity)?.stamp(of: column.componentType.typeName) == nil else { continue }
+                if column.markReplicaDirty(entityIndex) { tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock) }
+                adopted += 1
+            }
+        }
+        return adopted
+    }
+
     /// Operations logged for local changes since the last call (for the vector-clock trigger).
     func takeReplicatedLogCount() -> Int {
         defer { replicas.loggedSinceRead = 0 }

@@ -32,6 +32,9 @@ extension ComponentColumn {
                 let record = records[i]
                 // Keys of an entity whose spawn is not drained yet travel with the spawn.
                 if tier != .critical && record.spawnPending { continue }
+                // A replicated value not yet logged is written by the critical drain that logs
+                // it, with its operation and stamp: never a row without them (a crash between).
+                if C.replication != .local && tier != .critical && slots[i].replicaDirty { continue }
                 slots[i].dirty = false
                 let d = slots[i].dense
                 writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: typeName,

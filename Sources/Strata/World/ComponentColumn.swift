@@ -164,4 +164,6 @@ protocol AnyComponentColumn: AnyObject {
     func isReplicaDirty(_ entityIndex: UInt32) -> Bool
     func removeValue(at entityIndex: UInt32) -> Bool
     func queueCritical(_ entityIndex: UInt32) -> Bool
+    func markReplicaDirty(_ entityIndex: UInt32) -> Bool
+    var entityIndices: [UInt32] { get }
 }
