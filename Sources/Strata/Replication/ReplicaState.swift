@@ -125,7 +125,8 @@ struct HeldValue: Equatable, Sendable {
 
     /// Why a value is held, and so when it is tried again.
     enum Reason: UInt8, Sendable, CaseIterable, CustomStringConvertible, Error {
-        /// No component type of this name is registered: tried at every open.
+        /// No component type of this name is registered (or this build declares it local):
+        /// tried at every open.
         case unknownType = 1
         /// Encoded with a payload version above this build's: tried at every open.
         case newerVersion = 2

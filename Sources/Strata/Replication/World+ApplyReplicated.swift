@@ -133,7 +133,10 @@ extension World {
         if let last = replicas.lastType, last.name == type {
             index = last.index
         } else {
-            guard let found = columnByName[type] else { return .failure(.unknownType) }
+            // A type this build declares local is not another device's to set (nor Strata's own).
+            guard let found = columnByName[type], Self.replication(of: columns[found].componentType) != .local else {
+                return .failure(.unknownType)
+            }
             replicas.lastType = (type, found)
             index = found
         }
