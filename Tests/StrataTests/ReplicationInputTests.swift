@@ -64,7 +64,7 @@ import Testing
             peerOperation(.component(entity: EntityID(), type: SharedLabel.typeName, version: 1, payload: nil), node: peer, seq: 3,
                           milliseconds: now + 3_600_000),                                            // an hour ahead
             peerOperation(.component(entity: EntityID(), type: "test.shared_label", version: 1,
-                                     payload: SharedLabel("fine").encodedForTest), node: peer, seq: 4, milliseconds: now),
+                                     payload: SharedLabel("fine").encodedForTest[...]), node: peer, seq: 4, milliseconds: now),
         ]
         for operation in operations { b.engine.receiveOperation(operation) }
         // Neither Strata's own bookkeeping nor a type this build keeps local is another device's to set.

@@ -87,6 +87,8 @@ extension Engine {
                 syncChangesSeen = changes
                 return
             }
+            // A large pull: room for the entities it may bring, at once rather than by regrowing.
+            if taken == operations.count { world.reserveEntities(client.inbox.backlog) }
             // Operations left (a large pull): the next end of tick takes more. What was applied
             // is drained in parts too: this tick's flush takes what is queued so far.
             if world.replicas.appliedSinceDrain >= Self.syncFlushEvery {

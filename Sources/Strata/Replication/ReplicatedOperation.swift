@@ -11,7 +11,8 @@
 ///   entity's tombstone (read back at every open): a despawn wins over every edit of the
 ///   entity, concurrent or later, and its id never comes back.
 enum ReplicatedOperation: Equatable {
-    case component(entity: EntityID, type: String, version: Int, payload: [UInt8]?)
+    /// `payload`: the value's bytes (nil: a removal); decoded, a slice of the operation's own.
+    case component(entity: EntityID, type: String, version: Int, payload: ArraySlice<UInt8>?)
     case despawn(entity: EntityID)
 
     static let componentKind = "strata.component"
@@ -43,7 +44,10 @@ enum ReplicatedOperation: Equatable {
             writer.write(type)
             writer.write(version)
             writer.write(payload != nil)
-            if let payload { writer.write(payload) }
+            if let payload {
+                writer.write(UInt64(payload.count))
+                payload.withUnsafeBytes { writer.append($0) }
+            }
         case let .despawn(entity):
             writer.write(entity)
         }
@@ -65,7 +69,12 @@ enum ReplicatedOperation: Equatable {
                 let version: Int = try reader.read()
                 guard !type.isEmpty, version >= 1 else { throw PayloadError.invalid("\(kind): type \"\(type)\" version \(version)") }
                 let present: Bool = try reader.read()
-                decoded = .component(entity: entity, type: type, version: version, payload: present ? try reader.read() as [UInt8] : nil)
+                var value: ArraySlice<UInt8>?
+                if present {
+                    let count = try reader.readBytes().count
+                    value = payload[reader.offset - count ..< reader.offset]
+                }
+                decoded = .component(entity: entity, type: type, version: version, payload: value)
             case Self.despawnKind:
                 decoded = .despawn(entity: entity)
             default:

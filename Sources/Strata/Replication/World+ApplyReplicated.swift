@@ -25,8 +25,8 @@ extension World {
         case .despawn(let id):
             return count(applyDespawn(of: id))
         case let .component(id, type, version, payload):
-            let value = HeldValue(stamp: OperationStamp(operation), version: version, payload: payload, reason: .unknownType)
-            return count(applyValue(of: type, to: id, value, releasing: false))
+            let value = HeldValue(stamp: OperationStamp(operation), version: version, payload: nil, reason: .unknownType)
+            return count(applyValue(of: type, to: id, value, payload: payload, releasing: false))
         }
     }
 
@@ -54,7 +54,9 @@ extension World {
 
     /// Applies `value` to `type` of entity `id` if it beats the kept stamp (when
     /// `releasing` a held value, the applied stamp only: the held one is this value).
-    private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, releasing: Bool) -> ReplicaOutcome {
+    /// `payload`: the value's bytes (nil: a removal), borrowed from the operation.
+    private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, payload: ArraySlice<UInt8>?,
+                            releasing: Bool) -> ReplicaOutcome {
         if replicas.tombstones.contains(id) { return .afterDespawn }
         var spawned = false
         let entity: Entity
@@ -64,46 +66,40 @@ extension World {
             entity = spawnUnchecked(id: id)
             spawned = true
         }
-        var state = get(ReplicaState.self, for: entity) ?? ReplicaState()
-        let kept = releasing ? (state.stamp(of: type) ?? .zero) : state.kept(type)
+        let kept = Self.kept(get(ReplicaState.self, for: entity), type, releasing: releasing)
         guard value.stamp > kept else {
-            if releasing { state.hold(type, nil); setIfChanged(state, for: entity) }
+            if releasing { updateState(of: entity) { $0.hold(type, nil) } }
             return .superseded
         }
-        let index: Int
-        switch columnIndex(for: type, value) {
-        case .failure(let reason):
+        func hold(_ reason: HeldValue.Reason) -> ReplicaOutcome {
             var held = value
             held.reason = reason
-            state.hold(type, held)
-            setIfChanged(state, for: entity)
+            held.payload = payload.map(Array.init)
+            updateState(of: entity) { $0.hold(type, held) }
             if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
             if reason == .future { noteFuture(value.stamp) }
             return .held(reason)
-        case .success(let found):
-            index = found
+        }
+        let index: Int
+        switch columnIndex(for: type, value) {
+        case .failure(let reason): return hold(reason)
+        case .success(let found): index = found
         }
         let column = columns[index]
         if column.isReplicaDirty(entity.index) {
             // Changed here since the last operations were logged: that change will be
             // logged with a later stamp (the clock has seen this one), and wins.
-            state.applied(type, stamp: value.stamp)
-            setIfChanged(state, for: entity)
+            updateState(of: entity) { $0.applied(type, stamp: value.stamp) }
             return .superseded
         }
-        if let bytes = value.payload {
+        if let payload {
             do {
-                try bytes.withUnsafeBytes { raw in
+                try payload.withUnsafeBytes { raw in
                     var reader = PayloadReader(raw)
                     try column.load(from: &reader, version: value.version, at: entity.index)
                 }
             } catch {
-                var held = value
-                held.reason = .undecodable
-                state.hold(type, held)
-                setIfChanged(state, for: entity)
-                if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
-                return .held(.undecodable)
+                return hold(.undecodable)
             }
         } else {
             _ = column.removeValue(at: entity.index)
@@ -111,11 +107,26 @@ extension World {
         if column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
             tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock)
         }
-        state.applied(type, stamp: value.stamp)
-        insert(state, for: entity)
+        updateState(of: entity) { $0.applied(type, stamp: value.stamp) }
         if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
-        report(ReplicatedChange(kind: value.payload == nil ? .removed : .set, entity: id, typeName: type))
+        report(ReplicatedChange(kind: payload == nil ? .removed : .set, entity: id, typeName: type))
         return .applied
+    }
+
+    private static func kept(_ state: ReplicaState?, _ type: String, releasing: Bool) -> OperationStamp {
+        guard let state else { return .zero }
+        return releasing ? (state.stamp(of: type) ?? .zero) : state.kept(type)
+    }
+
+    /// Changes the entity's ``ReplicaState`` in place (no copy of its lists), or gives it one.
+    private func updateState(of entity: Entity, _ body: (inout ReplicaState) -> Void) {
+        if has(ReplicaState.self, entity) {
+            mutate(ReplicaState.self, of: entity, body)
+        } else {
+            var state = ReplicaState()
+            body(&state)
+            insert(state, for: entity)
+        }
     }
 
     /// Keeps `change` for the host, if it listens.
@@ -160,7 +171,7 @@ extension World {
         }
         var outcomes: [ReplicaOutcome] = []
         for (id, type, value) in waiting {
-            let outcome = applyValue(of: type, to: id, value, releasing: true)
+            let outcome = applyValue(of: type, to: id, value, payload: value.payload.map { $0[...] }, releasing: true)
             if outcome == .applied { replicas.status.applied += 1 }
             outcomes.append(outcome)
         }

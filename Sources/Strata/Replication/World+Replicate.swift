@@ -21,7 +21,7 @@ extension World {
             for key in replicas.keys {
                 let record = records[Int(key.entityIndex)]
                 guard record.alive else { continue }
-                let payload = key.value.map { Self.encoded($0) }
+                let payload = key.value.map { Self.encoded($0)[...] }
                 let operation = operationLog.append(
                     kind: ReplicatedOperation.componentKind,
                     payload: ReplicatedOperation.component(entity: record.id, type: type.typeName, version: type.payloadVersion,
@@ -30,9 +30,14 @@ extension World {
                     batch.writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: type.typeName, value: key.value))
                 }
                 let entity = Entity(index: key.entityIndex, generation: record.generation)
-                var state = get(ReplicaState.self, for: entity) ?? ReplicaState()
-                state.applied(type.typeName, stamp: OperationStamp(operation))
-                insert(state, for: entity)
+                let stamp = OperationStamp(operation)
+                if has(ReplicaState.self, entity) {
+                    mutate(ReplicaState.self, of: entity) { $0.applied(type.typeName, stamp: stamp) }
+                } else {
+                    var state = ReplicaState()
+                    state.applied(type.typeName, stamp: stamp)
+                    insert(state, for: entity)
+                }
                 logged += 1
             }
         }
