@@ -11,6 +11,17 @@ import Testing
             .map { try ReplicatedOperation(kind: $0.kind, payload: $0.payload) }
     }
 
+    /// `a` makes a shape, commits it, and `b` receives it through `server`.
+    func shareAShape(from a: Replica, to b: Replica, through server: LoopbackServer,
+                     _ value: SharedPosition = SharedPosition(x: 0, y: 0)) throws -> (shape: Entity, id: EntityID) {
+        let shape = a.world.spawn(value)
+        let id = try #require(a.world.id(of: shape))
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        server.pullAll(into: b)
+        return (shape, id)
+    }
+
     @Test func aDragOfManyTicksIsOneOperationWithinTheCriticalDelay() throws {
         let a = try Replica("drag-a") {
             $0.config.persistence.flushInterval = .seconds(30)   // derived rows wait; the operation does not
@@ -86,11 +97,7 @@ import Testing
     @Test func concurrentEditsEndWithTheHighestStampEverywhere() throws {
         let a = try Replica("lww-a"), b = try Replica("lww-b", wallStart: 1_800_000_000_500)   // b's clock is ahead
         let server = LoopbackServer()
-        let shape = a.world.spawn(SharedPosition(x: 0, y: 0))
-        let id = try #require(a.world.id(of: shape))
-        #expect(a.engine.flushNow())
-        try server.push(from: a)
-        server.pullAll(into: b)
+        let (shape, id) = try shareAShape(from: a, to: b, through: server)
         // Both move it offline; b's edit is stamped later (its clock), so it wins on both.
         a.world.insert(SharedPosition(x: 1, y: 1), for: shape)
         b.world.insert(SharedPosition(x: 2, y: 2), for: try #require(b.entity(id)))
@@ -106,11 +113,7 @@ import Testing
     @Test func aDespawnWinsOverAConcurrentEditAndItsIdNeverComesBack() throws {
         let a = try Replica("tomb-a"), b = try Replica("tomb-b")
         let server = LoopbackServer()
-        let shape = a.world.spawn(SharedPosition(x: 0, y: 0))
-        let id = try #require(a.world.id(of: shape))
-        #expect(a.engine.flushNow())
-        try server.push(from: a)
-        server.pullAll(into: b)
+        let (shape, id) = try shareAShape(from: a, to: b, through: server)
         b.world.despawn(try #require(b.entity(id)))
         #expect(b.engine.flushNow())
         a.tick(.seconds(5))

@@ -111,14 +111,7 @@ extension SyncBenchCommand {
         let author = try device("author", document: document, in: folder, types: Self.replicatedTypes)
         for i in 0 ..< replicatedOperations { author.world.spawn(BenchPosition(x: Float(i), y: 1)) }
         guard author.flushNow(timeout: .seconds(120)) else { throw ValidationError("the values did not commit") }
-        author.startSync(transport: try PostgresTransport(url: server, document: document)) { _ in }
-        let pushStart = ContinuousClock.now
-        while (author.sync?.acknowledgedThrough ?? 0) < Int64(replicatedOperations) {
-            author.endTick()
-            guard ContinuousClock.now - pushStart < .seconds(300) else { throw ValidationError("the values were not pushed in 300 s") }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        try author.shutdown()
+        try pushEverything(author, document: document, operations: replicatedOperations)
 
         let joiner = try device("joiner", document: document, in: folder, types: Self.replicatedTypes)
         defer { try? joiner.shutdown() }

@@ -195,15 +195,7 @@ struct SyncBenchCommand: ParsableCommand {
         }
         author.endTick()
         guard author.flushNow(timeout: .seconds(300)) else { throw ValidationError("the document did not commit") }
-        let transport = try PostgresTransport(url: server, document: document)
-        author.startSync(transport: transport) { _ in }
-        let pushStart = ContinuousClock.now
-        while (author.sync?.acknowledgedThrough ?? 0) < Int64(joinOperations) {
-            author.endTick()
-            guard ContinuousClock.now - pushStart < .seconds(600) else { throw ValidationError("the document was not pushed in 600 s") }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        try author.shutdown()
+        try pushEverything(author, document: document, operations: joinOperations)
 
         let joiner = try device("joiner", document: document, in: folder)
         defer { try? joiner.shutdown() }
@@ -220,6 +212,19 @@ struct SyncBenchCommand: ParsableCommand {
         }
         guard joiner.flushNow(timeout: .seconds(120)) else { throw ValidationError("the joined operations did not commit") }
         return (seconds: (ContinuousClock.now - start).seconds, slowestTickMs: slowestTick.milliseconds)
+    }
+
+    /// Pushes `author`'s committed operations to the server until it acknowledged `operations`
+    /// of them (ticking meanwhile), then shuts it down.
+    func pushEverything(_ author: Engine, document: String, operations: Int) throws {
+        author.startSync(transport: try PostgresTransport(url: server, document: document)) { _ in }
+        let pushStart = ContinuousClock.now
+        while (author.sync?.acknowledgedThrough ?? 0) < Int64(operations) {
+            author.endTick()
+            guard ContinuousClock.now - pushStart < .seconds(600) else { throw ValidationError("the document was not pushed in 600 s") }
+            Thread.sleep(forTimeInterval: 0.005)
+        }
+        try author.shutdown()
     }
 
     /// Two devices ticking at 60 Hz; every 100 ms one logs an operation and commits it
