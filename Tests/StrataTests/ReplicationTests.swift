@@ -133,6 +133,32 @@ import Testing
         try a.engine.shutdown(); try b.engine.shutdown(); try c.engine.shutdown()
     }
 
+    /// Retention drops what every peer acknowledged, but a despawn is a tombstone: it stays,
+    /// below the floor, and the clock and the log's summary do not count it as a gap.
+    @Test func aTombstoneOutlivesRetention() throws {
+        let a = try Replica("retain-a") { $0.config.operationLog.retentionMinAge = .zero }
+        let b = try Replica("retain-b")
+        let server = LoopbackServer()
+        let (shape, id) = try shareAShape(from: a, to: b, through: server)
+        b.world.insert(SharedPosition(x: 5, y: 5), for: try #require(b.entity(id)))   // offline: it has not seen the despawn
+        #expect(b.engine.flushNow())
+        a.world.despawn(shape)
+        a.engine.appendOperation(kind: "note", payload: [])
+        #expect(a.engine.flushNow())
+        a.engine.recordAcknowledgement(from: NodeID(), clock: [a.engine.nodeID: 100])
+        #expect(a.engine.flushNow())
+        #expect(try a.committedOperations(after: 0).map(\.kind) == [ReplicatedOperation.despawnKind], "the rest went")
+        try a.restart()
+        #expect(a.engine.vectorClock[a.engine.nodeID] == 3 && a.engine.operationGaps.isEmpty)
+        let summary = try #require(try OperationLogReader(path: a.fixture.directory.databasePath).summary()[a.engine.nodeID])
+        #expect(summary.gaps.isEmpty && summary.dropped == 3 && summary.highest == 3)
+        try server.push(from: b)
+        server.pullAll(into: a)
+        #expect(a.entity(id) == nil, "the edit made before the despawn was seen does not bring it back")
+        #expect(a.engine.replicationStatus.afterDespawn == 1)
+        try a.engine.shutdown(); try b.engine.shutdown()
+    }
+
     @Test func appliedValuesAndTheirStampsSurviveARestartTogether() throws {
         let a = try Replica("stamp-a"), b = try Replica("stamp-b")
         let server = LoopbackServer()

@@ -120,16 +120,24 @@ package final class OperationLogReader: Sendable {
             for (node, floor) in floors {
                 result[node] = NodeSummary(count: 0, highest: floor, vectorClock: nil, gaps: [], dropped: floor)
             }
-            for row in try Row.fetchAll(db, sql: "SELECT node, count(*) AS n, max(seq) AS highest, min(seq) AS lowest FROM operation_log GROUP BY node") {
+            // Rows at or below a node's floor are tombstones retention kept (despawns): counted,
+            // never a gap.
+            for row in try Row.fetchAll(db, sql: """
+                SELECT o.node AS node, count(*) AS n, max(o.seq) AS highest,
+                       min(CASE WHEN o.seq > coalesce(f.seq, 0) THEN o.seq END) AS lowest
+                FROM operation_log o LEFT JOIN operation_floor f ON f.node = o.node GROUP BY o.node
+                """) {
                 guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
-                let lowest: Int64 = row["lowest"], floor = floors[node] ?? 0
-                result[node] = NodeSummary(count: row["n"], highest: row["highest"], vectorClock: nil,
-                                           gaps: lowest > floor + 1 ? [floor + 1 ... lowest - 1] : [], dropped: floor)
+                let lowest: Int64? = row["lowest"], floor = floors[node] ?? 0
+                result[node] = NodeSummary(count: row["n"], highest: max(row["highest"], floor), vectorClock: nil,
+                                           gaps: (lowest ?? floor + 1) > floor + 1 ? [floor + 1 ... lowest! - 1] : [], dropped: floor)
             }
             // A gap follows every sequence whose successor in the log is not the next one.
             for row in try Row.fetchAll(db, sql: """
                 SELECT node, seq, next FROM (
-                    SELECT node, seq, lead(seq) OVER (PARTITION BY node ORDER BY seq) AS next FROM operation_log
+                    SELECT o.node AS node, o.seq AS seq, lead(o.seq) OVER (PARTITION BY o.node ORDER BY o.seq) AS next
+                    FROM operation_log o LEFT JOIN operation_floor f ON f.node = o.node
+                    WHERE o.seq > coalesce(f.seq, 0)
                 ) WHERE next > seq + 1
                 """) {
                 guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }

@@ -71,8 +71,10 @@ extension Store {
                     }
                     let n = current!.id
                     let seq = sqlite3_column_int64(rows, 1)
-                    if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
                     counts[n, default: 0] += 1
+                    // At or below the floor: a tombstone retention kept (its sequence is counted already).
+                    if seq <= (floors[n] ?? 0) { continue }
+                    if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
                 }
                 finish()
                 for (n, floor) in floors where clock[n] == nil { clock[n] = floor }

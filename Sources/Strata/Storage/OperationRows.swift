@@ -72,8 +72,9 @@ final class OperationRowsPart: BatchPart {
 
     /// Drops, per node, the operations every known peer has acknowledged, logged before
     /// `cutoff` (Unix ms), and never past the persisted vector clock (what this replica
-    /// itself holds contiguously). Moves the node's floor up to the last one dropped, so
-    /// the clock rebuilt at open still counts them. Returns how many were dropped.
+    /// itself holds contiguously), except the despawns of replicated entities (their
+    /// tombstones). Moves the node's floor up to the last one dropped, so the clock
+    /// rebuilt at open still counts them. Returns how many were dropped.
     ///
     /// A peer is known once it has acknowledged anything; a node some known peer has not
     /// acknowledged at all keeps everything. At most ``dropsPerNodeAndBatch`` operations of
@@ -96,7 +97,10 @@ final class OperationRowsPart: BatchPart {
             if let young = row["young"] as Int64? { cut = min(cut, young - 1) }
             guard cut > (row["floor"] as Int64) else { continue }
             let node: Data = row["node"]
-            try db.execute(sql: "DELETE FROM operation_log WHERE node = ? AND seq <= ?", arguments: [node, cut])
+            // A replicated entity's despawn is its tombstone: it stays (below the floor, where
+            // the clock's rebuild and the log's summary do not look for sequences).
+            try db.execute(sql: "DELETE FROM operation_log WHERE node = ? AND seq <= ? AND kind <> ?",
+                           arguments: [node, cut, ReplicatedOperation.despawnKind])
             dropped += db.changesCount
             try db.execute(sql: """
                 INSERT INTO operation_floor (node, seq) VALUES (?, ?) ON CONFLICT (node) DO UPDATE SET seq = excluded.seq
