@@ -55,6 +55,33 @@ import Testing
         try a.engine.shutdown()
     }
 
+    /// `replicate_interval_ms` longer than the critical delay: a replicated change waits
+    /// for it, unless a critical change comes first, whose flush it rides.
+    @Test func replicatedChangesWaitForTheirIntervalOrRideAnEarlierCriticalFlush() throws {
+        let a = try Replica("interval-a") {
+            $0.config.sync.replicateInterval = .seconds(3)
+            $0.config.persistence.flushInterval = .seconds(30)
+        }
+        let shape = a.world.spawn(SharedPosition(x: 0, y: 0))
+        #expect(a.engine.flushNow())
+        let before = try logged(a).count
+        a.world.insert(SharedPosition(x: 1, y: 0), for: shape)
+        for _ in 0 ..< 150 { a.tick() }   // 2.4 s: past the critical delay, not the interval
+        #expect(a.engine.waitForWriter())
+        #expect(try logged(a).count == before, "not yet: the interval is 3 s")
+        for _ in 0 ..< 50 { a.tick() }    // 3.2 s
+        #expect(a.engine.waitForWriter())
+        #expect(try logged(a).count == before + 1)
+
+        a.world.insert(SharedPosition(x: 2, y: 0), for: shape)
+        a.tick()
+        a.world.spawn(Title("critical"))   // a critical change: due within the critical delay
+        for _ in 0 ..< 70 { a.tick() }     // 1.1 s
+        #expect(a.engine.waitForWriter())
+        #expect(try logged(a).count == before + 2, "the move rode the critical flush")
+        try a.engine.shutdown()
+    }
+
     @Test func anotherDeviceAppliesSpawnsEditsRemovalsAndDespawnsWithNoHostCode() throws {
         let a = try Replica("apply-a"), b = try Replica("apply-b")
         let server = LoopbackServer()
