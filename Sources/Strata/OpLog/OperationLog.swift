@@ -30,6 +30,8 @@ public final class OperationLog {
     private(set) var pending: [LoggedOperation] = []
     /// Nodes whose vector-clock entry moved since the clock was last drained.
     private var clockChanged: Set<NodeID> = []
+    /// The node last added to `clockChanged` (nil once it is drained).
+    private var lastClockChanged: NodeID?
     /// Acknowledgements received since the last critical drain: peer → node → sequence.
     private var pendingAcks: [NodeID: [NodeID: Int64]] = [:]
     private let wallClock: @Sendable () -> Int64
@@ -64,7 +66,9 @@ public final class OperationLog {
     func receive(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
         precondition(operation.seq > 0, "operation sequences start at 1")
         let contiguous = vectorClock[operation.node] ?? 0
-        if operation.seq <= contiguous || beyond[operation.node]?.contains(operation.seq) == true { return .duplicate }
+        if operation.seq <= contiguous || (!beyond.isEmpty && beyond[operation.node]?.contains(operation.seq) == true) {
+            return .duplicate
+        }
         // A timestamp too far ahead of this clock (a peer's clock set wrong) is logged but
         // not observed: every later local operation would be stamped that far ahead.
         if operation.timestamp > clock.last, operation.timestamp.milliseconds <= wallClock() &+ maxSkewMilliseconds {
@@ -80,12 +84,16 @@ public final class OperationLog {
         if operation.seq == contiguous + 1 {
             contiguous += 1
             // Read before modifying: a modify access of a missing key allocates storage.
-            if beyond[n] != nil {
+            if !beyond.isEmpty, beyond[n] != nil {
                 while beyond[n]?.remove(contiguous + 1) != nil { contiguous += 1 }
                 if beyond[n]?.isEmpty == true { beyond[n] = nil }
             }
             vectorClock[n] = contiguous
-            clockChanged.insert(n)
+            // A pull brings runs of one node: its entry is marked once.
+            if lastClockChanged != n {
+                clockChanged.insert(n)
+                lastClockChanged = n
+            }
         } else {
             beyond[n, default: []].insert(operation.seq)
         }
@@ -124,6 +132,7 @@ public final class OperationLog {
         if withClock && !clockChanged.isEmpty {
             for n in clockChanged { batch.vectorClockRows[n] = vectorClock[n] }
             clockChanged.removeAll(keepingCapacity: true)
+            lastClockChanged = nil
         }
     }
 
