@@ -76,10 +76,7 @@ extension Engine {
         while true {
             let (operations, acknowledged, more) = client.inbox.take(limit: Self.syncApplySlice)
             taken += operations.count
-            for operation in operations where receiveOperation(operation) != .duplicate
-                && !ReplicatedOperation.isReplicated(kind: operation.kind) {
-                syncApply?(operation)
-            }
+            receivePulled(operations)
             if let acknowledged, let server = client.serverNode {
                 recordAcknowledgement(from: server, clock: [nodeID: acknowledged])
             }
@@ -97,6 +94,24 @@ extension Engine {
             }
             if taken >= SyncInbox.perTick || MonotonicClock().now().duration(since: started) >= Self.syncApplyBudget { return }
         }
+    }
+
+    /// ``receiveOperation(_:)`` for a slice of pulled operations, with the bookkeeping done
+    /// once for the slice (the critical tier, the vector-clock trigger, the flush event):
+    /// each logged one is then applied (a replicated component's) or handed to the hook.
+    func receivePulled(_ operations: [LoggedOperation]) {
+        var logged = 0
+        for operation in operations where world.operationLog.receive(operation) != .duplicate {
+            logged += 1
+            if ReplicatedOperation.isReplicated(kind: operation.kind) {
+                applyReplicated(operation)
+            } else {
+                syncApply?(operation)
+            }
+        }
+        guard logged > 0 else { return }
+        world.tracker.noteCriticalWork(clock: world.clock)
+        recordOperations(logged, fromPeers: true)
     }
 
     /// Operations taken from the inbox at a time.
