@@ -118,7 +118,7 @@ extension Engine {
     static let syncApplySlice = 100
     /// Pulled values applied since the last critical drain past which the next end of tick
     /// drains them (a device joining a large document commits it in parts, none long to drain).
-    static let syncFlushEvery = 1_000
+    static let syncFlushEvery = 500
     /// The time an end of tick spends on pulled operations before it leaves the rest to
     /// the next one (checked between slices).
     static let syncApplyBudget = Duration.microseconds(500)

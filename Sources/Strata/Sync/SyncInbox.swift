@@ -37,6 +37,11 @@ final class SyncInbox: @unchecked Sendable {
         changes.wrappingAdd(1, ordering: .releasing)
     }
 
+    /// What a taken operation's place holds until the prefix is dropped.
+    private static let taken = LoggedOperation(id: EntityID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                                               node: NodeID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                                               seq: 0, timestamp: HybridTimestamp(rawValue: 0), kind: "", payload: [])
+
     /// The most operations one end of tick takes: a device joining a large document
     /// applies it over several ticks, none of them long.
     static let perTick = 2_000
@@ -49,7 +54,14 @@ final class SyncInbox: @unchecked Sendable {
                 defer { operations = []; head = 0 }
                 return (head == 0 ? operations : Array(operations[head...]), acknowledged, false)
             }
-            let taken = Array(operations[head ..< head + limit])
+            // Moved out, not copied: what the tick thread has applied is freed slice by slice,
+            // not all at once when the pull is used up.
+            var taken: [LoggedOperation] = []
+            taken.reserveCapacity(limit)
+            for index in head ..< head + limit {
+                taken.append(operations[index])
+                operations[index] = Self.taken
+            }
             head += limit
             return (taken, acknowledged, true)
         }
