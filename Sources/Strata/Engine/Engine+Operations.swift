@@ -42,12 +42,24 @@ extension Engine {
     @discardableResult
     public func receiveOperation(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
         owner.check("Engine")
+        let receipt = logReceived(operation, handing: nil)
+        if receipt != .duplicate { noteReceived(1) }
+        return receipt
+    }
+
+    /// Logs a peer's operation and, when it is new, applies it (a replicated component's)
+    /// or hands it to `hook`. The bookkeeping is the caller's (``noteReceived(_:)``).
+    func logReceived(_ operation: LoggedOperation, handing hook: ((LoggedOperation) -> Void)?) -> LoggedOperation.Receipt {
         let receipt = world.operationLog.receive(operation)
         guard receipt != .duplicate else { return receipt }
-        world.tracker.noteCriticalWork(clock: world.clock)
-        recordOperations(1, fromPeers: true)
-        if ReplicatedOperation.isReplicated(kind: operation.kind) { applyReplicated(operation) }
+        if ReplicatedOperation.isReplicated(kind: operation.kind) { applyReplicated(operation) } else { hook?(operation) }
         return receipt
+    }
+
+    /// `count` peers' operations were logged: critical work, flushed within the critical delay.
+    func noteReceived(_ count: Int) {
+        world.tracker.noteCriticalWork(clock: world.clock)
+        recordOperations(count, fromPeers: true)
     }
 }
 

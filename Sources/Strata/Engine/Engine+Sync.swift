@@ -101,17 +101,8 @@ extension Engine {
     /// each logged one is then applied (a replicated component's) or handed to the hook.
     func receivePulled(_ operations: [LoggedOperation]) {
         var logged = 0
-        for operation in operations where world.operationLog.receive(operation) != .duplicate {
-            logged += 1
-            if ReplicatedOperation.isReplicated(kind: operation.kind) {
-                applyReplicated(operation)
-            } else {
-                syncApply?(operation)
-            }
-        }
-        guard logged > 0 else { return }
-        world.tracker.noteCriticalWork(clock: world.clock)
-        recordOperations(logged, fromPeers: true)
+        for operation in operations where logReceived(operation, handing: syncApply) != .duplicate { logged += 1 }
+        if logged > 0 { noteReceived(logged) }
     }
 
     /// Operations taken from the inbox at a time.

@@ -75,7 +75,10 @@ extension World {
             var held = value
             held.reason = reason
             held.payload = payload.map(Array.init)
-            updateState(of: entity) { $0.hold(type, held) }
+            // Held again as it was (tried at open, still unknown): nothing to write.
+            if get(ReplicaState.self, for: entity)?.heldValue(of: type) != held {
+                updateState(of: entity) { $0.hold(type, held) }
+            }
             if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
             if reason == .future { noteFuture(value.stamp) }
             return .held(reason)
@@ -116,17 +119,6 @@ extension World {
     private static func kept(_ state: ReplicaState?, _ type: String, releasing: Bool) -> OperationStamp {
         guard let state else { return .zero }
         return releasing ? (state.stamp(of: type) ?? .zero) : state.kept(type)
-    }
-
-    /// Changes the entity's ``ReplicaState`` in place (no copy of its lists), or gives it one.
-    private func updateState(of entity: Entity, _ body: (inout ReplicaState) -> Void) {
-        if has(ReplicaState.self, entity) {
-            mutate(ReplicaState.self, of: entity, body)
-        } else {
-            var state = ReplicaState()
-            body(&state)
-            insert(state, for: entity)
-        }
     }
 
     /// Keeps `change` for the host, if it listens.

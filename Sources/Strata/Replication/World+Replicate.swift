@@ -29,15 +29,8 @@ extension World {
                 if key.persist {
                     batch.writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: type.typeName, value: key.value))
                 }
-                let entity = Entity(index: key.entityIndex, generation: record.generation)
                 let stamp = OperationStamp(operation)
-                if has(ReplicaState.self, entity) {
-                    mutate(ReplicaState.self, of: entity) { $0.applied(type.typeName, stamp: stamp) }
-                } else {
-                    var state = ReplicaState()
-                    state.applied(type.typeName, stamp: stamp)
-                    insert(state, for: entity)
-                }
+                updateState(of: Entity(index: key.entityIndex, generation: record.generation)) { $0.applied(type.typeName, stamp: stamp) }
                 logged += 1
             }
         }
@@ -74,6 +67,17 @@ extension World {
             }
         }
         return adopted
+    }
+
+    /// Changes the entity's ``ReplicaState`` in place (no copy of its lists), or gives it one.
+    func updateState(of entity: Entity, _ body: (inout ReplicaState) -> Void) {
+        if has(ReplicaState.self, entity) {
+            mutate(ReplicaState.self, of: entity, body)
+        } else {
+            var state = ReplicaState()
+            body(&state)
+            insert(state, for: entity)
+        }
     }
 
     /// Operations logged for local changes since the last call (for the vector-clock trigger).
