@@ -59,8 +59,9 @@ final class SyncInbox: @unchecked Sendable {
             var taken: [LoggedOperation] = []
             taken.reserveCapacity(limit)
             for index in head ..< head + limit {
-                taken.append(operations[index])
-                operations[index] = Self.taken
+                var operation = Self.taken
+                swap(&operation, &operations[index])   // no retain of a cold operation
+                taken.append(operation)
             }
             head += limit
             return (taken, acknowledged, true)
