@@ -79,6 +79,9 @@ extension StrataConfig {
         if var maintenance = try reader.table("maintenance") {
             config.maintenance = try readMaintenance(&maintenance)
         }
+        if var backup = try reader.table("backup") {
+            config.backup = try readBackup(&backup)
+        }
         if var jobs = try reader.table("jobs") {
             config.jobs = try readJobs(&jobs)
         }
@@ -96,7 +99,7 @@ extension StrataConfig {
                                                                  unit: .milliseconds, allowZero: true, max: .seconds(3600))
             try metrics.rejectUnknownKeys(known: ["count_fsyncs", "export_interval_ms"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "maintenance", "jobs", "sync", "assets", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "maintenance", "backup", "jobs", "sync", "assets", "metrics"])
         return config
     }
 

@@ -12,6 +12,7 @@ public struct StrataConfig: Sendable, Equatable {
     public var compaction = CompactionConfig()
     public var operationLog = OperationLogConfig()
     public var maintenance = MaintenanceConfig()
+    public var backup = BackupConfig()
     public var jobs = JobsConfig()
     public var sync = SyncConfig()
     public var assets = AssetsConfig()

@@ -185,6 +185,7 @@ extension Engine {
                 checkpointAtStart: checkpointAtStart,
                 idleIntegrityCheck: options.idleIntegrityCheck,
                 maintenance: config.maintenance,
+                backup: config.backup,
                 keepFinishedJobs: config.jobs.keepFinished,
                 wallClock: options.wallClock),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)

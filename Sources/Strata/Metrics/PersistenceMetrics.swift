@@ -74,6 +74,12 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var freeBytes = 0
     public var fileSizeWarning = false
 
+    // Backups (`BackupTask.swift`)
+    /// Backups verified and named, and those that failed; the longest step of a copy.
+    public var backupsCompleted = 0
+    public var backupsFailed = 0
+    public var maxBackupStepDuration: Duration = .zero
+
     // Flushes and commits
     /// Batches handed to the writer (the specification's `flush_count`).
     public var flushCount = 0
@@ -195,6 +201,19 @@ extension PersistenceMetrics {
         segmentBacklogRecords = log.records
         segmentLiveBytes = log.liveBytes
         unreadableSegments = log.unreadableRows
+    }
+}
+
+extension PersistenceMetrics {
+    /// Counts a backup that finished or failed (any thread, under the recorder's lock).
+    mutating func recordBackup(_ result: Result<BackupReport, any Error>) {
+        switch result {
+        case .success(let report):
+            backupsCompleted += 1
+            maxBackupStepDuration = max(maxBackupStepDuration, .milliseconds(report.longestStepMilliseconds))
+        case .failure:
+            backupsFailed += 1
+        }
     }
 }
 

@@ -38,6 +38,8 @@ extension Writer {
         var idleIntegrityCheck = false
         /// Retention, space and statistics (`MaintenanceTask.swift`).
         var maintenance = MaintenanceConfig()
+        /// Scheduled backups and the copy's step budget (`BackupTask.swift`).
+        var backup = BackupConfig()
         /// `[jobs] keep_finished_secs`: finished jobs older than this go at retention.
         var keepFinishedJobs: Duration = .zero
         /// Unix milliseconds, for the ages retention compares (the rows' own timestamps).

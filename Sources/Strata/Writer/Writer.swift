@@ -57,10 +57,11 @@ final class Writer: @unchecked Sendable {
     let parts: [any BatchPart]
     let compaction: CompactionTask
     let maintenance: MaintenanceTask
+    let backups: BackupTask
     /// Background work between batches, asked in this order (``WriterTask``): the integrity
     /// check first (its step only starts its thread, and it must see a damaged file before a
     /// maintenance step stumbles on the damage and stops the writer), then compaction, then
-    /// maintenance.
+    /// maintenance, then backups.
     let tasks: [any WriterTask]
     /// Holds derived batches while the disk is nearly full (``DiskGuard``).
     let diskGuard: DiskGuard
@@ -84,7 +85,8 @@ final class Writer: @unchecked Sendable {
         parts = BatchParts.make(operationLog: settings.operationLog, segmentLog: segmentLog, typeIDs: typeIDs)
         compaction = CompactionTask(context)
         maintenance = MaintenanceTask(context)
-        tasks = [IntegrityCheckTask(context), compaction, maintenance]
+        backups = BackupTask(context)
+        tasks = [IntegrityCheckTask(context), compaction, maintenance, backups]
         diskGuard = DiskGuard(context)
         lastCheckpoint = clock.now()
         metrics.update { $0.recordBacklog(segmentLog) }

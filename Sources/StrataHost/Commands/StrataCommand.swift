@@ -8,7 +8,8 @@ struct StrataCommand: ParsableCommand {
         commandName: "strata",
         abstract: "Strata: tiered, battery-aware persistence for ECS simulations.",
         subcommands: [SimCommand.self, InspectCommand.self, OplogCommand.self, SyncCommand.self, SyncBenchCommand.self, CheckConfigCommand.self, PowerCommand.self,
-                      BenchCommand.self, QueueBenchCommand.self, TortureCommand.self, JobsCommand.self, DoctorCommand.self, MaintainCommand.self])
+                      BenchCommand.self, QueueBenchCommand.self, TortureCommand.self, JobsCommand.self, DoctorCommand.self, MaintainCommand.self,
+                      BackupCommand.self, RestoreCommand.self])
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

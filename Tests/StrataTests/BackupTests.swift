@@ -1,0 +1,182 @@
+import Foundation
+import GRDB
+import GRDBSQLite
+import Synchronization
+import Testing
+@testable import Strata
+
+/// Backups of running documents, on real files and the real writer thread; restores.
+@Suite struct BackupTests {
+    /// An engine with `count` titled entities, committed. Returns them.
+    func populate(_ engine: Engine, count: Int = 2000) -> [Entity] {
+        let entities = (0 ..< count).map { engine.world.spawn(Title("title \($0)"), Position(x: Float($0), y: 1)) }
+        #expect(engine.flushNow())
+        return entities
+    }
+
+    /// Starts `request` and waits for its result (a thread of the backup's own calls back).
+    func run(_ engine: Engine, _ request: BackupRequest) throws -> Result<BackupReport, any Error> {
+        let result = Mutex<Result<BackupReport, any Error>?>(nil)
+        var request = request
+        let completion = request.completion
+        request = BackupRequest(target: request.target, scheduled: request.scheduled, vfs: request.vfs) { outcome in
+            completion(outcome)
+            result.withLock { $0 = outcome }
+        }
+        request.pagesPerStep = 16
+        try engine.startBackup(request)
+        #expect(eventually { result.withLock { $0 != nil } })
+        return try #require(result.withLock { $0 })
+    }
+
+    func leftovers(in folder: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.contains(BackupTarget.partialMarker) }
+    }
+
+    @Test func aBackupIsTheWholeDocumentAsOfItsLastStepAndOpensClean() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entities = populate(engine)
+        let destination = fixture.directory.url.appendingPathComponent("copies/backup.db").path
+
+        // The writer is held after the first step while a batch is handed: it commits between two steps.
+        let reached = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
+        let finished = Mutex<Result<BackupReport, any Error>?>(nil)
+        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { outcome in
+            finished.withLock { $0 = outcome }
+        }
+        request.pagesPerStep = 16
+        request.afterStep = { step in
+            if step == 1 {
+                reached.signal()
+                go.wait()
+            }
+        }
+        try engine.startBackup(request)
+        #expect(reached.wait(timeout: .now() + 20) == .success)
+        engine.world.insert(Title("changed during the backup", revision: 1), for: entities[7])
+        engine.world.despawn(entities[8])
+        fixture.clock.advance(by: .seconds(2))
+        engine.endTick()   // the critical delay is past: the batch is handed, not waited for
+        go.signal()
+        #expect(eventually { finished.withLock { $0 != nil } })
+        let report = try #require(finished.withLock { $0 }).get()
+        #expect(report.steps > 2, "16 pages at first: several steps")
+        #expect(report.integrity == "ok")
+        #expect(report.destination == StoreLocation(path: destination).path)
+        #expect(leftovers(in: URL(fileURLWithPath: destination).deletingLastPathComponent()).isEmpty)
+
+        let copy = try PersistedComponents.read(destination)
+        let id7 = try #require(engine.world.id(of: entities[7])), id0 = try #require(engine.world.id(of: entities[0]))
+        #expect(try copy.value(Title.self, of: id7) == Title("changed during the backup", revision: 1),
+                "the batch committed between two steps is in the copy")
+        #expect(try copy.value(Title.self, of: id0) == Title("title 0"))
+        #expect(copy.count(Title.self) == entities.count - 1)
+        #expect(copy.count(Position.self) == entities.count - 1)
+
+        // A complete document of its own: it opens clean, and the source goes on.
+        var other = EngineFixture()
+        other.config.database.path = destination
+        let reopened = try other.open()
+        #expect(reopened.recovery.session.previous == .clean)
+        #expect(reopened.world.count(of: Title.self) == entities.count - 1)
+        try reopened.shutdown()
+        engine.world.insert(Title("after the backup"), for: entities[9])
+        #expect(engine.flushNow())
+        try engine.shutdown()
+        #expect(try fixture.persisted().count(Title("after the backup")) == 1)
+        #expect(try PersistedComponents.read(destination).count(Title("after the backup")) == 0)
+    }
+
+    @Test func backupWaitsForTheWorldAsItIsAndTakesTheAssetsAndParkedRows() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entity = engine.world.spawn(Title("with a thumbnail"))
+        #expect(engine.flushNow())
+        let asset = try engine.assets.write([1, 2, 3, 4], for: engine.world.id(of: entity), fileExtension: "png")
+        engine.world.insert(Title("not flushed yet"), for: entity)   // backup(to:) flushes first
+        let destination = fixture.directory.url.appendingPathComponent("b.db").path
+        let report = try engine.backup(to: destination)
+        #expect(report.assetsLinked + report.assetsCopied == 1)
+        #expect(report.assetsMissing.isEmpty)
+        #expect(try PersistedComponents.read(destination).count(Title("not flushed yet")) == 1)
+        let copied = StoreLocation(path: destination).assetsPath + "/" + asset.name
+        #expect(FileManager.default.contents(atPath: copied) == Data([1, 2, 3, 4]))
+        #expect(engine.metrics.backupsCompleted == 1)
+        try engine.shutdown()
+    }
+
+    @Test func aBackupNeverReplacesAFileNorWritesOverTheDocument() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        _ = populate(engine, count: 10)
+        let source = engine.store.location.path
+        let taken = fixture.directory.url.appendingPathComponent("taken.db").path
+        FileManager.default.createFile(atPath: taken, contents: Data("mine".utf8))
+        for destination in [taken, source, source + "-wal", source + ".assets", "/proc/strata-backup.db"] {
+            #expect(throws: StoreError.self, "\(destination)") { try engine.backup(to: destination) }
+        }
+        #expect(FileManager.default.contents(atPath: taken) == Data("mine".utf8))
+        #expect(leftovers(in: fixture.directory.url).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: "/proc/strata-backup.db"))
+        #expect(engine.flushNow())
+        try engine.shutdown()
+        #expect(try fixture.persisted().count(Title.self) == 10)
+    }
+
+    @Test func aFullDiskFailsTheBackupAndLeavesNothingUnderItsName() throws {
+        let vfs = try FaultVFS.register(name: "backup-full-\(UUID().uuidString.prefix(8))")
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entities = populate(engine)
+        let destination = fixture.directory.url.appendingPathComponent("full.db").path
+        vfs.arm(.write, nth: 5, code: SQLITE_FULL, persistent: true)
+        let request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination),
+                                    vfs: vfs.name) { _ in }
+        let result = try run(engine, request)
+        #expect(throws: StoreError.self) { try result.get() }
+        #expect(!FileManager.default.fileExists(atPath: destination))
+        #expect(leftovers(in: fixture.directory.url).isEmpty)
+        #expect(engine.metrics.backupsFailed == 1)
+
+        // The source is untouched and goes on; a later backup (the disk freed) works.
+        vfs.disarm()
+        engine.world.insert(Title("after the failure"), for: entities[0])
+        #expect(engine.flushNow())
+        let report = try engine.backup(to: destination)
+        #expect(report.integrity == "ok")
+        try engine.shutdown()
+        #expect(try fixture.persisted().count(Title("after the failure")) == 1)
+        #expect(try PersistedComponents.read(destination).count(Title.self) == entities.count)
+    }
+
+    @Test func aShutdownDuringABackupFailsItAndLeavesNoPartialFile() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        _ = populate(engine)
+        let destination = fixture.directory.url.appendingPathComponent("cut.db").path
+        let reached = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<BackupReport, any Error>?>(nil)
+        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { outcome in
+            result.withLock { $0 = outcome }
+        }
+        request.pagesPerStep = 16
+        request.afterStep = { step in
+            if step == 1 {
+                reached.signal()
+                go.wait()
+            }
+        }
+        try engine.startBackup(request)
+        #expect(reached.wait(timeout: .now() + 20) == .success)
+        go.signal()
+        try engine.shutdown()
+        let outcome = try #require(result.withLock { $0 })
+        if case .success = outcome {
+            #expect(FileManager.default.fileExists(atPath: destination), "finished before the shutdown: named")
+        } else {
+            #expect(!FileManager.default.fileExists(atPath: destination))
+        }
+        #expect(leftovers(in: fixture.directory.url).isEmpty)
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// Backups made from outside the owner's process, scheduled backups, and restores.
+@Suite struct RestoreTests {
+    func populate(_ engine: Engine, count: Int = 200) -> [Entity] {
+        let entities = (0 ..< count).map { engine.world.spawn(Title("title \($0)")) }
+        #expect(engine.flushNow())
+        return entities
+    }
+
+    @Test func aToolCopiesARunningDocumentAsOfOneCommit() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entities = populate(engine)
+        let asset = try engine.assets.write([9, 9], for: engine.world.id(of: entities[0]))
+        let destination = fixture.directory.url.appendingPathComponent("tool.db").path
+        // The engine owns the document and goes on writing; the copy is made by a connection of its own.
+        let report = try Backup.copy(from: engine.store.location.path, to: destination)
+        engine.world.insert(Title("after the copy"), for: entities[1])
+        #expect(engine.flushNow())
+        #expect(report.integrity == "ok")
+        #expect(report.assetsLinked + report.assetsCopied == 1)
+        let copy = try PersistedComponents.read(destination)
+        #expect(copy.count(Title.self) == entities.count)
+        #expect(copy.count(Title("after the copy")) == 0)
+        #expect(FileManager.default.fileExists(atPath: StoreLocation(path: destination).assetsPath + "/" + asset.name))
+        try engine.shutdown()
+
+        #expect(throws: StoreError.self, "not a Strata document") {
+            let foreign = fixture.directory.url.appendingPathComponent("foreign.db").path
+            let queue = try DatabaseQueue(path: foreign)
+            try queue.write { try $0.execute(sql: "CREATE TABLE mine (x)") }
+            try queue.close()
+            _ = try Backup.copy(from: foreign, to: foreign + ".backup")
+        }
+    }
+
+    @Test func aRestoreRefusesAnOpenDocumentAndSetsAsideWhatItReplaces() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entities = populate(engine)
+        let originalNode = engine.nodeID
+        let backup = fixture.directory.url.appendingPathComponent("b.db").path
+        try engine.backup(to: backup)
+        engine.world.insert(Title("after the backup"), for: entities[0])
+        #expect(engine.flushNow())
+        let document = engine.store.location.path
+
+        #expect(throws: StoreError.self, "the document is open") { try Backup.restore(from: backup, to: document, replacing: true) }
+        try engine.shutdown()
+        #expect(throws: StoreError.self, "a document is there") { try Backup.restore(from: backup, to: document) }
+        #expect(try fixture.persisted().count(Title("after the backup")) == 1, "refused: untouched")
+
+        let report = try Backup.restore(from: backup, to: document, replacing: true)
+        let aside = try #require(report.setAside)
+        #expect(try PersistedComponents.read(aside).count(Title("after the backup")) == 1, "set aside whole, WAL and all")
+        #expect(FileManager.default.fileExists(atPath: backup), "the backup stays a backup")
+
+        let restored = try fixture.open()
+        #expect(restored.recovery.session.previous == .clean)
+        #expect(restored.world.count(of: Title.self) == entities.count)
+        #expect(restored.world.id(of: entities[0]).map { try? PersistedComponents.read(document).value(Title.self, of: $0) } != nil)
+        #expect(restored.nodeID != originalNode, "a new node: its operations cannot collide with the original's")
+        #expect(restored.nodeID.description == report.node)
+        try restored.shutdown()
+        #expect(try fixture.persisted().count(Title("after the backup")) == 0)
+        #expect(try fixture.persisted().count(Title("title 0")) == 1)
+    }
+
+    @Test func scheduledBackupsFollowThePowerAndKeepTheNewest() throws {
+        var fixture = EngineFixture()
+        let wall = TestWallClock()
+        fixture.options.wallClock = { wall.milliseconds }
+        fixture.config.backup.keep = 2
+        fixture.config.backup.interval = .seconds(600)
+        fixture.config.backup.batteryInterval = .zero   // never on battery
+        let engine = try fixture.open()
+        _ = populate(engine, count: 50)
+        let folder = BackupFolder(document: engine.store.location, folder: "")
+        func made() -> Int { engine.metrics.backupsCompleted }
+
+        engine.powerState = .discharging(80)
+        fixture.clock.advance(by: .seconds(20))   // a deciding end of tick: the writer is told the power
+        engine.endTick()
+        #expect(engine.flushNow())   // the writer has seen the battery and taken a batch since
+        #expect(made() == 0, "never on battery")
+
+        engine.powerState = .charging(80)
+        fixture.clock.advance(by: .seconds(20))
+        engine.endTick()
+        #expect(eventually { made() == 1 }, "the first on mains at once")
+        #expect(engine.flushNow())
+        #expect(made() == 1, "not again within the interval")
+        for expected in 2 ... 4 {
+            wall.advance(by: .seconds(601))
+            engine.world.spawn(Title("backup \(expected)"))
+            #expect(engine.flushNow())
+            #expect(eventually { made() == expected })
+        }
+        #expect(eventually { folder.backups().count == 2 }, "keep = 2")
+        let newest = try #require(folder.backups().last)
+        #expect(try PersistedComponents.read(newest.path).count(Title("backup 4")) == 1)
+        #expect(newest.unixMilliseconds == wall.milliseconds)
+        try engine.shutdown()
+
+        // A crash in the middle of one leaves a hidden partial copy: the next open sweeps it.
+        let partial = folder.path + "/." + folder.stem + "-x.db" + BackupTarget.partialMarker + "1"
+        FileManager.default.createFile(atPath: partial, contents: Data([1]))
+        let reopened = try fixture.open()
+        #expect(!FileManager.default.fileExists(atPath: partial))
+        try reopened.shutdown()
+    }
+
+    @Test func backupConfigIsCheckedByKey() throws {
+        func error(_ toml: String) -> String? {
+            do {
+                _ = try StrataConfig.parse(toml, source: "test.toml")
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error("[backup]\ninterval_secs = 600\nbattery_interval_secs = 60")?.contains("backup.battery_interval_secs") == true)
+        #expect(error("[backup]\nkeep = -1")?.contains("backup.keep") == true)
+        #expect(error("[backup]\nkep = 3")?.contains("kep") == true)
+        let config = try StrataConfig.parse("[backup]\nkeep = 3\nbattery_interval_secs = 0\nfolder = \"/tmp/b\"")
+        #expect(config.backup.keep == 3 && config.backup.batteryInterval == .zero && config.backup.folder == "/tmp/b")
+        #expect(try StrataConfig.parse(config.renderTOML()).backup == config.backup)
+    }
+}
