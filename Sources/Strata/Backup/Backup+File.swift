@@ -11,7 +11,7 @@ extension Backup {
     ///
     /// - Throws: if `source` is not a Strata document, or `destination` cannot be a backup of it
     ///   (``Engine/startBackup(to:completion:)`` says when); the copy's or the check's error.
-    public static func copy(from source: String, to destination: String, vfs: String? = nil) throws -> BackupReport {
+    public static func copy(from source: String, to destination: String) throws -> BackupReport {
         let location = StoreLocation(path: source)
         guard FileManager.default.fileExists(atPath: location.path) else {
             throw StoreError(.open, message: "no such file", path: location.path)
@@ -30,7 +30,7 @@ extension Backup {
                 case .empty: throw StoreError(.foreign, message: "the file is empty, not a Strata document", path: location.path)
                 case .foreign(let why): throw StoreError(.foreign, message: "not a Strata document: \(why)", path: location.path)
                 }
-                let copy = try BackupCopy(from: db, to: target.staging.path, vfs: vfs)
+                let copy = try BackupCopy(from: db, to: target.staging.path)
                 defer { copy.close() }
                 // One read transaction for the pages and the list of assets: both as of one commit
                 // (it is open before the copy's first read, so the copy does not end it).

@@ -10,7 +10,7 @@ import Foundation
 ///         ──▶ a thread of its own: clean mark, integrity_check, fsync, renamed into place
 ///
 /// - The pages are copied by SQLite's online backup from the writer's own connection
-///   (``BackupCopy``), a bounded step between batches (``BackupTask``): a batch waits for
+///   (`BackupCopy`), a bounded step between batches (`BackupTask`): a batch waits for
 ///   one step at most, and the tick thread does nothing for it. Batches committed between
 ///   steps go into the copy too.
 /// - Until it is verified, the copy has a temporary, hidden name beside the final one

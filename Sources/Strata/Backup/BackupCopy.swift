@@ -36,6 +36,10 @@ final class BackupCopy {
             throw StoreError(.write, sqliteCode: opened, message: "cannot create the backup file: \(message)", path: path)
         }
         destination = handle
+        // No journal and no sync for the copy: a copy cut short is thrown away, never rolled
+        // back, and the finished one is synced once off the writer (``StagedBackup``). With
+        // SQLite's defaults the last step would sync the whole copy on the writer thread.
+        sqlite3_exec(handle, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", nil, nil, nil)
         guard let started = sqlite3_backup_init(handle, "main", source.sqliteConnection, "main") else {
             let error = StoreError(.write, sqliteCode: sqlite3_extended_errcode(handle),
                                    message: "cannot start the backup: \(String(cString: sqlite3_errmsg(handle)))", path: path)

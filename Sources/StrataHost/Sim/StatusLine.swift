@@ -92,6 +92,10 @@ struct StatusLine {
                 + trees.prefix(12).map(\.summary).joined(separator: ", ")
                 + (trees.count > 12 ? ", …" : "") + (pages.dropped > 0 ? "; \(pages.dropped) frames not counted" : ""))
         }
+        if m.backupsCompleted + m.backupsFailed > 0 {
+            lines.append(String(format: "  backups      %d made and verified, %d failed; longest step %.2f ms",
+                                m.backupsCompleted, m.backupsFailed, m.maxBackupStepDuration.milliseconds))
+        }
         if let sync = engine.sync {
             lines.append("  sync         \(sync.pushedOperations) operations pushed in \(sync.pushes) pushes (\(sync.duplicatesIgnored) the server had), "
                 + "\(sync.pulledOperations) pulled; outbox \(sync.outbox(highest: engine.vectorClock[engine.nodeID] ?? 0)), \(sync.deadLetters) dead letters"
