@@ -179,4 +179,38 @@ import Testing
         }
         #expect(leftovers(in: fixture.directory.url).isEmpty)
     }
+    @Test func aBulkCommitBetweenTwoStepsGoesIntoTheCopy() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        _ = populate(engine)
+        let destination = fixture.directory.url.appendingPathComponent("bulk.db").path
+        let reached = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
+        let finished = Mutex<Result<BackupReport, any Error>?>(nil)
+        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { outcome in
+            finished.withLock { $0 = outcome }
+        }
+        request.pagesPerStep = 16
+        request.afterStep = { step in
+            if step == 1 {
+                reached.signal()
+                go.wait()
+            }
+        }
+        try engine.startBackup(request)
+        #expect(reached.wait(timeout: .now() + 20) == .success)
+        // A level loaded: a batch past WriteBatch.bulkRows commits through a rollback journal
+        // (the journal mode leaves WAL and comes back) while the copy is half made.
+        for i in 0 ..< WriteBatch.bulkRows { engine.world.spawn(Position(x: Float(i), y: 2)) }
+        fixture.clock.advance(by: .seconds(60))
+        engine.endTick()
+        go.signal()
+        #expect(eventually { finished.withLock { $0 != nil } })
+        let report = try #require(finished.withLock { $0 }).get()
+        #expect(report.integrity == "ok")
+        #expect(engine.flushNow())
+        #expect(engine.metrics.bulkCommits >= 1, "the batch went through the rollback journal")
+        let copy = try PersistedComponents.read(destination)
+        #expect(copy.count(Position.self) == 2000 + WriteBatch.bulkRows)
+        try engine.shutdown()
+    }
 }
