@@ -87,7 +87,7 @@ extension StrataConfig {
             keep_rejected_writes_secs = \(secs(maintenance.keepRejectedWrites))
             start_check_secs = \(secs(maintenance.startCheckAge))
 
-            \(renderedBackup)[jobs]
+            \(renderedBackup)\(renderedHistory)[jobs]
             workers = \(jobs.workers)
             max_attempts = \(jobs.maxAttempts)
             retry_initial_backoff_ms = \(ms(jobs.retryInitialBackoff))

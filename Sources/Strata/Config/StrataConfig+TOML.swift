@@ -82,6 +82,9 @@ extension StrataConfig {
         if var backup = try reader.table("backup") {
             config.backup = try readBackup(&backup)
         }
+        if var history = try reader.table("history") {
+            config.history = try readHistory(&history)
+        }
         if var jobs = try reader.table("jobs") {
             config.jobs = try readJobs(&jobs)
         }
@@ -99,7 +102,7 @@ extension StrataConfig {
                                                                  unit: .milliseconds, allowZero: true, max: .seconds(3600))
             try metrics.rejectUnknownKeys(known: ["count_fsyncs", "export_interval_ms"])
         }
-        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "maintenance", "backup", "jobs", "sync", "assets", "metrics"])
+        try reader.rejectUnknownKeys(known: ["database", "simulation", "persistence", "writer", "compaction", "operation_log", "maintenance", "backup", "history", "jobs", "sync", "assets", "metrics"])
         return config
     }
 

@@ -13,6 +13,7 @@ public struct StrataConfig: Sendable, Equatable {
     public var operationLog = OperationLogConfig()
     public var maintenance = MaintenanceConfig()
     public var backup = BackupConfig()
+    public var history = HistoryConfig()
     public var jobs = JobsConfig()
     public var sync = SyncConfig()
     public var assets = AssetsConfig()

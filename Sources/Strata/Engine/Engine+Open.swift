@@ -186,6 +186,7 @@ extension Engine {
                 idleIntegrityCheck: options.idleIntegrityCheck,
                 maintenance: config.maintenance,
                 backup: config.backup,
+                history: config.history,
                 keepFinishedJobs: config.jobs.keepFinished,
                 wallClock: options.wallClock),
             typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)

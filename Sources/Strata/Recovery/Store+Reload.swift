@@ -47,8 +47,6 @@ extension Store {
         var summary = LoadSummary()
         var typeIDs: [Int64?] = []
         let log = SegmentLog()
-        let clock = MonotonicClock()
-        let started = clock.now()
         do {
             try queue.writeWithoutTransaction { db in
                 for type in world.componentTypes {
@@ -56,12 +54,32 @@ extension Store {
                 }
             }
             try queue.read { db in
+                summary = try Self.rebuild(world, typeIDs: typeIDs, log: log, db, logger: logger, asOf: nil)
+            }
+        } catch {
+            throw StoreError(.read, wrapping: error, path: location.path)
+        }
+        summary.components = world.columns.reduce(0) { $0 + $1.count }
+        return (summary, typeIDs, log)
+    }
+
+    /// Rebuilds `world` from the rows `db` reads (``load(into:logger:)``); with `asOf` (Unix
+    /// ms), the world as the flushes up to that time left it (`Sources/Strata/History`): the
+    /// entities spawned by then and not despawned, the despawned ones' kept rows, and the
+    /// segments written by then.
+    static func rebuild(_ world: World, typeIDs: [Int64?], log: SegmentLog, _ db: Database, logger: Logger,
+                        asOf: Int64?) throws -> LoadSummary {
+        var summary = LoadSummary()
+        let clock = MonotonicClock()
+        let started = clock.now()
+        do {
                 var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger)
 
                 // Entities in number order: the world gives them indices 0, 1, 2… in that order.
-                let entitiesStatement = try db.makeStatement(sql: "SELECT num, id FROM entities ORDER BY num")
+                let entitiesStatement = try db.makeStatement(sql: HistoryQueries.entities(asOf: asOf))
                 defer { withExtendedLifetime(entitiesStatement) {} }
                 let entities = entitiesStatement.sqliteStatement
+                if let asOf { sqlite3_bind_int64(entities, 1, asOf) }
                 let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
                 world.reserveEntities(expected)
                 var numbers: [EntityNumber] = []
@@ -80,7 +98,7 @@ extension Store {
                 let entitiesLoaded = clock.now()
 
                 // Base rows, in (entity_num, type_id) order: a merge with `numbers`.
-                let baseStatement = try db.makeStatement(sql: "SELECT entity_num, type_id, version, payload FROM components")
+                let baseStatement = try db.makeStatement(sql: HistoryQueries.baseRows(asOf: asOf))
                 defer { withExtendedLifetime(baseStatement) {} }
                 let base = baseStatement.sqliteStatement
                 var position = 0
@@ -107,7 +125,7 @@ extension Store {
                 // at the end: one dictionary insert per key, not one update per record.
                 let index = EntityNumberIndex(numbers)
                 let newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
-                let replay = try SegmentReplay.run(db, log: log, logger: logger) { record, seq in
+                let replay = try SegmentReplay.run(db, log: log, logger: logger, through: asOf) { record, seq in
                     guard let entity = index.index(of: record.key.entity) else { return }   // gone: not live
                     if let column = loader.column(of: record.key.typeID) {
                         newest.note(column: column, entity: entity, seq: seq, bytes: record.approximateBytes)
@@ -125,12 +143,14 @@ extension Store {
                 summary.segments = replay.rows
                 summary.segmentRecords = replay.records
                 summary.unreadableSegments = replay.unreadableRows
-                world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber) + 1
+                // Numbers are never reused while a record or the history window may name them.
+                let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities") ?? 0
+                world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned) + 1
                 summary.unknownTypeRows = loader.unknownTypeRows
                 summary.undecodableRows = loader.undecodableRows
                 summary.olderPayloadRows = loader.olderPayloads.count
                 world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
-                if summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
+                if asOf == nil, summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
                     logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id and \(summary.orphanRows) component rows of no entity")
                 }
                 let settings = try Store.readSettings(db)
@@ -146,12 +166,8 @@ extension Store {
                     \(baseLoaded.duration(since: entitiesLoaded)), \(replay.records) records of \(replay.rows) segments in \
                     \(done.duration(since: baseLoaded))
                     """)
-            }
-        } catch {
-            throw StoreError(.read, wrapping: error, path: location.path)
         }
-        summary.components = world.columns.reduce(0) { $0 + $1.count }
-        return (summary, typeIDs, log)
+        return summary
     }
 }
 

@@ -11,12 +11,20 @@ import GRDBSQLite
 /// a second had every commit rewrite the whole index, many times over).
 final class EntityRowsPart: BatchPart {
     let sections: [BatchSection] = [.entityDeletes, .entityInserts]
+    /// `[history]` is kept: a despawned entity's row and base rows are copied first
+    /// (`Sources/Strata/History`), so the window can still rebuild it.
+    let history: Bool
+
+    init(history: Bool = false) {
+        self.history = history
+    }
 
     /// A batch's spawns, sorted by id (reused).
     private var sorted: [EntityInsert] = []
 
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
         if !batch.entityDeletes.isEmpty {
+            if history { try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db) }
             let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
             for number in batch.entityDeletes {
                 sqlite3_bind_int64(delete, 1, number)
@@ -26,7 +34,7 @@ final class EntityRowsPart: BatchPart {
         }
         if !batch.entityInserts.isEmpty {
             let insert = try db.cachedStatement(sql: "INSERT INTO entities (num, id, created_at) VALUES (?, ?, ?)").sqliteStatement
-            let now = unixMilliseconds()
+            let now = counts.committedAt
             sorted.removeAll(keepingCapacity: true)
             sorted.append(contentsOf: batch.entityInserts)
             if sorted.count > 1 { sorted.sort { x, y in x.id.withBytes { a in y.id.withBytes { b in a.lexicographicallyPrecedes(b) } } } }

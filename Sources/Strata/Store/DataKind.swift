@@ -10,6 +10,9 @@ enum DataKind: String, CaseIterable {
     case world
     /// The segment log of component changes, its compaction state, the rows set aside.
     case segments
+    /// What `[history]` keeps beside the segment log: the flushes of the window, and the
+    /// entities despawned within it with their base rows.
+    case history
     /// The document's settings.
     case settings
     /// Writes the file refused, kept to be replayed.
@@ -59,6 +62,10 @@ enum DataKind: String, CaseIterable {
             [Table(name: "segments", salvage: .keyed("id"), readAtStart: true),
              Table(name: "compaction_state", salvage: .notCopied, readAtStart: false),
              Table(name: "segments_set_aside", salvage: .keyed("id"), readAtStart: false)]
+        case .history:
+            [Table(name: "history_flushes", salvage: .keyed("id"), readAtStart: false),
+             Table(name: "despawned_entities", salvage: .keyed("num"), readAtStart: true),
+             Table(name: "despawned_components", salvage: .keyed("entity_num"), readAtStart: false)]
         case .settings:
             [Table(name: "settings", salvage: .scanned, readAtStart: true)]
         case .rejectedWrites:

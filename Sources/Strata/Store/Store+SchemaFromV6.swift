@@ -159,5 +159,36 @@ extension Store {
                 PRAGMA user_version = 12;
                 """)
         }
+        migrator.registerMigration("v13: history: the flushes of the window, despawned entities kept while it holds them") { db in
+            // Written only with [history] keep_secs (Sources/Strata/History): one row per flush,
+            // and an entity despawned within the window with its base rows as they were, so
+            // that the world at any flush of the window can be rebuilt. `history_floor`: the
+            // time of the newest segment compaction consumed, the window's first instant.
+            try db.execute(sql: """
+                CREATE TABLE history_flushes (
+                    id INTEGER PRIMARY KEY,
+                    at INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    keys INTEGER NOT NULL,
+                    spawns INTEGER NOT NULL,
+                    despawns INTEGER NOT NULL
+                );
+                CREATE TABLE despawned_entities (
+                    num INTEGER PRIMARY KEY,
+                    id BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    despawned_at INTEGER NOT NULL
+                );
+                CREATE TABLE despawned_components (
+                    entity_num INTEGER NOT NULL,
+                    type_id INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    payload BLOB NOT NULL,
+                    PRIMARY KEY (entity_num, type_id)
+                ) WITHOUT ROWID;
+                ALTER TABLE compaction_state ADD COLUMN history_floor INTEGER NOT NULL DEFAULT 0;
+                PRAGMA user_version = 13;
+                """)
+        }
     }
 }

@@ -100,6 +100,8 @@ extension StoreLocation {
             }
         } catch let error as StoreError {
             throw error
+        } catch let error as HistoryError {
+            throw error   // about the time asked for, not the file
         } catch {
             throw StoreError(.read, wrapping: error, path: path)
         }

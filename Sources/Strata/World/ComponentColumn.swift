@@ -166,4 +166,7 @@ protocol AnyComponentColumn: AnyObject {
     func queueCritical(_ entityIndex: UInt32) -> Bool
     func markReplicaDirty(_ entityIndex: UInt32) -> Bool
     var entityIndices: [UInt32] { get }
+    /// Makes this column's values equal `past`'s column of the same type, entity by entity
+    /// (`History/ComponentColumn+Rewind.swift`). Returns the values set and removed.
+    func adopt(_ past: AnyComponentColumn, of pastWorld: World, in world: World) -> (set: Int, removed: Int)
 }

@@ -24,14 +24,17 @@ protocol BatchPart: AnyObject {
 /// The parts a writer commits batches with, one of each, in ``BatchSection`` order: the
 /// one list a kind of data the tick thread batches adds its part to.
 enum BatchParts {
-    static func make(operationLog: OperationLogConfig, segmentLog: SegmentLog, typeIDs: [Int64?]) -> [any BatchPart] {
-        [EntityRowsPart(), SettingRowsPart(), OperationRowsPart(retention: operationLog), RejectedRowsPart(),
-         SegmentAppender(log: segmentLog, typeIDs: typeIDs)]
+    static func make(operationLog: OperationLogConfig, segmentLog: SegmentLog, typeIDs: [Int64?], history: Bool) -> [any BatchPart] {
+        [EntityRowsPart(history: history), SettingRowsPart(), OperationRowsPart(retention: operationLog), RejectedRowsPart(),
+         SegmentAppender(log: segmentLog, typeIDs: typeIDs)] + (history ? [HistoryFlushPart()] : [])
     }
 }
 
 /// What one commit wrote, for the metrics.
 struct CommitCounts {
+    /// The commit's wall-clock time (Unix ms, `Writer.Settings.wallClock`): the time its
+    /// entity rows, segments and history row carry, one instant for the whole commit.
+    var committedAt: Int64 = 0
     var componentPuts = 0
     var componentRemovals = 0
     var payloadBytes = 0

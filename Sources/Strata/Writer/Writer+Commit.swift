@@ -129,6 +129,7 @@ extension Writer {
     /// A bulk batch (``WriteBatch/isBulk``) commits through a rollback journal (`Writer+Bulk.swift`).
     func commit(_ batch: WriteBatch) throws -> CommitCounts {
         var counts = CommitCounts()
+        counts.committedAt = settings.wallClock()
         var riderErrors: [Error?] = []
         do {
             try store.withConnection { db in

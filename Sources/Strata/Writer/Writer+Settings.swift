@@ -40,6 +40,8 @@ extension Writer {
         var maintenance = MaintenanceConfig()
         /// Scheduled backups and the copy's step budget (`BackupTask.swift`).
         var backup = BackupConfig()
+        /// The window compaction leaves alone, and what despawns keep (`Sources/Strata/History`).
+        var history = HistoryConfig()
         /// `[jobs] keep_finished_secs`: finished jobs older than this go at retention.
         var keepFinishedJobs: Duration = .zero
         /// Unix milliseconds, for the ages retention compares (the rows' own timestamps).

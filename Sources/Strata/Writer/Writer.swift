@@ -82,7 +82,8 @@ final class Writer: @unchecked Sendable {
         let context = WriterContext(store: store, buffer: buffer, metrics: metrics, clock: clock, logger: logger,
                                     settings: settings, observer: observer, segmentLog: segmentLog)
         self.context = context
-        parts = BatchParts.make(operationLog: settings.operationLog, segmentLog: segmentLog, typeIDs: typeIDs)
+        parts = BatchParts.make(operationLog: settings.operationLog, segmentLog: segmentLog, typeIDs: typeIDs,
+                                history: settings.history.isOn)
         compaction = CompactionTask(context)
         maintenance = MaintenanceTask(context)
         backups = BackupTask(context)

@@ -42,6 +42,11 @@ struct Compactor {
         var outputBytes = 0
         var outputRecords = 0
         var outputLastID: Int64?
+        /// The output rows' bytes (a merge's), and the time they carry.
+        var outputSizes: [Int] = []
+        var outputCreatedAt: Int64 = 0
+        /// Records of entities despawned within the history window folded into their kept rows.
+        var historyFolded = 0
         /// Keys written into base rows (fold), and base rows inserted or deleted by it.
         var keysFolded = 0
         var baseRowsInserted = 0
@@ -63,6 +68,10 @@ struct Compactor {
             for key in kept { log.moveLive(key, upTo: consumedSeq, to: consumedSeq) }
             log.baseRows += baseRowsInserted - baseRowsDeleted
             if log.lastID == lastConsumedID { log.lastID = outputLastID }
+            log.forgetRowTimes(through: lastConsumedID)
+            for (part, bytes) in outputSizes.enumerated() {
+                log.noteRowTime(id: Segment.id(seq: consumedSeq, part: part), createdAt: outputCreatedAt, bytes: bytes)
+            }
         }
     }
 
@@ -75,7 +84,10 @@ struct Compactor {
     }
 
     /// Runs one step of `round`, consuming up to `budgetBytes` of records (at least one row).
-    static func step(_ round: Round, budgetBytes: Int, _ db: Database) throws -> StepResult {
+    /// With `history`, records of entities despawned within the window are folded into
+    /// their kept rows (`HistoryRows`) instead of dropped. The window's start moves up to
+    /// the newest row consumed whatever `history` says (a window turned on later starts there).
+    static func step(_ round: Round, budgetBytes: Int, history: Bool = false, _ db: Database) throws -> StepResult {
         var result = StepResult()
         var newest: [SegmentKey: Newest] = [:]
         var arena: [UInt8] = []
@@ -130,6 +142,8 @@ struct Compactor {
         let entityExists = try db.cachedStatement(sql: "SELECT 1 FROM entities WHERE num = ?").sqliteStatement
         let baseExists = try db.cachedStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?").sqliteStatement
         var aliveByNumber: [EntityNumber: Bool] = [:]
+        var despawnedByNumber: [EntityNumber: Bool] = [:]
+        var despawnedKeys: [SegmentKey] = []
         var keys: [SegmentKey] = []
         keys.reserveCapacity(newest.count)
         for (key, record) in newest {
@@ -139,6 +153,12 @@ struct Compactor {
                 return found
             }()
             if !alive {
+                let kept = try history && (despawnedByNumber[key.entity] ?? {
+                    let found = try HistoryRows.isDespawnedInWindow(key.entity, db)
+                    despawnedByNumber[key.entity] = found
+                    return found
+                }())
+                if kept { despawnedKeys.append(key) }
                 result.gone.append(key)
             } else if record.payload == nil, try !exists(baseExists, db, {
                 sqlite3_bind_int64(baseExists, 1, key.entity)
@@ -158,6 +178,11 @@ struct Compactor {
         try stepDone(delete, db)
 
         try arena.withUnsafeBytes { arena in
+            for key in despawnedKeys {
+                let record = newest[key]!
+                try HistoryRows.fold(key, version: record.version, payload: record.payload.map { UnsafeRawBufferPointer(rebasing: arena[$0]) }, db)
+            }
+            result.historyFolded = despawnedKeys.count
             switch round.method {
             case .fold:
                 try fold(keys, newest, arena, db, &result)
@@ -173,6 +198,7 @@ struct Compactor {
                 last_round_at = CASE WHEN ?1 THEN ?3 ELSE last_round_at END
             WHERE id = 1
             """, arguments: [result.roundDone ? 1 : 0, round.method.rawValue, unixMilliseconds()])
+        try HistoryRows.advanceFloor(to: lastCreatedAt, db)
         return result
     }
 
@@ -220,6 +246,8 @@ struct Compactor {
         }
         let chunks = encoder.encode(&records, arena: arena)
         result.outputLastID = try Segment.insert(chunks, seq: seq, createdAt: createdAt, db)
+        result.outputSizes = chunks.map(\.records.count)
+        result.outputCreatedAt = createdAt
         result.outputRows = chunks.count
         result.outputBytes = chunks.reduce(0) { $0 + $1.records.count }
         result.outputRecords = chunks.reduce(0) { $0 + $1.recordCount }

@@ -29,6 +29,8 @@ final class SegmentAppender: BatchPart {
     /// The keys written by the open transaction, with their record sizes.
     private var pendingKeys: [(key: SegmentKey, bytes: Int32)] = []
     private var pendingRows: (seq: Int64, rows: Int, bytes: Int, records: Int)?
+    /// The open transaction's rows: their time and bytes (``SegmentLog/rowTimes``).
+    private var pendingChunks: (createdAt: Int64, bytes: [Int])?
     /// Base rows a bulk batch wrote (added to the log's count once it commits).
     private var pendingBaseRows = 0
     /// A bulk batch's writes that go to base rows: their keys and payloads (reused).
@@ -74,12 +76,13 @@ final class SegmentAppender: BatchPart {
                 counts.componentRemovals += 1
             }
         }
-        if !baseWrites.isEmpty { try writeBaseRows(db) }
+        if !baseWrites.isEmpty { try writeBaseRows(db, now: counts.committedAt) }
         guard !records.isEmpty else { return }
         let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
-        try Segment.insert(chunks, seq: seq, createdAt: unixMilliseconds(), db)
+        try Segment.insert(chunks, seq: seq, createdAt: counts.committedAt, db)
         let bytes = chunks.reduce(0) { $0 + $1.records.count }
         pendingRows = (seq, chunks.count, bytes, records.count)
+        pendingChunks = (counts.committedAt, chunks.map(\.records.count))
         counts.segmentRows += chunks.count
         counts.segmentBytes += bytes
     }
@@ -93,12 +96,11 @@ final class SegmentAppender: BatchPart {
     }
 
     /// A bulk batch's new entities' components, as base rows, in key order.
-    private func writeBaseRows(_ db: Database) throws {
+    private func writeBaseRows(_ db: Database, now: Int64) throws {
         baseWrites.sort { $0.key.entity != $1.key.entity ? $0.key.entity < $1.key.entity : $0.key.typeID < $1.key.typeID }
         let insert = try db.cachedStatement(sql: """
             INSERT INTO components (entity_num, type_id, version, payload, updated_at) VALUES (?, ?, ?, ?, ?)
             """).sqliteStatement
-        let now = unixMilliseconds()
         try payloads.bytes.withUnsafeBytes { arena in
             for write in baseWrites {
                 sqlite3_bind_int64(insert, 1, write.key.entity)
@@ -120,6 +122,12 @@ final class SegmentAppender: BatchPart {
         guard let rows = pendingRows else { return }
         pendingRows = nil
         log.noteRows(added: rows.rows, bytes: rows.bytes, records: rows.records)
+        if let (createdAt, sizes) = pendingChunks {
+            for (part, bytes) in sizes.enumerated() {
+                log.noteRowTime(id: Segment.id(seq: rows.seq, part: part), createdAt: createdAt, bytes: bytes)
+            }
+        }
+        pendingChunks = nil
         for (key, bytes) in pendingKeys { log.noteLive(key, seq: rows.seq, bytes: bytes) }
         log.nextSeq = rows.seq + 1
         log.lastID = Segment.id(seq: rows.seq, part: rows.rows - 1)
@@ -128,6 +136,7 @@ final class SegmentAppender: BatchPart {
     func didRollBack() {
         provisionalTypeIDs.removeAll()
         pendingRows = nil
+        pendingChunks = nil
         pendingBaseRows = 0
     }
 

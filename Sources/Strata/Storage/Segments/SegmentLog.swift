@@ -33,6 +33,9 @@ final class SegmentLog {
     var baseRows = 0
     /// Mean bytes a base row takes in its B-tree (payload and keys), measured at open.
     var baseRowBytes = 32
+    /// Each row's id, time and bytes, in id order (`SegmentLog+Window.swift`): what the
+    /// history window leaves alone.
+    var rowTimes: [RowTime] = []
 
     var liveKeys: Int { live.count }
 

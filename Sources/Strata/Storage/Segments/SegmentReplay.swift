@@ -20,14 +20,17 @@ enum SegmentReplay {
 
     /// Calls `apply` with every record of every readable row, oldest first, and the
     /// row's seq.
-    static func run(_ db: Database, log: SegmentLog, logger: Logger,
+    /// `through` (Unix ms): only the rows written by then (the history window's past).
+    static func run(_ db: Database, log: SegmentLog, logger: Logger, through: Int64? = nil,
                     apply: (SegmentRecord, _ seq: Int64) throws -> Void) throws -> Outcome {
         var outcome = Outcome()
         let statement = try db.makeStatement(sql: """
-            SELECT id, format, record_count, checksum, records FROM segments ORDER BY id
+            SELECT id, format, record_count, checksum, records, created_at FROM segments
+            \(through == nil ? "" : "WHERE created_at <= ?") ORDER BY id
             """)
         try withExtendedLifetime(statement) {
             let rows = statement.sqliteStatement
+            if let through { sqlite3_bind_int64(rows, 1, through) }
             while true {
                 let code = sqlite3_step(rows)
                 if code == SQLITE_DONE { break }
@@ -37,6 +40,7 @@ enum SegmentReplay {
                 let records = columnBlob(rows, 4)
                 let count = Int(sqlite3_column_int64(rows, 2))
                 log.noteRows(added: 1, bytes: records.count, records: count)
+                log.noteRowTime(id: id, createdAt: sqlite3_column_int64(rows, 5), bytes: records.count)
                 log.lastID = id
                 log.nextSeq = max(log.nextSeq, seq + 1)
                 outcome.rows += 1

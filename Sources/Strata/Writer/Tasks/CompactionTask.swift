@@ -30,10 +30,19 @@ final class CompactionTask: RoundTask {
 
     var segmentLog: SegmentLog { context.segmentLog }
 
+    /// The newest row compaction may consume: the last one, or with `[history]` the last one
+    /// older than the window (`SegmentLog+Window.swift`); and the bytes up to it.
+    func consumable() -> (endID: Int64?, bytes: Int) {
+        let history = context.settings.history
+        guard history.isOn else { return (segmentLog.lastID, segmentLog.bytes) }
+        let cutoff = context.settings.wallClock() - Int64(history.keep.milliseconds)
+        return segmentLog.outsideWindow(cutoff: cutoff, maxBytes: history.maxBytes)
+    }
+
     /// The method of the step to run now, if any.
     func nextStep() -> CompactionPolicy.Method? {
         if let requested = forced.pending, round?.forced != true {
-            if let endID = segmentLog.lastID, segmentLog.blockedBy == nil {
+            if let endID = consumable().endID, segmentLog.blockedBy == nil {
                 round = Compactor.Round(method: .fold, endID: endID, forced: true, ticket: requested)
             } else {
                 forced.serve(upTo: requested, failed: segmentLog.blockedBy != nil)
@@ -44,8 +53,14 @@ final class CompactionTask: RoundTask {
         guard segmentLog.blockedBy == nil else { return nil }
         if let round, round.forced { return round.method }
         guard let conditions else { return nil }
+        // With a history window, what is in it does not count: it cannot be consumed.
+        var (bytes, live) = (segmentLog.bytes, segmentLog.liveBytes)
+        if settings.history.isOn && round == nil {
+            bytes = consumable().bytes
+            live = min(live, bytes)
+        }
         return settings.compaction.decide(CompactionPolicy.Input(
-            logBytes: segmentLog.bytes, liveBytes: segmentLog.liveBytes, liveKeys: segmentLog.liveKeys,
+            logBytes: bytes, liveBytes: live, liveKeys: segmentLog.liveKeys,
             basePages: segmentLog.basePages(pageSize: settings.pageSize), pageSize: settings.pageSize,
             onMains: conditions.onMains, idle: conditions.idle, round: round?.method))
     }
@@ -54,7 +69,7 @@ final class CompactionTask: RoundTask {
     func run(_ method: CompactionPolicy.Method) {
         let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
         if round == nil {
-            guard let endID = segmentLog.lastID else { return }
+            guard let endID = consumable().endID else { return }
             round = Compactor.Round(method: method, endID: endID)
         }
         let current = round!
@@ -67,7 +82,7 @@ final class CompactionTask: RoundTask {
             result = try store.withConnection { db in
                 var result = Compactor.StepResult()
                 try db.inTransaction(.immediate) {
-                    result = try Compactor.step(current, budgetBytes: budget, db)
+                    result = try Compactor.step(current, budgetBytes: budget, history: settings.history.isOn, db)
                     return .commit
                 }
                 return result

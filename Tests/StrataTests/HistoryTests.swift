@@ -1,0 +1,156 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// The history window on real files and the real writer, in virtual wall-clock time.
+@Suite struct HistoryTests {
+    func fixture(keep: Duration, _ name: String = #function) -> (EngineFixture, TestWallClock) {
+        var fixture = EngineFixture(name)
+        let wall = TestWallClock()
+        fixture.options.wallClock = { wall.milliseconds }
+        fixture.config.history.keep = keep
+        return (fixture, wall)
+    }
+
+    func date(_ milliseconds: Int64) -> Date { Date(timeIntervalSince1970: Double(milliseconds) / 1000) }
+
+    /// Flushes, and returns the flush's time.
+    func flush(_ engine: Engine, _ wall: TestWallClock) -> Int64 {
+        #expect(engine.flushNow())
+        return wall.milliseconds
+    }
+
+    @Test func theWorldAtAnyFlushOfTheWindowIsRebuilt() throws {
+        let (fixture, wall) = fixture(keep: .seconds(60))
+        let engine = try fixture.open()
+        let a = engine.world.spawn(Title("a0"))
+        let b = engine.world.spawn(Title("b0"), Position(x: 1, y: 1))
+        let idA = try #require(engine.world.id(of: a)), idB = try #require(engine.world.id(of: b))
+        let t0 = flush(engine, wall)
+
+        wall.advance(by: .seconds(1))
+        engine.world.insert(Title("a1"), for: a)
+        engine.world.despawn(b)
+        let c = engine.world.spawn(Title("c1"))
+        let idC = try #require(engine.world.id(of: c))
+        let t1 = flush(engine, wall)
+
+        wall.advance(by: .seconds(1))
+        engine.world.insert(Title("a2"), for: a)
+        let t2 = flush(engine, wall)
+        wall.advance(by: .seconds(1))
+
+        let w0 = try engine.world(at: date(t0))
+        #expect(w0.entity(for: idA).flatMap { w0.get(Title.self, for: $0) } == Title("a0"))
+        #expect(w0.entity(for: idB).flatMap { w0.get(Title.self, for: $0) } == Title("b0"))
+        #expect(w0.entity(for: idB).flatMap { w0.get(Position.self, for: $0) } == Position(x: 1, y: 1))
+        #expect(w0.entity(for: idC) == nil)
+        let w1 = try engine.world(at: date(t1 + 500))   // between two flushes: the world of the earlier
+        #expect(w1.entity(for: idA).flatMap { w1.get(Title.self, for: $0) } == Title("a1"))
+        #expect(w1.entity(for: idB) == nil)
+        #expect(w1.entity(for: idC).flatMap { w1.get(Title.self, for: $0) } == Title("c1"))
+        #expect(try engine.world(at: date(t2)).digest() == engine.world.digest())
+
+        let window = try engine.history()
+        #expect(window.flushes.map(\.atMilliseconds) == [t0, t1, t2])
+        #expect(window.flushes[1].spawns == 1 && window.flushes[1].despawns == 1)
+        #expect(window.startMilliseconds == t0)
+        #expect(throws: HistoryError.self, "before the window") { try engine.world(at: date(t0 - 1)) }
+        #expect(throws: HistoryError.self, "after now") { try engine.world(at: date(wall.milliseconds + 1000)) }
+        do {
+            _ = try engine.world(at: date(t0 - 1000))
+        } catch let error as HistoryError {
+            #expect("\(error)".contains(HistoryError.format(t0)), "the error names the window's start")
+        }
+        let snapshot = try DocumentHistory.snapshot(path: engine.store.location.path, at: t0, now: wall.milliseconds)
+        #expect(snapshot.digest == w0.digest())
+        #expect(snapshot.entityCount == 2)
+        try engine.shutdown()
+    }
+
+    @Test func compactionFoldsOnlyWhatIsOlderThanTheWindowAndKeepsDespawnedEntities() throws {
+        let (fixture, wall) = fixture(keep: .seconds(10))
+        let engine = try fixture.open()
+        let title = engine.world.spawn(Title("t0"))
+        let doomed = engine.world.spawn(Title("x0"), Position(x: 0, y: 0))
+        let idDoomed = try #require(engine.world.id(of: doomed))
+        var digests: [Int64: WorldDigest] = [:]
+        var times: [Int64] = []
+        for second in 1 ... 20 {
+            wall.advance(by: .seconds(1))
+            engine.world.insert(Title("t\(second)"), for: title)
+            if second == 3 || second == 12 { engine.world.insert(Position(x: Float(second), y: 0), for: doomed) }
+            if second == 15 { engine.world.despawn(doomed) }
+            let at = flush(engine, wall)
+            times.append(at)
+            digests[at] = engine.world.digest()
+        }
+        #expect(engine.compactNow())
+        let window = try engine.history()
+        let now = wall.milliseconds
+        #expect(window.startMilliseconds >= now - 10_000 - 1000 && window.startMilliseconds <= now - 10_000,
+                "folded up to the window, not into it")
+        #expect(try fixture.count("SELECT count(*) FROM segments WHERE created_at >= ?", [now - 10_000]) >= 10)
+        for at in times where at >= window.startMilliseconds {
+            #expect(try engine.world(at: date(at)).digest() == digests[at], "the world at \(at - times[0])")
+        }
+        let beforeDespawn = try engine.world(at: date(times[13]))   // second 14: x was despawned at 15
+        #expect(beforeDespawn.entity(for: idDoomed).flatMap { beforeDespawn.get(Position.self, for: $0) } == Position(x: 12, y: 0))
+        #expect(throws: HistoryError.self) { try engine.world(at: date(times[0])) }
+
+        // The window moves on: the despawned entity's kept rows go once it is behind the start.
+        wall.advance(by: .seconds(30))
+        engine.world.insert(Title("later"), for: title)
+        _ = flush(engine, wall)
+        #expect(engine.compactNow())
+        #expect(try fixture.count("SELECT count(*) FROM despawned_entities") == 0)
+        #expect(try fixture.count("SELECT count(*) FROM despawned_components") == 0)
+        try engine.shutdown()
+    }
+
+    @Test func aRewindIsDurableAndInTheHistoryItself() throws {
+        let (fixture, wall) = fixture(keep: .seconds(600))
+        let engine = try fixture.open()
+        let kept = engine.world.spawn(Title("kept"), Position(x: 1, y: 1))
+        let gone = engine.world.spawn(Title("despawned later"))
+        let idGone = try #require(engine.world.id(of: gone))
+        let t0 = flush(engine, wall)
+        let then = engine.world.digest()
+
+        wall.advance(by: .seconds(5))
+        engine.world.insert(Title("changed"), for: kept)
+        engine.world.remove(Position.self, from: kept)
+        engine.world.despawn(gone)
+        engine.world.spawn(Title("new"))
+        let t1 = flush(engine, wall)
+        let after = engine.world.digest()
+
+        wall.advance(by: .seconds(5))
+        let report = try engine.rewind(to: date(t0))
+        #expect(report.despawned == 1 && report.spawned == 1 && report.set >= 2 && report.removed == 0)
+        #expect(engine.world.digest() == then)
+        #expect(engine.world.entity(for: idGone) != nil, "spawned again with its id")
+        let t2 = flush(engine, wall)
+        try engine.shutdown()
+
+        let reopened = try fixture.open()
+        #expect(reopened.world.digest() == then, "the rewind was flushed like any change")
+        #expect(try reopened.world(at: date(t1)).digest() == after, "the rewound-over flush is still in the window")
+        #expect(try reopened.world(at: date(t2)).digest() == then)
+        try reopened.rewind(to: date(t1))
+        #expect(reopened.world.digest() == after, "a rewind can be rewound")
+        try reopened.shutdown()
+    }
+
+    @Test func withoutHistoryItSaysSo() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        engine.world.spawn(Title("x"))
+        #expect(engine.flushNow())
+        #expect(throws: HistoryError.self) { try engine.world(at: Date()) }
+        #expect(throws: HistoryError.self) { try engine.history() }
+        #expect(try fixture.count("SELECT count(*) FROM history_flushes") == 0)
+        try engine.shutdown()
+    }
+}
