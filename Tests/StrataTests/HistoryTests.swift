@@ -153,4 +153,51 @@ import Testing
         #expect(try fixture.count("SELECT count(*) FROM history_flushes") == 0)
         try engine.shutdown()
     }
+    @Test func theSizeCapFoldsTheOldestFlushesAndTheWindowStartsLater() throws {
+        var (fixture, wall) = fixture(keep: .seconds(3600))
+        fixture.config.history.maxBytes = 1 << 20
+        let engine = try fixture.open()
+        let entities = (0 ..< 3000).map { engine.world.spawn(Position(x: Float($0), y: 0)) }
+        var flushes: [(at: Int64, digest: WorldDigest)] = []
+        for round in 1 ... 60 {
+            wall.advance(by: .seconds(1))
+            for entity in entities { engine.world.insert(Position(x: Float(round), y: .random(in: 0 ... 1)), for: entity) }
+            #expect(engine.flushNow())
+            flushes.append((wall.milliseconds, engine.world.digest()))
+        }
+        #expect(try fixture.count("SELECT sum(length(records)) FROM segments") > 1 << 20, "more than the cap, before compaction")
+        #expect(engine.compactNow())
+        let window = try engine.history()
+        #expect(window.startMilliseconds > flushes[0].at, "the oldest flushes were folded, an hour of keep_secs or not")
+        #expect(try fixture.count("SELECT sum(length(records)) FROM segments") <= (1 << 20) + 70_000)
+        #expect(try fixture.count("SELECT sum(length(records)) FROM segments") >= (1 << 20) - 70_000, "no more than the cap asks")
+        for flush in flushes where flush.at >= window.startMilliseconds {
+            #expect(try engine.world(at: date(flush.at)).digest() == flush.digest)
+        }
+        try engine.shutdown()
+    }
+
+    @Test func aWindowLargerThanTheDiskIsSaidAtOpen() throws {
+        var (fixture, _) = fixture(keep: .seconds(600))
+        fixture.config.history.maxBytes = 64 << 20
+        fixture.options.freeDiskSpace = { _ in 10 << 20 }
+        let log = CapturedLog()
+        let engine = try Engine.open(config: fixture.config, components: testComponents, logger: log.logger, options: fixture.options)
+        #expect(log.messages.contains { $0.contains("max_mb (64 MB) is more than the disk has free (10 MB)") })
+        try engine.shutdown()
+    }
+
+    @Test func timesAreReadAsPeopleWriteThem() throws {
+        let now: Int64 = 1_800_000_000_000
+        #expect(try HistoryTime.parse("-30s", now: now) == now - 30_000)
+        #expect(try HistoryTime.parse("-5m", now: now) == now - 300_000)
+        #expect(try HistoryTime.parse("-2h", now: now) == now - 7_200_000)
+        #expect(try HistoryTime.parse("-1500ms", now: now) == now - 1500)
+        #expect(try HistoryTime.parse("-0.5s", now: now) == now - 500)
+        #expect(try HistoryTime.parse("2027-01-15T08:00:00Z", now: now) == 1_800_000_000_000)
+        #expect(try HistoryTime.parse("2027-01-15T08:00:00.250Z", now: now) == 1_800_000_000_250)
+        for bad in ["yesterday", "-5x", "--5s", "", "-s"] {
+            #expect(throws: HistoryError.self, "\(bad)") { try HistoryTime.parse(bad, now: now) }
+        }
+    }
 }

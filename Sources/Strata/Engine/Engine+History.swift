@@ -58,6 +58,18 @@ extension Engine {
         return report
     }
 
+    /// At open: a window whose cap is more than the disk has free is said (the cap bounds
+    /// it; the disk would bound it first).
+    func checkHistoryWindow() {
+        let history = config.history
+        guard history.isOn, let free = (options.freeDiskSpace ?? DiskGuard.freeDiskSpace)(store.location.path),
+              free < history.maxBytes else { return }
+        logger.warning("""
+            history: [history] max_mb (\(history.maxBytes >> 20) MB) is more than the disk has free (\(free >> 20) MB): \
+            the window of keep_secs = \(Int(history.keep.seconds)) will be cut short by the disk, not by the cap
+            """)
+    }
+
     private func requireHistory() throws {
         guard config.history.isOn else { throw HistoryError.noHistory("[history] keep_secs is 0") }
     }

@@ -128,8 +128,7 @@ extension Engine {
         writer.start()
         handedToEngine = true
         let engine = Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
-                            assets: assets,
-                            recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
+                            assets: assets, recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
         engine.startMetricsExport(factory: metricsFactory)
         // A call on the tick thread that waits on the writer while the file is found corrupt
         // (at the start, before the first tick) replaces it there: only that thread can.
@@ -140,6 +139,7 @@ extension Engine {
             engine.replaceCorruptStore()
         }
         engine.openReplication()
+        engine.checkHistoryWindow()
         if hasAssets {
             do {
                 engine.recovery.assets = try assets.reconcile()

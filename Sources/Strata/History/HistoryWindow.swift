@@ -37,6 +37,8 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     case noHistory(String)
     /// The time is before the window's start or after now.
     case outsideWindow(requested: Int64, start: Int64, end: Int64)
+    /// Not a time (`strata inspect --at`): ISO 8601, or relative to now (`-30s`, `-5m`).
+    case unreadableTime(String)
 
     public var description: String {
         switch self {
@@ -44,6 +46,8 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "no history: \(why)"
         case let .outsideWindow(requested, start, end):
             return "\(Self.format(requested)) is outside the history window, \(Self.format(start)) … \(Self.format(end))"
+        case .unreadableTime(let text):
+            return "\"\(text)\" is not a time: give an ISO 8601 time (2026-11-26T09:30:00Z) or one relative to now (-30s, -5m, -2h)"
         }
     }
 

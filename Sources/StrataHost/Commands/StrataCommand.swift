@@ -9,7 +9,7 @@ struct StrataCommand: ParsableCommand {
         abstract: "Strata: tiered, battery-aware persistence for ECS simulations.",
         subcommands: [SimCommand.self, InspectCommand.self, OplogCommand.self, SyncCommand.self, SyncBenchCommand.self, CheckConfigCommand.self, PowerCommand.self,
                       BenchCommand.self, QueueBenchCommand.self, TortureCommand.self, JobsCommand.self, DoctorCommand.self, MaintainCommand.self,
-                      BackupCommand.self, RestoreCommand.self])
+                      BackupCommand.self, RestoreCommand.self, HistoryCommand.self])
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
