@@ -40,27 +40,15 @@ import Testing
         let destination = fixture.directory.url.appendingPathComponent("copies/backup.db").path
 
         // The writer is held after the first step while a batch is handed: it commits between two steps.
-        let reached = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
-        let finished = Mutex<Result<BackupReport, any Error>?>(nil)
-        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { outcome in
-            finished.withLock { $0 = outcome }
-        }
-        request.pagesPerStep = 16
-        request.afterStep = { step in
-            if step == 1 {
-                reached.signal()
-                go.wait()
-            }
-        }
-        try engine.startBackup(request)
-        #expect(reached.wait(timeout: .now() + 20) == .success)
+        let held = try HeldBackup(engine, to: destination)
+        let go = held.go
         engine.world.insert(Title("changed during the backup", revision: 1), for: entities[7])
         engine.world.despawn(entities[8])
         fixture.clock.advance(by: .seconds(2))
         engine.endTick()   // the critical delay is past: the batch is handed, not waited for
         go.signal()
-        #expect(eventually { finished.withLock { $0 != nil } })
-        let report = try #require(finished.withLock { $0 }).get()
+        #expect(eventually { held.result.withLock { $0 != nil } })
+        let report = try #require(held.result.withLock { $0 }).get()
         #expect(report.steps > 2, "16 pages at first: several steps")
         #expect(report.integrity == "ok")
         #expect(report.destination == StoreLocation(path: destination).path)
@@ -155,23 +143,11 @@ import Testing
         let engine = try fixture.open()
         _ = populate(engine)
         let destination = fixture.directory.url.appendingPathComponent("cut.db").path
-        let reached = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<BackupReport, any Error>?>(nil)
-        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { outcome in
-            result.withLock { $0 = outcome }
-        }
-        request.pagesPerStep = 16
-        request.afterStep = { step in
-            if step == 1 {
-                reached.signal()
-                go.wait()
-            }
-        }
-        try engine.startBackup(request)
-        #expect(reached.wait(timeout: .now() + 20) == .success)
+        let held = try HeldBackup(engine, to: destination)
+        let go = held.go
         go.signal()
         try engine.shutdown()
-        let outcome = try #require(result.withLock { $0 })
+        let outcome = try #require(held.result.withLock { $0 })
         if case .success = outcome {
             #expect(FileManager.default.fileExists(atPath: destination), "finished before the shutdown: named")
         } else {
@@ -184,10 +160,36 @@ import Testing
         let engine = try fixture.open()
         _ = populate(engine)
         let destination = fixture.directory.url.appendingPathComponent("bulk.db").path
-        let reached = DispatchSemaphore(value: 0), go = DispatchSemaphore(value: 0)
-        let finished = Mutex<Result<BackupReport, any Error>?>(nil)
-        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { outcome in
-            finished.withLock { $0 = outcome }
+        let held = try HeldBackup(engine, to: destination)
+        let go = held.go
+        // A level loaded: a batch past WriteBatch.bulkRows commits through a rollback journal
+        // (the journal mode leaves WAL and comes back) while the copy is half made.
+        for i in 0 ..< WriteBatch.bulkRows { engine.world.spawn(Position(x: Float(i), y: 2)) }
+        fixture.clock.advance(by: .seconds(60))
+        engine.endTick()
+        go.signal()
+        #expect(eventually { held.result.withLock { $0 != nil } })
+        let report = try #require(held.result.withLock { $0 }).get()
+        #expect(report.integrity == "ok")
+        #expect(engine.flushNow())
+        #expect(engine.metrics.bulkCommits >= 1, "the batch went through the rollback journal")
+        let copy = try PersistedComponents.read(destination)
+        #expect(copy.count(Position.self) == 2000 + WriteBatch.bulkRows)
+        try engine.shutdown()
+    }
+}
+
+/// A backup whose writer is held after its first step (16 pages), so that a test hands a
+/// batch, or shuts down, between two steps; `go` lets it on. Its outcome lands in `result`.
+final class HeldBackup: Sendable {
+    let go = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<BackupReport, any Error>?>(nil)
+
+    init(_ engine: Engine, to destination: String) throws {
+        let reached = DispatchSemaphore(value: 0)
+        let go = go
+        var request = BackupRequest(target: try BackupTarget(source: engine.store.location, destination: destination)) { [self] outcome in
+            result.withLock { $0 = outcome }
         }
         request.pagesPerStep = 16
         request.afterStep = { step in
@@ -198,19 +200,5 @@ import Testing
         }
         try engine.startBackup(request)
         #expect(reached.wait(timeout: .now() + 20) == .success)
-        // A level loaded: a batch past WriteBatch.bulkRows commits through a rollback journal
-        // (the journal mode leaves WAL and comes back) while the copy is half made.
-        for i in 0 ..< WriteBatch.bulkRows { engine.world.spawn(Position(x: Float(i), y: 2)) }
-        fixture.clock.advance(by: .seconds(60))
-        engine.endTick()
-        go.signal()
-        #expect(eventually { finished.withLock { $0 != nil } })
-        let report = try #require(finished.withLock { $0 }).get()
-        #expect(report.integrity == "ok")
-        #expect(engine.flushNow())
-        #expect(engine.metrics.bulkCommits >= 1, "the batch went through the rollback journal")
-        let copy = try PersistedComponents.read(destination)
-        #expect(copy.count(Position.self) == 2000 + WriteBatch.bulkRows)
-        try engine.shutdown()
     }
 }

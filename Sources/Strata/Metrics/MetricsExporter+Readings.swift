@@ -40,6 +40,10 @@ extension MetricsExporter {
             .gauge("strata_file_bytes", Double(m.fileBytes)),
             .gauge("strata_free_bytes", Double(m.freeBytes)),
             .gauge("strata_alert", m.fileSizeWarning ? 1 : 0, ("alert", "file_size")),
+            // Backups
+            .counter("strata_backups_total", m.backupsCompleted, ("outcome", "verified")),
+            .counter("strata_backups_total", m.backupsFailed, ("outcome", "failed")),
+            .gauge("strata_backup_step_max_seconds", m.maxBackupStepDuration.seconds),
             // Flushes and commits
             .counter("strata_commits_total", m.fullCommitCount, ("durability", "full")),
             .counter("strata_commits_total", m.commitCount - m.fullCommitCount, ("durability", "normal")),

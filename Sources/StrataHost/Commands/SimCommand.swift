@@ -205,6 +205,7 @@ struct SimCommand: ParsableCommand {
             return StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed, droppedTicks: outcome.dropped,
                                       maxTick: outcome.maxTick, stopReason: stopReason, pages: pages.byTree(of: engine),
                                       storageBytes: ProcessIO.writeBytes.flatMap { after in storageBefore.map { after - $0 } })
+                + (HistoryProbe.line(engine).map { "\n" + $0 } ?? "")
         }
         signals.shutdownBegins()   // from here on, another stop signal cuts the shutdown's waits short
         do {
