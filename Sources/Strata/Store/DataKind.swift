@@ -63,9 +63,12 @@ enum DataKind: String, CaseIterable {
              Table(name: "compaction_state", salvage: .notCopied, readAtStart: false),
              Table(name: "segments_set_aside", salvage: .keyed("id"), readAtStart: false)]
         case .history:
-            [Table(name: "history_flushes", salvage: .keyed("id"), readAtStart: false),
-             Table(name: "despawned_entities", salvage: .keyed("num"), readAtStart: true),
-             Table(name: "despawned_components", salvage: .keyed("entity_num"), readAtStart: false)]
+            // Not salvaged: the window's start (compaction_state) is not copied either, and a
+            // window without it could claim times the base rows no longer hold. History starts
+            // again in the new file.
+            [Table(name: "history_flushes", salvage: .notCopied, readAtStart: false),
+             Table(name: "despawned_entities", salvage: .notCopied, readAtStart: true),
+             Table(name: "despawned_components", salvage: .notCopied, readAtStart: false)]
         case .settings:
             [Table(name: "settings", salvage: .scanned, readAtStart: true)]
         case .rejectedWrites:
