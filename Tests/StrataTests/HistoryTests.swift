@@ -157,11 +157,12 @@ import Testing
         var (fixture, wall) = fixture(keep: .seconds(3600))
         fixture.config.history.maxBytes = 1 << 20
         let engine = try fixture.open()
-        let entities = (0 ..< 3000).map { engine.world.spawn(Position(x: Float($0), y: 0)) }
+        let entities = (0 ..< 100).map { engine.world.spawn(Title("\($0)")) }
         var flushes: [(at: Int64, digest: WorldDigest)] = []
-        for round in 1 ... 60 {
+        for round in 1 ... 30 {
             wall.advance(by: .seconds(1))
-            for entity in entities { engine.world.insert(Position(x: Float(round), y: .random(in: 0 ... 1)), for: entity) }
+            let text = String(repeating: "\(round % 10)", count: 500)   // 50 KB of records a flush
+            for entity in entities { engine.world.insert(Title(text, revision: round), for: entity) }
             #expect(engine.flushNow())
             flushes.append((wall.milliseconds, engine.world.digest()))
         }
