@@ -33,11 +33,31 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).filter { $0.contains(BackupTarget.partialMarker) }
     }
 
-    @Test func aBackupIsTheWholeDocumentAsOfItsLastStepAndOpensClean() throws {
+    /// A reader of another connection with a read transaction open at the commit it began
+    /// at (as `strata inspect` would have): no checkpoint can copy the WAL past it.
+    final class OldSnapshot {
+        private var handle: OpaquePointer?
+
+        init(_ path: String) {
+            sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY, nil)
+            sqlite3_exec(handle, "BEGIN; SELECT count(*) FROM entities;", nil, nil, nil)
+        }
+
+        func close() {
+            sqlite3_exec(handle, "COMMIT", nil, nil, nil)
+            sqlite3_close_v2(handle)
+            handle = nil
+        }
+    }
+
+    @Test func withAnOlderSnapshotOpenThePagesAreCopiedAndTheBackupIsAsOfItsLastStep() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
         let entities = populate(engine)
         let destination = fixture.directory.url.appendingPathComponent("copies/backup.db").path
+        let reader = OldSnapshot(engine.store.location.path)
+        engine.world.insert(Title("after the reader began"), for: entities[6])
+        #expect(engine.flushNow())   // the WAL now holds a commit the reader's snapshot does not
 
         // The writer is held after the first step while a batch is handed: it commits between two steps.
         let held = try HeldBackup(engine, to: destination)
@@ -58,6 +78,7 @@ import Testing
         let id7 = try #require(engine.world.id(of: entities[7])), id0 = try #require(engine.world.id(of: entities[0]))
         #expect(try copy.value(Title.self, of: id7) == Title("changed during the backup", revision: 1),
                 "the batch committed between two steps is in the copy")
+        reader.close()
         #expect(try copy.value(Title.self, of: id0) == Title("title 0"))
         #expect(copy.count(Title.self) == entities.count - 1)
         #expect(copy.count(Position.self) == entities.count - 1)
@@ -155,15 +176,18 @@ import Testing
         }
         #expect(leftovers(in: fixture.directory.url).isEmpty)
     }
-    @Test func aBulkCommitBetweenTwoStepsGoesIntoTheCopy() throws {
+    @Test func aCopyOfTheFileHoldsCheckpointsAndIsTheDocumentAsOfItsStart() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
-        _ = populate(engine)
-        let destination = fixture.directory.url.appendingPathComponent("bulk.db").path
+        let entities = populate(engine)
+        let destination = fixture.directory.url.appendingPathComponent("file.db").path
         let held = try HeldBackup(engine, to: destination)
         let go = held.go
-        // A level loaded: a batch past WriteBatch.bulkRows commits through a rollback journal
-        // (the journal mode leaves WAL and comes back) while the copy is half made.
+        // Handed while the writer is held after the first step, committed before the next: a
+        // change, a despawn, and a level loaded (a batch past WriteBatch.bulkRows, which would
+        // leave WAL mode and write the file). While the file is copied they go to the WAL only.
+        engine.world.insert(Title("changed during the backup", revision: 1), for: entities[7])
+        engine.world.despawn(entities[8])
         for i in 0 ..< WriteBatch.bulkRows { engine.world.spawn(Position(x: Float(i), y: 2)) }
         fixture.clock.advance(by: .seconds(60))
         engine.endTick()
@@ -171,11 +195,44 @@ import Testing
         #expect(eventually { held.result.withLock { $0 != nil } })
         let report = try #require(held.result.withLock { $0 }).get()
         #expect(report.integrity == "ok")
-        #expect(engine.flushNow())
-        #expect(engine.metrics.bulkCommits >= 1, "the batch went through the rollback journal")
+        #expect(report.steps > 2, "16 pages' worth at first: several steps")
+
         let copy = try PersistedComponents.read(destination)
-        #expect(copy.count(Position.self) == 2000 + WriteBatch.bulkRows)
+        let id7 = try #require(engine.world.id(of: entities[7]))
+        #expect(try copy.value(Title.self, of: id7) == Title("title 7"), "the copy is the file as of its start")
+        #expect(copy.count(Title.self) == entities.count)
+        #expect(copy.count(Position.self) == entities.count)
+        #expect(engine.flushNow())
+        #expect(engine.metrics.bulkCommits == 0, "no rollback journal while the file was copied")
         try engine.shutdown()
+        #expect(try fixture.persisted().count(Position.self) == entities.count - 1 + WriteBatch.bulkRows)
+        #expect(try fixture.persisted().count(Title("changed during the backup", revision: 1)) == 1)
+    }
+
+    @Test(.enabled(if: TortureTests.canMountTmpfs, "a real full disk needs a tmpfs, and mounting one needs root"))
+    func aRealFullDiskOrReadOnlyFolderFailsTheBackupAndLeavesNothing() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let entities = populate(engine, count: 5000)   // a file larger than the disk below
+        let full = fixture.directory.url.appendingPathComponent("full").path
+        try FileManager.default.createDirectory(atPath: full, withIntermediateDirectories: true)
+        _ = try ChildProcess.run("/usr/bin/env", ["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", full])
+        defer { _ = try? ChildProcess.run("/usr/bin/env", ["umount", full]) }
+        #expect(throws: StoreError.self, "a disk too small") { try engine.backup(to: full + "/b.db") }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: full).isEmpty, "nothing left, partial or not")
+
+        let readOnly = fixture.directory.url.appendingPathComponent("read-only").path
+        let plain = fixture.directory.url.appendingPathComponent("plain").path
+        try FileManager.default.createDirectory(atPath: plain, withIntermediateDirectories: true)
+        if StoreTests.mountReadOnly(plain, at: readOnly) {
+            defer { StoreTests.unmount(readOnly) }
+            #expect(throws: StoreError.self, "a read-only folder") { try engine.backup(to: readOnly + "/b.db") }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: plain).isEmpty)
+        }
+        engine.world.insert(Title("after"), for: entities[0])
+        #expect(engine.flushNow())
+        try engine.shutdown()
+        #expect(try fixture.persisted().count(Title.self) == entities.count)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 @testable import Strata
 
@@ -36,6 +37,29 @@ import Testing
             try queue.close()
             _ = try Backup.copy(from: foreign, to: foreign + ".backup")
         }
+    }
+
+    @Test func aToolCopiesAnIdleDocumentWithWhatItsWALHolds() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let ids = populate(engine).compactMap { engine.world.id(of: $0) }
+        try engine.shutdown()
+        // Another connection (no engine: nobody has the owner lock) left a commit in the WAL.
+        var other: OpaquePointer?
+        sqlite3_open_v2(fixture.directory.databasePath, &other, SQLITE_OPEN_READWRITE, nil)
+        defer { sqlite3_close_v2(other) }
+        sqlite3_exec(other, "PRAGMA wal_autocheckpoint = 0; UPDATE session_state SET crash_count = 41", nil, nil, nil)
+        #expect(StoreLocation(path: fixture.directory.databasePath).walBytes > 0)
+
+        let destination = fixture.directory.url.appendingPathComponent("idle.db").path
+        let report = try Backup.copy(from: fixture.directory.databasePath, to: destination)
+        #expect(report.integrity == "ok")
+        #expect(!FileManager.default.fileExists(atPath: destination + "-wal"), "one file: the WAL folded into it")
+        #expect(try PersistedComponents.read(destination).count(Title.self) == ids.count)
+        let copied = try DatabaseInspection.inspect(path: destination)
+        #expect(copied.crashCount == 41, "the WAL's commit is in the copy")
+        #expect(copied.cleanShutdown == true)
+        #expect(StoreLocation(path: fixture.directory.databasePath).walBytes > 0, "the source is as it was")
     }
 
     @Test func aRestoreRefusesAnOpenDocumentAndSetsAsideWhatItReplaces() throws {

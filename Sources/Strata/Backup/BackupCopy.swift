@@ -21,6 +21,8 @@ final class BackupCopy {
     private(set) var pageCount = 0
     /// The longest step so far: what a batch waited behind the backup at most.
     private(set) var longestStep: Duration = .zero
+    /// See ``BackupCopier/filesAtStart``: never, for a copy of pages.
+    var filesAtStart: (AssetFiles.Outcome, Bool)?
 
     /// Starts a copy of `source`'s main database into a new file at `path` (through the VFS
     /// `vfs`, nil: the default). Throws if the file cannot be made.

@@ -7,7 +7,8 @@ struct BackupRequest: Sendable {
     var scheduled = false
     /// The VFS the copy is written through (tests inject faults); nil: the default.
     var vfs: String?
-    /// Pages of the first step (later ones adapt to `[backup] step_budget_ms`).
+    /// Pages of the first step, copied as pages or as the file's bytes (later ones adapt to
+    /// `[backup] step_budget_ms`).
     var pagesPerStep: Int32 = 256
     /// Called on the writer thread after each step that did not finish the copy, with the
     /// steps so far (tests hold the writer there to commit a batch between two steps).

@@ -12,6 +12,8 @@ extension Writer {
     /// Runs the checkpoint ``CheckpointPolicy`` asks for, if any; `forced` asks for one
     /// whatever the interval (after an app transition). Writer thread.
     func checkpointIfNeeded(forced: Bool = false) {
+        // A backup is copying the file: a checkpoint would change it under the copy.
+        guard !backups.holdsFile else { return }
         if diskGuard.low && pendingWalBytes > 0 {
             // Below min_free_disk_mb the WAL must not hold space the next commit needs: each
             // commit goes into the file at once and the WAL is truncated (the page cost of a

@@ -134,7 +134,7 @@ extension Writer {
         do {
             try store.withConnection { db in
                 if walModeLost { returnToWAL(db) }
-                let bulk = batch.isBulk && leaveWAL(db)
+                let bulk = batch.isBulk && !backups.holdsFile && leaveWAL(db)   // a backup copying the file: through the WAL
                 defer { if bulk { returnToWAL(db) } }
                 let full = batch.durability == .full || bulk
                 if full { try db.execute(sql: "PRAGMA synchronous = FULL") }

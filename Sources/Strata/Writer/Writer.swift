@@ -91,6 +91,7 @@ final class Writer: @unchecked Sendable {
         diskGuard = DiskGuard(context)
         lastCheckpoint = clock.now()
         metrics.update { $0.recordBacklog(segmentLog) }
+        backups.writer = self
     }
 
     func start() {

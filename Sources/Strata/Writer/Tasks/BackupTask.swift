@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Backups on the writer thread (`Sources/Strata/Backup`): the pages of one backup at a
 /// time are copied from the writer's connection in steps of about `[backup]
@@ -17,7 +18,9 @@ final class BackupTask: WriterTask {
     let requests = BackupRequests()
     /// Where scheduled backups go; nil when `[backup] keep` is 0.
     let folder: BackupFolder?
-    private var running: (request: BackupRequest, copy: BackupCopy, started: Instant)?
+    private var running: (request: BackupRequest, copy: any BackupCopier, started: Instant)?
+    /// The writer, for the checkpoint a copy of the file starts with (set once it is made).
+    weak var writer: Writer?
     /// The wall-clock time (Unix ms) of the last scheduled backup started, or of the newest
     /// found in the folder.
     var lastScheduled: Int64?
@@ -46,13 +49,12 @@ final class BackupTask: WriterTask {
         do {
             let done = try context.store.withConnection { db -> Bool in
                 guard try copy.step() else { return false }
-                // The copy is the document as of now: its files are placed before anything else commits.
-                let source = request.target.source, staging = request.target.staging
-                let assets = try AssetFiles.place(try AssetFiles.present(db), from: source.assetsPath, to: staging.assetsPath)
-                let parked = FileManager.default.fileExists(atPath: source.rejectedPath)
-                if parked { try AssetFiles.copy(source.rejectedPath, to: staging.rejectedPath) }
+                // A copy of pages is the document as of its last step: its files are placed now,
+                // before anything else commits (a copy of the file placed them at its start).
+                if copy.filesAtStart == nil { copy.filesAtStart = try placeFiles(of: request.target, db) }
                 copy.close()
-                hand(StagedBackup(target: request.target, pages: copy.pageCount, steps: copy.steps, longestStep: copy.longestStep,
+                let (assets, parked) = copy.filesAtStart!
+                hand(StagedBackup(target: request.target, pages: copy.pages, steps: copy.steps, longestStep: copy.longestStep,
                                   copyTime: stopwatch.now().duration(since: started), assets: assets, parkedRowsCopied: parked),
                      to: request)
                 return true
@@ -71,12 +73,37 @@ final class BackupTask: WriterTask {
         }
     }
 
+    /// Links the asset files the document lists now into the copy's folder, and copies its
+    /// parked rows.
+    private func placeFiles(of target: BackupTarget, _ db: Database) throws -> (AssetFiles.Outcome, Bool) {
+        let (source, staging) = (target.source, target.staging)
+        let assets = try AssetFiles.place(try AssetFiles.present(db), from: source.assetsPath, to: staging.assetsPath)
+        let parked = FileManager.default.fileExists(atPath: source.rejectedPath)
+        if parked { try AssetFiles.copy(source.rejectedPath, to: staging.rejectedPath) }
+        return (assets, parked)
+    }
+
     /// Starts the next backup asked for, or a scheduled one. False if none could start.
+    ///
+    /// When a PASSIVE checkpoint (it never waits) copies the whole WAL back, the file holds
+    /// every commit, and stays as it is while the writer does not checkpoint (``holdsFile``:
+    /// commits go to the WAL only): the file itself is copied, a few MB a step
+    /// (``FileBackup``), as of that commit, its asset files linked at once. Otherwise (a
+    /// reader holds an older snapshot, the disk is nearly full, a test's VFS) SQLite's online
+    /// backup copies the pages (``BackupCopy``), and the copy is as of its last step.
     private func start() -> Bool {
         guard let request = requests.next() ?? scheduledRequest() else { return false }
         do {
-            let copy = try context.store.withConnection { db in
-                try BackupCopy(from: db, to: request.target.staging.path, vfs: request.vfs, pagesPerStep: request.pagesPerStep)
+            // The checkpoint first, outside the connection's closure (it takes the connection itself).
+            let wholeFile = request.vfs == nil && writer.map { !$0.diskGuard.low && $0.checkpoint(.passive) } == true
+            let copy: any BackupCopier = try context.store.withConnection { db in
+                if wholeFile {
+                    let file = try FileBackup(from: request.target.source.path, to: request.target.staging.path,
+                                              pageSize: context.settings.pageSize, firstStepPages: Int(request.pagesPerStep))
+                    file.filesAtStart = try placeFiles(of: request.target, db)
+                    return file
+                }
+                return try BackupCopy(from: db, to: request.target.staging.path, vfs: request.vfs, pagesPerStep: request.pagesPerStep)
             }
             running = (request, copy, MonotonicClock().now())
             return true
@@ -86,6 +113,10 @@ final class BackupTask: WriterTask {
             return false
         }
     }
+
+    /// A copy of the file is running: the writer must not checkpoint nor leave WAL mode (both
+    /// write the file) until it is done.
+    var holdsFile: Bool { running?.copy is FileBackup }
 
     /// Verifies and names the copy on a thread of its own, then tells whoever asked.
     private func hand(_ staged: StagedBackup, to request: BackupRequest) {
