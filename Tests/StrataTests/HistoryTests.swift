@@ -201,4 +201,31 @@ import Testing
             #expect(throws: HistoryError.self, "\(bad)") { try HistoryTime.parse(bad, now: now) }
         }
     }
+
+    @Test func aRewindOfReplicatedValuesReachesTheOtherDevices() throws {
+        let a = try Replica("rewind-a") { $0.config.history.keep = .seconds(600) }
+        let b = try Replica("rewind-b")
+        let server = LoopbackServer()
+        let label = a.world.spawn(SharedLabel("first"))
+        let id = try #require(a.world.id(of: label))
+        #expect(a.engine.flushNow())
+        let before = a.wall.milliseconds
+        a.wall.advance(by: .seconds(5))
+        a.world.insert(SharedLabel("second"), for: label)
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        server.pullAll(into: b)
+        #expect(b.entity(id).flatMap { b.world.get(SharedLabel.self, for: $0) } == SharedLabel("second"))
+
+        a.wall.advance(by: .seconds(5))
+        try a.engine.rewind(to: date(before))
+        #expect(a.world.get(SharedLabel.self, for: label) == SharedLabel("first"))
+        #expect(a.engine.flushNow())
+        try server.push(from: a)
+        server.pullAll(into: b)
+        #expect(b.entity(id).flatMap { b.world.get(SharedLabel.self, for: $0) } == SharedLabel("first"),
+                "the value set back is logged with a new stamp, and wins on the other device")
+        try a.engine.shutdown()
+        try b.engine.shutdown()
+    }
 }

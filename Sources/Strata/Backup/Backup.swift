@@ -4,15 +4,18 @@ import Foundation
 ///
 /// A backup is a complete document: the database as of one commit, with its own clean
 /// mark, its asset files (hard-linked where the file system allows, copied where not)
-/// and its parked rows. It is made in three stages:
+/// and its parked rows. It is made in two stages:
 ///
-///     writer thread: pages copied a step at a time ──▶ assets linked (same instant)
+///     writer thread: copied a step at a time between batches, asset files linked
 ///         ──▶ a thread of its own: clean mark, integrity_check, fsync, renamed into place
 ///
-/// - The pages are copied by SQLite's online backup from the writer's own connection
-///   (`BackupCopy`), a bounded step between batches (`BackupTask`): a batch waits for
-///   one step at most, and the tick thread does nothing for it. Batches committed between
-///   steps go into the copy too.
+/// - When a passive checkpoint folds the whole WAL back into the file, the file itself is
+///   copied (`FileBackup`, `sendfile(2)`, a few MB a step) while the writer holds its
+///   checkpoints: commits go on into the WAL, the file does not change, and the copy is the
+///   document as of that checkpoint. When a reader holds an older snapshot, SQLite's online
+///   backup copies the pages instead (`BackupCopy`), and batches committed between its
+///   steps go into the copy too. Either way a batch waits for one step at most
+///   (`BackupTask`), and the tick thread does nothing for it.
 /// - Until it is verified, the copy has a temporary, hidden name beside the final one
 ///   (`.NAME.partial-…`): a crash, a full disk or a failed check never leaves a file
 ///   under the final name. The final name is taken with `link(2)`, which never replaces a

@@ -41,8 +41,10 @@ final class FileBackup: BackupCopier {
 
     func adapt(took: Duration, budget: Duration) {
         guard took > .zero else { return }
-        let scaled = Double(stepBytes) * min(4, max(0.25, budget / took))
-        stepBytes = Int(min(Double(256 << 20), max(Double(pageSize), scaled)))
+        // At most twice as much as the last step, and 8 MB: a step that meets a busy disk
+        // takes longer than the last one said.
+        let scaled = Double(stepBytes) * min(2, max(0.25, budget / took))
+        stepBytes = Int(min(Double(8 << 20), max(Double(pageSize), scaled)))
     }
 
     func close() { file.close() }

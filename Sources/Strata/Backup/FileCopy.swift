@@ -1,6 +1,6 @@
 import Foundation
 
-/// A file copied a bounded number of bytes at a time, with `copy_file_range(2)` (the kernel
+/// A file copied a bounded number of bytes at a time, with `sendfile(2)` (the kernel
 /// copies, no bytes through this process; read and write where it cannot), into a new file
 /// (never over one). ``BackupTask`` copies a checkpointed document's file this way between
 /// batches; `strata backup` copies an idle document and its WAL. Writer thread, or a tool's.
@@ -45,6 +45,10 @@ final class FileCopy {
             longestStep = max(longestStep, stopwatch.now().duration(since: started))
         }
         var left = min(bytes, size - copied)
+        let start = copied
+        // Starts the writeback of what this step wrote (the copy is synced once, later): dirty
+        // pages left to pile up make the kernel throttle a later step, and the writer with it.
+        defer { _ = posix_fadvise(output, off_t(start), off_t(copied - start), POSIX_FADV_DONTNEED) }
         while left > 0 {
             var n = sendfile(output, input, nil, left)
             if n < 0 && [EXDEV, ENOSYS, EINVAL, EOPNOTSUPP].contains(errno) { n = try readWrite(left) }

@@ -8,8 +8,9 @@ struct BackupCommand: ParsableCommand {
         commandName: "backup",
         abstract: "Copy a document, running or not, into a verified backup.",
         discussion: """
-            Copies SRC's pages in one read transaction of a connection of its own (a running \
-            engine's writer goes on: in WAL mode it is not blocked), with its asset files \
+            Copies SRC (when nobody has it open, its file and WAL under its owner lock; when an engine \
+            has it open, its pages in one read transaction of a connection of its own: the running \
+            engine's writer goes on, not blocked in WAL mode), with its asset files \
             (hard-linked where possible) and parked rows, then marks the copy clean, runs \
             PRAGMA integrity_check on it, syncs it and only then gives it the name DEST. DEST must \
             not exist (a backup never replaces a file); a failure leaves nothing under that name \
