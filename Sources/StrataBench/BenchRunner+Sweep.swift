@@ -49,7 +49,8 @@ extension BenchRunner {
                 for result in try runTogether(strategies, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder) {
                     progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, p99 %.3f ms, reload %@", result.name as NSString,
                                     result.setupSeconds, result.tickRateHz, result.bytesWrittenPerSec, result.tickP99Ms,
-                                    (result.reloadMs.map { String(format: "%.0f ms", $0) } ?? "-") as NSString))
+                                    (result.reloadMs.map { String(format: "%.0f ms", $0) } ?? "-") as NSString)
+                             + (result.historyBytesPerSec.map { String(format: "; history kept %.0f bytes a second", $0) } ?? ""))
                     results.append(result)
                 }
             }

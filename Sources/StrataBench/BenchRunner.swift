@@ -29,6 +29,8 @@ package struct BenchOptions: Codable, Sendable, Equatable {
     package var strataBacklogBytes: Int?
     /// Strata compacts with this method only (`merge`, `fold`; nil: the cheaper).
     package var strataCompactionMethod: String?
+    /// Strata keeps a history window this long (`[history] keep_secs`; nil: none).
+    package var strataHistory: Duration?
     /// The canvas sweep also runs Strata busy (about 100 operations a second) and on
     /// battery at its smallest size.
     package var canvasExtras = true
@@ -94,6 +96,8 @@ package struct StrategyResult: Codable, Sendable {
     package var compactionSteps: Int?
     /// Strata: the file the setup produced (its first save), in bytes.
     package var fileBytes: Int?
+    /// Strata with `--history-secs`: bytes its history window keeps per second of window.
+    package var historyBytesPerSec: Double?
     /// Strata: transactions committed to the WAL during the run, the pages they wrote per
     /// commit, and per commit by B-tree (``PageWrites``).
     package var commits: Int?
@@ -145,7 +149,8 @@ package enum BenchRunner {
     }
 
     static func strataSettings(_ options: BenchOptions) throws -> StrataStrategy.Settings {
-        var settings = StrataStrategy.Settings(pageSize: options.strataPageSize, backlogBytes: options.strataBacklogBytes)
+        var settings = StrataStrategy.Settings(pageSize: options.strataPageSize, backlogBytes: options.strataBacklogBytes,
+                                               history: options.strataHistory)
         if let mode = options.strataAutoVacuum {
             guard let parsed = AutoVacuum(rawValue: mode) else {
                 throw BenchError("unknown auto_vacuum \"\(mode)\"; known: \(AutoVacuum.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -347,6 +352,7 @@ package enum BenchRunner {
             reloadMs: reload?.milliseconds, setupSeconds: run.setupSeconds, setupBytes: run.setupBytes,
             compactionRounds: compactions?.rounds, compactionSteps: compactions?.steps)
         result.fileBytes = run.fileBytes
+        result.historyBytesPerSec = run.strategy.historyBytesPerSecond
         return result
     }
 

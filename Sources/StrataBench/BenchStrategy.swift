@@ -58,6 +58,9 @@ package protocol BenchStrategy: AnyObject {
     var fileBytes: Int? { get }
     /// Disk counters for strategies that do not go through SQLite: (sync requests, writes, bytes).
     var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { get }
+    /// Strata with a history window (`--history-secs`): the bytes it keeps per second of window,
+    /// read at the end of the run.
+    var historyBytesPerSecond: Double? { get }
 }
 
 extension BenchStrategy {
@@ -68,6 +71,7 @@ extension BenchStrategy {
     package var backgroundCPU: Duration { .zero }
     package var fileBytes: Int? { nil }
     package var ownDiskCounts: (syncs: Int, writes: Int, bytes: Int)? { nil }
+    package var historyBytesPerSecond: Double? { nil }
 }
 
 /// The workload's components for the Strata strategies.

@@ -22,6 +22,7 @@ final class StrataStrategy: BenchStrategy {
     private(set) var vfs: CountingVFS?
     private var endMetrics: PersistenceMetrics?
     private(set) var fileBytes: Int?
+    private(set) var historyBytesPerSecond: Double?
 
     /// What a run may change from the defaults.
     struct Settings {
@@ -32,6 +33,8 @@ final class StrataStrategy: BenchStrategy {
         /// `compaction.backlog_mb`, in bytes (small, so that compaction happens during a run).
         var backlogBytes: Int?
         var compactionMethod: CompactionPolicy.Method?
+        /// `history.keep_secs`.
+        var history: Duration?
     }
 
     /// `power`: nil for the default (no power monitor: mains power without a battery).
@@ -53,6 +56,7 @@ final class StrataStrategy: BenchStrategy {
         if let autoVacuum = settings.autoVacuum { extras.append("auto_vacuum \(autoVacuum.rawValue)") }
         if let backlog = settings.backlogBytes { extras.append("compaction past \(backlog / 1024) KB of log") }
         if let method = settings.compactionMethod { extras.append("always \(method.rawValue)") }
+        if let history = settings.history { extras.append("a \(Int(history.seconds)) s history window") }
         return "Strata, \(label): derived every \(Int(derivedInterval.seconds)) s, critical within 1 s"
             + (extras.isEmpty ? "" : "; " + extras.joined(separator: ", "))
     }
@@ -82,6 +86,7 @@ final class StrataStrategy: BenchStrategy {
         config.database.path = directory.appendingPathComponent("\(name).db").path
         if let pageSize = settings.pageSize { config.database.pageSize = pageSize }
         if let autoVacuum = settings.autoVacuum { config.database.autoVacuum = autoVacuum }
+        if let history = settings.history { config.history.keep = history }
         if let backlog = settings.backlogBytes {
             config.compaction.backlogBytes = backlog
             config.compaction.idleBacklogBytes = min(config.compaction.idleBacklogBytes, backlog)
@@ -122,6 +127,9 @@ final class StrataStrategy: BenchStrategy {
         // (without this, pages committed since the last checkpoint would be left out).
         engine?.flushNow(reason: .explicitSave)
         endMetrics = engine?.metrics
+        if settings.history != nil, let window = try? engine?.history(), window.endMilliseconds > window.startMilliseconds {
+            historyBytesPerSecond = Double(window.bytes) / (Double(window.endMilliseconds - window.startMilliseconds) / 1000)
+        }
     }
 
     func close() throws {

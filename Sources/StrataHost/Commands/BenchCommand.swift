@@ -46,6 +46,9 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("auto-vacuum"), help: "Strata's database.auto_vacuum: incremental or none (default: the config's).")
     var autoVacuum: String?
 
+    @Option(name: .customLong("history-secs"), help: "Strata keeps a history window this long ([history] keep_secs); the sweep says what it keeps a second.")
+    var historySecs: Double?
+
     @Option(name: .customLong("compaction-backlog-kb"), help: "Strata's compaction.backlog_mb, in KB (default: the config's; 64 with --sweep-entities, so that compaction runs at least twice in 60 s at every size).")
     var compactionBacklogKB: Double?
 
@@ -79,6 +82,7 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--auto-vacuum must be one of: \(AutoVacuum.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if let compactionBacklogKB, !(compactionBacklogKB > 0) { throw ValidationError("--compaction-backlog-kb must be positive") }
+        if let historySecs, !(historySecs > 0 && historySecs <= 30 * 86_400) { throw ValidationError("--history-secs must be a positive number of seconds, at most 30 days") }
         if let `repeat`, `repeat` < 1 { throw ValidationError("--repeat must be at least 1") }
         if `repeat` != nil, strategies != nil { throw ValidationError("--repeat runs the baseline, Strata and the twin; leave out --strategies") }
         if let sweepEntities, sizes(sweepEntities) == nil {
@@ -105,6 +109,7 @@ struct BenchCommand: ParsableCommand {
         options.strataPageSize = pageSize
         options.strataAutoVacuum = autoVacuum
         options.strataBacklogBytes = (compactionBacklogKB ?? (sweep == nil ? nil : 64)).map { Int($0 * 1024) }
+        options.strataHistory = historySecs.map { .milliseconds(Int64($0 * 1000)) }
         options.strataCompactionMethod = compactionMethod
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("strata-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: work) }
