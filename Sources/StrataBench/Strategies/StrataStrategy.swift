@@ -23,6 +23,7 @@ final class StrataStrategy: BenchStrategy {
     private var endMetrics: PersistenceMetrics?
     private(set) var fileBytes: Int?
     private(set) var historyBytesPerSecond: Double?
+    private var historyAtStart: HistoryWindow?
 
     /// What a run may change from the defaults.
     struct Settings {
@@ -111,6 +112,7 @@ final class StrataStrategy: BenchStrategy {
         fileBytes = (try? FileManager.default.attributesOfItem(atPath: config.database.path)[.size] as? Int) ?? nil
         observer.measuring = true
         startMetrics = engine.metrics
+        historyAtStart = settings.history == nil ? nil : try? engine.history()
         self.engine = engine
     }
 
@@ -127,8 +129,10 @@ final class StrataStrategy: BenchStrategy {
         // (without this, pages committed since the last checkpoint would be left out).
         engine?.flushNow(reason: .explicitSave)
         endMetrics = engine?.metrics
-        if settings.history != nil, let window = try? engine?.history(), window.endMilliseconds > window.startMilliseconds {
-            historyBytesPerSecond = Double(window.bytes) / (Double(window.endMilliseconds - window.startMilliseconds) / 1000)
+        // What the run added to the window (the setup's save is in it too, and is not the run's).
+        if settings.history != nil, let start = historyAtStart, let window = try? engine?.history(),
+           window.endMilliseconds > start.endMilliseconds {
+            historyBytesPerSecond = Double(window.bytes - start.bytes) / (Double(window.endMilliseconds - start.endMilliseconds) / 1000)
         }
     }
 
