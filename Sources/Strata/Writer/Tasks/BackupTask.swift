@@ -1,12 +1,13 @@
 import Foundation
 import GRDB
 
-/// Backups on the writer thread (`Sources/Strata/Backup`): the pages of one backup at a
-/// time are copied from the writer's connection in steps of about `[backup]
-/// step_budget_ms`, between batches, so a batch waits for one step at most. When the last
-/// step is done, the asset files and parked rows are put beside the copy at once (nothing
-/// commits in between), and a thread of the backup's own verifies it and gives it its
-/// name (``StagedBackup``): the writer does not wait for the check.
+/// Backups on the writer thread (`Sources/Strata/Backup`), one at a time, copied in steps
+/// of about `[backup] step_budget_ms` between batches, so a batch waits for one step at
+/// most: the checkpointed file itself (``FileBackup``), or the pages from the writer's
+/// connection (``BackupCopy``; see ``start()``). The asset files and parked rows are put
+/// beside the copy at the instant it is of (nothing commits in between), and a thread of
+/// the backup's own verifies it and gives it its name (``StagedBackup``): the writer does
+/// not wait for the check.
 ///
 /// Backups are asked for (``Engine/startBackup(to:completion:)``) or scheduled by
 /// `[backup]`: every `interval_secs` on mains power, every `battery_interval_secs` on
