@@ -8,7 +8,13 @@ enum HistoryReader {
     /// The window as the file has it; nil when it keeps no flush.
     static func window(_ db: Database) throws -> HistoryWindow? {
         guard try db.tableExists("history_flushes") else { return nil }
-        let flushes = try Row.fetchAll(db, sql: "SELECT at, reason, keys, spawns, despawns FROM history_flushes ORDER BY id").map { row in
+        // Typed by the query (a damaged row reads as zeros and an empty reason, never a crash).
+        let flushes = try Row.fetchAll(db, sql: """
+            SELECT coalesce(CAST(at AS INTEGER), 0) AS at, coalesce(CAST(reason AS TEXT), '') AS reason,
+                   coalesce(CAST(keys AS INTEGER), 0) AS keys, coalesce(CAST(spawns AS INTEGER), 0) AS spawns,
+                   coalesce(CAST(despawns AS INTEGER), 0) AS despawns
+            FROM history_flushes ORDER BY id
+            """).map { row in
             HistoryFlush(atMilliseconds: row["at"], reasons: (row["reason"] as String).split(separator: ",").map(String.init),
                          keys: row["keys"], spawns: row["spawns"], despawns: row["despawns"])
         }

@@ -18,38 +18,22 @@ public struct HistorySnapshot: Sendable, Equatable, Codable {
     public var digest: WorldDigest
 
     static func read(at milliseconds: Int64, _ db: Database, window: HistoryWindow) throws -> HistorySnapshot {
-        var ids: [EntityNumber: EntityID] = [:]
-        let entities = try Row.fetchCursor(db, sql: HistoryQueries.entities(asOf: milliseconds), arguments: [milliseconds])
-        while let row = try entities.next() {
-            let data: Data = row[1]
-            if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[row[0]] = id }
-        }
-        var values: [SegmentKey: [UInt8]] = [:]
-        let base = try Row.fetchCursor(db, sql: HistoryQueries.baseRows(asOf: milliseconds))
-        while let row = try base.next() {
-            let key = SegmentKey(entity: row[0], typeID: row[1])
-            guard ids[key.entity] != nil else { continue }
-            values[key] = [UInt8](row[3] as Data)
-        }
+        var newest: [SegmentKey: [UInt8]?] = [:]
         _ = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.history"), through: milliseconds) { record, _ in
-            guard ids[record.key.entity] != nil else { return }
-            values[record.key] = record.isRemoval ? nil : Array(record.payload)
+            newest[record.key] = record.isRemoval ? .some(nil) : Array(record.payload)
         }
-        let names = try ComponentTypeNames.all(db)
         var counts: [String: Int] = [:]
         var accumulator = WorldDigest.Accumulator()
-        for (key, payload) in values {
-            guard let name = names[key.typeID], let id = ids[key.entity] else { continue }
-            counts[name, default: 0] += 1
-            payload.withUnsafeBytes { accumulator.add(type: name, entity: id, payload: $0) }
+        let entities = try DatabaseInspection.forEachValue(db, newest: newest, asOf: milliseconds) { type, id, payload in
+            counts[type, default: 0] += 1
+            accumulator.add(type: type, entity: id, payload: payload)
         }
         return HistorySnapshot(atMilliseconds: milliseconds,
                                flushMilliseconds: window.flushes.last { $0.atMilliseconds <= milliseconds }?.atMilliseconds,
-                               entityCount: ids.count, components: counts,
+                               entityCount: entities ?? 0, components: counts,
                                digest: accumulator.digest(replicated: try ComponentTypeNames.replicated(db)))
     }
 }
-
 
 /// The history of a document read from its file (`strata history`, `strata inspect --at`),
 /// whether an engine has it open or not. Any thread.

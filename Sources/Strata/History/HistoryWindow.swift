@@ -52,7 +52,7 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// ISO 8601, in UTC, with milliseconds.
-    static func format(_ milliseconds: Int64) -> String {
+    package static func format(_ milliseconds: Int64) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))

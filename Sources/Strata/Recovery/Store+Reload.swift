@@ -72,101 +72,99 @@ extension Store {
         var summary = LoadSummary()
         let clock = MonotonicClock()
         let started = clock.now()
-        do {
-                var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger)
+        var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger)
 
-                // Entities in number order: the world gives them indices 0, 1, 2… in that order.
-                let entitiesStatement = try db.makeStatement(sql: HistoryQueries.entities(asOf: asOf))
-                defer { withExtendedLifetime(entitiesStatement) {} }
-                let entities = entitiesStatement.sqliteStatement
-                if let asOf { sqlite3_bind_int64(entities, 1, asOf) }
-                let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
-                world.reserveEntities(expected)
-                var numbers: [EntityNumber] = []
-                numbers.reserveCapacity(expected)
-                while sqlite3_step(entities) == SQLITE_ROW {
-                    guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil else {
-                        summary.malformedEntityRows += 1
-                        continue
-                    }
-                    let number = sqlite3_column_int64(entities, 0)
-                    let entity = world.makeEntity(id: id, number: number, spawnPending: false)
-                    precondition(entity.index == UInt32(numbers.count))
-                    numbers.append(number)
-                }
-                summary.entities = numbers.count
-                let entitiesLoaded = clock.now()
-
-                // Base rows, in (entity_num, type_id) order: a merge with `numbers`.
-                let baseStatement = try db.makeStatement(sql: HistoryQueries.baseRows(asOf: asOf))
-                defer { withExtendedLifetime(baseStatement) {} }
-                let base = baseStatement.sqliteStatement
-                var position = 0
-                var baseBytes = 0
-                while sqlite3_step(base) == SQLITE_ROW {
-                    let number = sqlite3_column_int64(base, 0)
-                    while position < numbers.count && numbers[position] < number { position += 1 }
-                    log.baseRows += 1
-                    let payload = columnBlob(base, 3)
-                    baseBytes += payload.count
-                    guard position < numbers.count && numbers[position] == number else {
-                        summary.orphanRows += 1
-                        continue
-                    }
-                    loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
-                                 payload: payload, at: UInt32(position))
-                }
-                loader.flush()
-                if log.baseRows > 0 { log.baseRowBytes = baseBytes / log.baseRows + 16 }
-                let baseLoaded = clock.now()
-
-                // The segment log, in commit order. Which record of each key is the newest
-                // (live) is kept in flat arrays, by column and entity, and handed to the log
-                // at the end: one dictionary insert per key, not one update per record.
-                let index = EntityNumberIndex(numbers)
-                let newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
-                let replay = try SegmentReplay.run(db, log: log, logger: logger, through: asOf) { record, seq in
-                    guard let entity = index.index(of: record.key.entity) else { return }   // gone: not live
-                    if let column = loader.column(of: record.key.typeID) {
-                        newest.note(column: column, entity: entity, seq: seq, bytes: record.approximateBytes)
-                        if let version = record.version {
-                            loader.put(column: column, version: version, payload: record.payload, at: entity)
-                        } else {
-                            loader.forget(column: column, entity: entity)
-                        }
-                    } else {
-                        loader.unknownTypeRows += record.isRemoval ? 0 : 1
-                        log.noteLive(record.key, seq: seq, bytes: record.approximateBytes)
-                    }
-                }
-                newest.hand(to: log) { column, entity in SegmentKey(entity: numbers[entity], typeID: typeIDs[column]!) }
-                summary.segments = replay.rows
-                summary.segmentRecords = replay.records
-                summary.unreadableSegments = replay.unreadableRows
-                // Numbers are never reused while a record or the history window may name them.
-                let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities") ?? 0
-                world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned) + 1
-                summary.unknownTypeRows = loader.unknownTypeRows
-                summary.undecodableRows = loader.undecodableRows
-                summary.olderPayloadRows = loader.olderPayloads.count
-                world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
-                if asOf == nil, summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
-                    logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id and \(summary.orphanRows) component rows of no entity")
-                }
-                let settings = try Store.readSettings(db)
-                world.loadSettings(settings.values)
-                summary.settings = settings.values.count
-                summary.unreadableSettings = settings.unreadable.count
-                if !settings.unreadable.isEmpty {
-                    logger.warning("reload: settings \(settings.unreadable.sorted()) kept but not loaded: a format this build does not know")
-                }
-                let done = clock.now()
-                logger.debug("""
-                    reload: \(numbers.count) entities in \(entitiesLoaded.duration(since: started)), \(log.baseRows) base rows in \
-                    \(baseLoaded.duration(since: entitiesLoaded)), \(replay.records) records of \(replay.rows) segments in \
-                    \(done.duration(since: baseLoaded))
-                    """)
+        // Entities in number order: the world gives them indices 0, 1, 2… in that order.
+        let entitiesStatement = try db.makeStatement(sql: HistoryQueries.entities(asOf: asOf))
+        defer { withExtendedLifetime(entitiesStatement) {} }
+        let entities = entitiesStatement.sqliteStatement
+        if let asOf { sqlite3_bind_int64(entities, 1, asOf) }
+        let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
+        world.reserveEntities(expected)
+        var numbers: [EntityNumber] = []
+        numbers.reserveCapacity(expected)
+        while sqlite3_step(entities) == SQLITE_ROW {
+            guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil else {
+                summary.malformedEntityRows += 1
+                continue
+            }
+            let number = sqlite3_column_int64(entities, 0)
+            let entity = world.makeEntity(id: id, number: number, spawnPending: false)
+            precondition(entity.index == UInt32(numbers.count))
+            numbers.append(number)
         }
+        summary.entities = numbers.count
+        let entitiesLoaded = clock.now()
+
+        // Base rows, in (entity_num, type_id) order: a merge with `numbers`.
+        let baseStatement = try db.makeStatement(sql: HistoryQueries.baseRows(asOf: asOf))
+        defer { withExtendedLifetime(baseStatement) {} }
+        let base = baseStatement.sqliteStatement
+        var position = 0
+        var baseBytes = 0
+        while sqlite3_step(base) == SQLITE_ROW {
+            let number = sqlite3_column_int64(base, 0)
+            while position < numbers.count && numbers[position] < number { position += 1 }
+            log.baseRows += 1
+            let payload = columnBlob(base, 3)
+            baseBytes += payload.count
+            guard position < numbers.count && numbers[position] == number else {
+                summary.orphanRows += 1
+                continue
+            }
+            loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
+                         payload: payload, at: UInt32(position))
+        }
+        loader.flush()
+        if log.baseRows > 0 { log.baseRowBytes = baseBytes / log.baseRows + 16 }
+        let baseLoaded = clock.now()
+
+        // The segment log, in commit order. Which record of each key is the newest
+        // (live) is kept in flat arrays, by column and entity, and handed to the log
+        // at the end: one dictionary insert per key, not one update per record.
+        let index = EntityNumberIndex(numbers)
+        let newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
+        let replay = try SegmentReplay.run(db, log: log, logger: logger, through: asOf) { record, seq in
+            guard let entity = index.index(of: record.key.entity) else { return }   // gone: not live
+            if let column = loader.column(of: record.key.typeID) {
+                newest.note(column: column, entity: entity, seq: seq, bytes: record.approximateBytes)
+                if let version = record.version {
+                    loader.put(column: column, version: version, payload: record.payload, at: entity)
+                } else {
+                    loader.forget(column: column, entity: entity)
+                }
+            } else {
+                loader.unknownTypeRows += record.isRemoval ? 0 : 1
+                log.noteLive(record.key, seq: seq, bytes: record.approximateBytes)
+            }
+        }
+        newest.hand(to: log) { column, entity in SegmentKey(entity: numbers[entity], typeID: typeIDs[column]!) }
+        summary.segments = replay.rows
+        summary.segmentRecords = replay.records
+        summary.unreadableSegments = replay.unreadableRows
+        // Numbers are never reused while a record or the history window may name them.
+        let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities") ?? 0
+        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned) + 1
+        summary.unknownTypeRows = loader.unknownTypeRows
+        summary.undecodableRows = loader.undecodableRows
+        summary.olderPayloadRows = loader.olderPayloads.count
+        world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
+        if asOf == nil, summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
+            logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id and \(summary.orphanRows) component rows of no entity")
+        }
+        let settings = try Store.readSettings(db)
+        world.loadSettings(settings.values)
+        summary.settings = settings.values.count
+        summary.unreadableSettings = settings.unreadable.count
+        if !settings.unreadable.isEmpty {
+            logger.warning("reload: settings \(settings.unreadable.sorted()) kept but not loaded: a format this build does not know")
+        }
+        let done = clock.now()
+        logger.debug("""
+            reload: \(numbers.count) entities in \(entitiesLoaded.duration(since: started)), \(log.baseRows) base rows in \
+            \(baseLoaded.duration(since: entitiesLoaded)), \(replay.records) records of \(replay.rows) segments in \
+            \(done.duration(since: baseLoaded))
+            """)
         return summary
     }
 }

@@ -8,27 +8,40 @@ extension DatabaseInspection {
     /// records as replicated. Reads only; O(file). Nil for a file with no world in it (an
     /// empty document).
     static func digest(_ db: Database, newest: [SegmentKey: [UInt8]?]) throws -> WorldDigest? {
+        var accumulator = WorldDigest.Accumulator()
+        guard try forEachValue(db, newest: newest, { accumulator.add(type: $0, entity: $1, payload: $2) }) != nil else { return nil }
+        return accumulator.digest(replicated: try ComponentTypeNames.replicated(db))
+    }
+
+    /// Calls `body` with every component value as a reload would give it (type name, entity
+    /// id, payload): with `asOf` (Unix ms), as the history window had it then
+    /// (`HistoryQueries`; `newest` then holds the records written by then). Returns the
+    /// entities, or nil for a file with no world in it. Rows that do not read as they
+    /// should (a damaged id) are skipped.
+    static func forEachValue(_ db: Database, newest: [SegmentKey: [UInt8]?], asOf: Int64? = nil,
+                             _ body: (String, EntityID, UnsafeRawBufferPointer) -> Void) throws -> Int? {
         guard try db.tableExists("components"), try db.tableExists("entities"), try db.tableExists("component_types")
         else { return nil }
         let names = try ComponentTypeNames.all(db)
+        let arguments: StatementArguments = asOf.map { [$0] } ?? []
         var ids: [EntityNumber: EntityID] = [:]
-        let entities = try Row.fetchCursor(db, sql: "SELECT num, id FROM entities")
+        let entities = try Row.fetchCursor(db, sql: HistoryQueries.entities(asOf: asOf), arguments: arguments)
         while let row = try entities.next() {
-            let data: Data = row["id"]
-            if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[row["num"]] = id }
+            guard let number = row["num"] as EntityNumber?, let data = row["id"] as Data? else { continue }
+            if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[number] = id }
         }
-        var accumulator = WorldDigest.Accumulator()
-        let rows = try Row.fetchCursor(db, sql: "SELECT entity_num, type_id, payload FROM components")
+        let rows = try Row.fetchCursor(db, sql: HistoryQueries.baseRows(asOf: asOf))
         while let row = try rows.next() {
-            let key = SegmentKey(entity: row["entity_num"], typeID: row["type_id"])
+            guard let number = row["entity_num"] as EntityNumber?, let typeID = row["type_id"] as Int64?,
+                  let payload = row["payload"] as Data? else { continue }
+            let key = SegmentKey(entity: number, typeID: typeID)
             guard newest[key] == nil, let id = ids[key.entity], let name = names[key.typeID] else { continue }
-            let payload: Data = row["payload"]
-            payload.withUnsafeBytes { accumulator.add(type: name, entity: id, payload: $0) }
+            payload.withUnsafeBytes { body(name, id, $0) }
         }
         for (key, record) in newest {
             guard let payload = record, let id = ids[key.entity], let name = names[key.typeID] else { continue }
-            payload.withUnsafeBytes { accumulator.add(type: name, entity: id, payload: $0) }
+            payload.withUnsafeBytes { body(name, id, $0) }
         }
-        return accumulator.digest(replicated: try ComponentTypeNames.replicated(db))
+        return ids.count
     }
 }

@@ -44,9 +44,5 @@ struct HistoryCommand: ParsableCommand {
         }
     }
 
-    static func time(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
-    }
+    static func time(_ milliseconds: Int64) -> String { HistoryError.format(milliseconds) }
 }

@@ -45,8 +45,6 @@ struct Compactor {
         /// The output rows' bytes (a merge's), and the time they carry.
         var outputSizes: [Int] = []
         var outputCreatedAt: Int64 = 0
-        /// Records of entities despawned within the history window folded into their kept rows.
-        var historyFolded = 0
         /// Keys written into base rows (fold), and base rows inserted or deleted by it.
         var keysFolded = 0
         var baseRowsInserted = 0
@@ -182,7 +180,6 @@ struct Compactor {
                 let record = newest[key]!
                 try HistoryRows.fold(key, version: record.version, payload: record.payload.map { UnsafeRawBufferPointer(rebasing: arena[$0]) }, db)
             }
-            result.historyFolded = despawnedKeys.count
             switch round.method {
             case .fold:
                 try fold(keys, newest, arena, db, &result)

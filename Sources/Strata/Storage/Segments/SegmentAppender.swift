@@ -28,9 +28,8 @@ final class SegmentAppender: BatchPart {
     private var records: [SegmentEncoder.Pending] = []
     /// The keys written by the open transaction, with their record sizes.
     private var pendingKeys: [(key: SegmentKey, bytes: Int32)] = []
-    private var pendingRows: (seq: Int64, rows: Int, bytes: Int, records: Int)?
-    /// The open transaction's rows: their time and bytes (``SegmentLog/rowTimes``).
-    private var pendingChunks: (createdAt: Int64, bytes: [Int])?
+    /// The open transaction's rows: their seq, time, each one's bytes (``SegmentLog/rowTimes``), records.
+    private var pendingRows: (seq: Int64, createdAt: Int64, sizes: [Int], records: Int)?
     /// Base rows a bulk batch wrote (added to the log's count once it commits).
     private var pendingBaseRows = 0
     /// A bulk batch's writes that go to base rows: their keys and payloads (reused).
@@ -80,11 +79,10 @@ final class SegmentAppender: BatchPart {
         guard !records.isEmpty else { return }
         let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
         try Segment.insert(chunks, seq: seq, createdAt: counts.committedAt, db)
-        let bytes = chunks.reduce(0) { $0 + $1.records.count }
-        pendingRows = (seq, chunks.count, bytes, records.count)
-        pendingChunks = (counts.committedAt, chunks.map(\.records.count))
+        let sizes = chunks.map(\.records.count)
+        pendingRows = (seq, counts.committedAt, sizes, records.count)
         counts.segmentRows += chunks.count
-        counts.segmentBytes += bytes
+        counts.segmentBytes += sizes.reduce(0, +)
     }
 
     /// A value whose encoding failed fails the commit with an error retrying cannot fix:
@@ -121,22 +119,18 @@ final class SegmentAppender: BatchPart {
         pendingBaseRows = 0
         guard let rows = pendingRows else { return }
         pendingRows = nil
-        log.noteRows(added: rows.rows, bytes: rows.bytes, records: rows.records)
-        if let (createdAt, sizes) = pendingChunks {
-            for (part, bytes) in sizes.enumerated() {
-                log.noteRowTime(id: Segment.id(seq: rows.seq, part: part), createdAt: createdAt, bytes: bytes)
-            }
+        log.noteRows(added: rows.sizes.count, bytes: rows.sizes.reduce(0, +), records: rows.records)
+        for (part, bytes) in rows.sizes.enumerated() {
+            log.noteRowTime(id: Segment.id(seq: rows.seq, part: part), createdAt: rows.createdAt, bytes: bytes)
         }
-        pendingChunks = nil
         for (key, bytes) in pendingKeys { log.noteLive(key, seq: rows.seq, bytes: bytes) }
         log.nextSeq = rows.seq + 1
-        log.lastID = Segment.id(seq: rows.seq, part: rows.rows - 1)
+        log.lastID = Segment.id(seq: rows.seq, part: rows.sizes.count - 1)
     }
 
     func didRollBack() {
         provisionalTypeIDs.removeAll()
         pendingRows = nil
-        pendingChunks = nil
         pendingBaseRows = 0
     }
 

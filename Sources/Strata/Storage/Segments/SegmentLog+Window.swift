@@ -25,12 +25,17 @@ extension SegmentLog {
         rowTimes.removeFirst(consumed)
     }
 
+    /// Row `id` left the log on its own (set aside as unreadable).
+    func forgetRowTime(id: Int64) {
+        rowTimes.removeAll { $0.id == id }
+    }
+
     /// What compaction may consume under a history window that starts at `cutoff` (Unix
     /// ms) and holds at most `maxBytes`: the rows older than the cutoff, then the oldest
     /// others while the rest is over the cap. Returns the last such row's id and their bytes
     /// (nil and 0: nothing may go).
     func outsideWindow(cutoff: Int64, maxBytes: Int) -> (endID: Int64?, bytes: Int) {
-        var remaining = rowTimes.reduce(0) { $0 + $1.bytes }
+        var remaining = bytes   // the rows' bytes, counted as they come and go
         var endID: Int64?
         var bytes = 0
         for row in rowTimes {

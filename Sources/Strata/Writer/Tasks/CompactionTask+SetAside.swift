@@ -24,6 +24,7 @@ extension CompactionTask {
                 return (bytes, records, try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments"))
             }
             segmentLog.noteRows(removed: 1, bytes: bytes, records: records)
+            segmentLog.forgetRowTime(id: id)
             segmentLog.unreadableRows = max(0, segmentLog.unreadableRows - 1)
             segmentLog.lastID = lastID
             if let current = round {
