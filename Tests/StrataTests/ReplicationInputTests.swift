@@ -102,6 +102,52 @@ import Testing
         try b.engine.shutdown()
     }
 
+    /// A pulled slice's values are decoded in runs of one type (`StagedValues`): every
+    /// value must end as it would one operation at a time, whatever the slice mixes.
+    @Test func aPulledSliceDecidesEveryValueAsOneOperationAtATimeDoes() throws {
+        let single = try Replica("slice-single"), sliced = try Replica("slice-runs")
+        let now = single.wall.milliseconds
+        let peer = NodeID()
+        let ids = (0 ..< 6).map { _ in EntityID() }
+        var seq: Int64 = 0
+        func op(_ operation: ReplicatedOperation, at offset: Int64 = 0, payload: [UInt8]? = nil) -> LoggedOperation {
+            seq += 1
+            return peerOperation(operation, node: peer, seq: seq, milliseconds: now + offset, payload: payload)
+        }
+        func label(_ id: EntityID, _ text: String, at offset: Int64 = 0) -> LoggedOperation {
+            op(.component(entity: id, type: SharedLabel.typeName, version: 1, payload: SharedLabel(text).encodedForTest[...]), at: offset)
+        }
+        func position(_ id: EntityID, _ x: Float) -> LoggedOperation {
+            op(.component(entity: id, type: SharedPosition.typeName, version: 1, payload: SharedPosition(x: x, y: -0.0).encodedForTest[...]))
+        }
+        let operations = [
+            label(ids[0], "a"), label(ids[1], "b"),
+            op(.component(entity: ids[2], type: SharedLabel.typeName, version: 1, payload: [0xFF])),   // does not decode, mid-run
+            label(ids[3], "d"),
+            label(ids[0], "a, later", at: 5),            // the same entity again in the run
+            label(ids[1], "b, earlier", at: -5),         // a lower stamp: superseded
+            position(ids[3], 1.5), position(ids[4], .nan),   // another type: a new run
+            op(.component(entity: ids[4], type: SharedPosition.typeName, version: 1, payload: nil), at: 1),   // removes a staged value
+            label(ids[5], "despawned next"), op(.despawn(entity: ids[5])),
+            label(ids[5], "after its despawn", at: 9),
+        ]
+        for operation in operations { single.engine.receiveOperation(operation) }
+        sliced.engine.receivePulled(operations)
+        #expect(sliced.world.digest() == single.world.digest())
+        #expect(sliced.world.get(SharedLabel.self, for: try #require(sliced.entity(ids[0]))) == SharedLabel("a, later"))
+        #expect(sliced.world.get(SharedLabel.self, for: try #require(sliced.entity(ids[1]))) == SharedLabel("b"))
+        #expect(sliced.world.get(SharedPosition.self, for: try #require(sliced.entity(ids[4]))) == nil)
+        #expect(sliced.entity(ids[5]) == nil)
+        let (a, b) = (single.engine.replicationStatus, sliced.engine.replicationStatus)
+        #expect(b.applied == a.applied && b.superseded == a.superseded && b.afterDespawn == a.afterDespawn && b.held == a.held)
+        #expect(b.heldNow == ["undecodable": 1])
+        #expect(Set(sliced.changes.map { "\($0)" }) == Set(single.changes.map { "\($0)" }))
+        #expect(sliced.engine.flushNow() && single.engine.flushNow())
+        try sliced.restart()
+        #expect(sliced.world.digest() == single.world.digest(), "and as committed")
+        try single.engine.shutdown(); try sliced.engine.shutdown()
+    }
+
     @Test func aChangeMadeHereAndNotYetLoggedWinsOverAnOperationThatArrivesBeforeItsFlush() throws {
         let a = try Replica("pending-a"), b = try Replica("pending-b")
         let server = LoopbackServer()

@@ -231,6 +231,38 @@ final class RawUpsertLoop {
     }
 }
 
+/// A replicated component: a position, as another device sends it.
+struct Position: Component {
+    static let typeName = "bench.position"
+    static let tier = Tier.derived
+    static let replication = Replication.lastWriterWins
+    var x: Float, y: Float
+    func encode(to p: inout PayloadWriter) { p.write(x); p.write(y) }
+    init(x: Float, y: Float) { self.x = x; self.y = y }
+    init(from p: inout PayloadReader, version: Int) throws { x = try p.read(); y = try p.read() }
+}
+
+/// `count` operations of another node, each setting the position of a new entity, in
+/// the wire format of `strata.component` (docs/sync.md): format 1, the entity's id, the
+/// type's name, the payload version, a presence flag, the value's length and bytes.
+func replicatedOperations(_ count: Int) -> [LoggedOperation] {
+    let node = NodeID()
+    let start = Int64(Date().timeIntervalSince1970 * 1000)
+    return (0 ..< count).map { i in
+        var value = PayloadWriter()
+        Position(x: Float(i), y: 1).encode(to: &value)
+        var payload = PayloadWriter()
+        payload.write(UInt8(1))
+        payload.write(EntityID())
+        payload.write(Position.typeName)
+        payload.write(Position.payloadVersion)
+        payload.write(true)
+        payload.write(value.bytes)
+        return LoggedOperation(node: node, seq: Int64(i + 1), timestamp: HybridTimestamp(milliseconds: start, counter: Int64(i % 60_000)),
+                               kind: "strata.component", payload: payload.bytes)
+    }
+}
+
 // MARK: Benchmarks
 
 let writerCommitMicros = BenchmarkMetric.custom("Writer commit (µs)", polarity: .prefersSmaller, useScalingFactor: false)
@@ -239,6 +271,11 @@ let syncRequests = BenchmarkMetric.custom("Sync requests", polarity: .prefersSma
 let bytesWritten = BenchmarkMetric.custom("Bytes written", polarity: .prefersSmaller, useScalingFactor: false)
 
 let keys = 10_000
+
+func microseconds(_ duration: Duration) -> Int {
+    let (seconds, attoseconds) = duration.components
+    return Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000)
+}
 
 let benchmarks: @Sendable () -> Void = {
     atexit { removeScratch() }
@@ -344,7 +381,7 @@ let benchmarks: @Sendable () -> Void = {
                   engine.flushNow(reason: .majorAction)   // derived: NORMAL, no checkpoint
                   benchmark.stopMeasurement()
                   let after = engine.metrics
-                  benchmark.measurement(writerCommitMicros, Int((after.totalCommitDuration - before.totalCommitDuration).nanoseconds / 1000))
+                  benchmark.measurement(writerCommitMicros, microseconds(after.totalCommitDuration - before.totalCommitDuration))
                   if let a = after.vfs, let b = before.vfs {
                       benchmark.measurement(syncRequests, a.syncs - b.syncs)
                       benchmark.measurement(bytesWritten, a.writeBytes - b.writeBytes)
@@ -413,10 +450,24 @@ let benchmarks: @Sendable () -> Void = {
                   logEngine.flushNow(reason: .majorAction)
                   benchmark.stopMeasurement()
                   let after = logEngine.metrics
-                  benchmark.measurement(writerCommitMicros, Int((after.totalCommitDuration - before.totalCommitDuration).nanoseconds / 1000))
+                  benchmark.measurement(writerCommitMicros, microseconds(after.totalCommitDuration - before.totalCommitDuration))
               },
               setup: { logEngine = try! Engine.open(config: benchConfig(freshPath("oplog-writer.db")), logger: quiet) },
               teardown: { try! logEngine.shutdown() })
+    // Another device's replicated values arriving: 10k `strata.component` operations,
+    // one new entity each, received, applied and handed to the writer (the tick thread's
+    // whole share; the writer's commit is not in it). What a device joining a document pays.
+    Benchmark("Apply 10k pulled replicated values (tick thread: receive, apply, hand-off)",
+              configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds, maxIterations: 30),
+              closure: { benchmark in
+                  let engine = try! Engine.open(config: benchConfig(freshPath("replicated-apply.db")), components: [Position.self], logger: quiet)
+                  let operations = replicatedOperations(10_000)
+                  benchmark.startMeasurement()
+                  for operation in operations { engine.receiveOperation(operation) }
+                  engine.flush(reason: .documentSwitch)
+                  benchmark.stopMeasurement()
+                  try! engine.shutdown()
+              })
     Benchmark("Open with 1M logged operations from 10 nodes (vector clock rebuilt from the log)",
               configuration: .init(metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds, maxIterations: 5),
               closure: { _ in

@@ -43,16 +43,30 @@ extension Engine {
     public func receiveOperation(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
         owner.check("Engine")
         let receipt = logReceived(operation, handing: nil)
-        if receipt != .duplicate { noteReceived(1) }
+        if receipt != .duplicate {
+            finishApplyingReplicated()
+            noteReceived(1)
+        }
         return receipt
     }
 
     /// Logs a peer's operation and, when it is new, applies it (a replicated component's)
-    /// or hands it to `hook`. The bookkeeping is the caller's (``noteReceived(_:)``).
-    func logReceived(_ operation: LoggedOperation, handing hook: ((LoggedOperation) -> Void)?) -> LoggedOperation.Receipt {
-        let receipt = world.operationLog.receive(operation)
+    /// or hands it to `hook`. The bookkeeping is the caller's (``noteReceived(_:)``), and
+    /// so is ``finishApplyingReplicated()``: a replicated value may be staged.
+    /// The operation is moved into the log, not copied (a pull brings thousands).
+    func logReceived(_ operation: consuming LoggedOperation, handing hook: ((LoggedOperation) -> Void)?) -> LoggedOperation.Receipt {
+        let receipt = world.operationLog.admit(operation)
         guard receipt != .duplicate else { return receipt }
-        if ReplicatedOperation.isReplicated(kind: operation.kind) { applyReplicated(operation) } else { hook?(operation) }
+        if ReplicatedOperation.isReplicated(kind: operation.kind) {
+            world.applyReplicated(operation)   // logs nothing itself: the log's order is kept
+            world.operationLog.queue(operation)
+        } else {
+            world.operationLog.queue(copy operation)   // before the hook, which may log operations of its own
+            if let hook {
+                finishApplyingReplicated()   // the hook sees the world as the operations before left it
+                hook(operation)
+            }
+        }
         return receipt
     }
 

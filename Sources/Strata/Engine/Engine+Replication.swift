@@ -42,22 +42,30 @@ extension Engine {
         if adopted > 0 { logger.info("replication: \(adopted) values with no operation yet (a type that replicates since) will be logged") }
     }
 
-    /// Applies a replicated operation just logged, reports what could not be applied,
-    /// and tells the host what changed.
-    func applyReplicated(_ operation: LoggedOperation) {
-        let outcome = world.applyReplicated(operation)
-        switch outcome {
+    /// Applies what the replicated operations received so far staged, reports what could
+    /// not be applied, and tells the host what changed. Runs after every operation
+    /// received alone, after each pulled slice, and before a host's hook sees the world.
+    func finishApplyingReplicated() {
+        world.applyStaged()
+        if !world.replicas.notices.isEmpty {
+            for notice in world.replicas.notices { report(notice) }
+            world.replicas.notices.removeAll(keepingCapacity: true)
+        }
+        deliverReplicatedChanges()
+    }
+
+    private func report(_ notice: ReplicaNotice) {
+        switch notice.outcome {
         case .held(let reason):
             let count = world.replicas.status.held
             if count.nonzeroBitCount == 1 {   // the 1st, 2nd, 4th, 8th…: a storm is not a log flood
-                logger.warning("replication: operation \(operation.node):\(operation.seq) held (\(reason)); \(count) held so far, kept with the entity")
+                logger.warning("replication: operation \(notice.node):\(notice.seq) held (\(reason)); \(count) held so far, kept with the entity")
             }
         case .malformed(let error):
-            logger.error("replication: operation \(operation.node):\(operation.seq) does not parse (\(error)); kept in the log, not applied")
+            logger.error("replication: operation \(notice.node):\(notice.seq) does not parse (\(error)); kept in the log, not applied")
         default:
             break
         }
-        deliverReplicatedChanges()
     }
 
     /// Hands the changes applied since the last call to the host's observer.

@@ -75,7 +75,8 @@ extension Engine {
         var taken = 0
         while true {
             let (operations, acknowledged, more) = client.inbox.take(limit: Self.syncApplySlice)
-            taken += operations.count
+            let count = operations.count
+            taken += count
             receivePulled(operations)
             if let acknowledged, let server = client.serverNode {
                 recordAcknowledgement(from: server, clock: [nodeID: acknowledged])
@@ -85,7 +86,7 @@ extension Engine {
                 return
             }
             // A large pull: room for the entities it may bring, at once rather than by regrowing.
-            if taken == operations.count { world.reserveEntities(client.inbox.backlog) }
+            if taken == count { world.reserveEntities(client.inbox.backlog) }
             // Operations left (a large pull): the next end of tick takes more. What was applied
             // is drained in parts too: this tick's flush takes what is queued so far.
             if world.replicas.appliedSinceDrain >= Self.syncFlushEvery {
@@ -99,9 +100,12 @@ extension Engine {
     /// ``receiveOperation(_:)`` for a slice of pulled operations, with the bookkeeping done
     /// once for the slice (the critical tier, the vector-clock trigger, the flush event):
     /// each logged one is then applied (a replicated component's) or handed to the hook.
-    func receivePulled(_ operations: [LoggedOperation]) {
+    func receivePulled(_ operations: consuming [LoggedOperation]) {
         var logged = 0
-        for operation in operations where logReceived(operation, handing: syncApply) != .duplicate { logged += 1 }
+        for index in operations.indices where logReceived(operations.moveOut(at: index), handing: syncApply) != .duplicate {
+            logged += 1
+        }
+        finishApplyingReplicated()
         if logged > 0 { noteReceived(logged) }
     }
 

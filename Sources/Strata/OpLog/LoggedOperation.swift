@@ -25,6 +25,11 @@ public struct LoggedOperation: Sendable, Equatable {
         self.payload = payload
     }
 
+    /// What an operation moved out of an array leaves in its place (nothing to retain or free).
+    static let placeholder = LoggedOperation(id: EntityID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                                             node: NodeID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                                             seq: 0, timestamp: HybridTimestamp(rawValue: 0), kind: "", payload: [])
+
     /// What ``Engine/receiveOperation(_:)`` did with an operation from a peer.
     public enum Receipt: Sendable, Equatable {
         /// Logged; its node's sequence is contiguous up to it.
@@ -33,6 +38,16 @@ public struct LoggedOperation: Sendable, Equatable {
         case acceptedAfterGap
         /// Already logged (same node and sequence): nothing written.
         case duplicate
+    }
+}
+
+extension Array where Element == LoggedOperation {
+    /// Moves the operation at `index` out, leaving ``LoggedOperation/placeholder``: no
+    /// retain of its kind and payload, as a copy would take (a pull brings thousands).
+    mutating func moveOut(at index: Int) -> LoggedOperation {
+        var operation = LoggedOperation.placeholder
+        swap(&operation, &self[index])
+        return operation
     }
 }
 

@@ -37,7 +37,8 @@ public final class OperationLog {
     private let wallClock: @Sendable () -> Int64
     /// `[sync] max_clock_skew_secs` in milliseconds: how far ahead of the wall clock a
     /// peer's timestamp may be and still move this replica's clock.
-    var maxSkewMilliseconds: Int64 = 300_000
+    var maxSkewMilliseconds: Int64 = 300_000 { didSet { lastSkewBound = .min } }
+    private var lastSkewBound: Int64 = .min
 
     init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:],
          lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
@@ -63,7 +64,15 @@ public final class OperationLog {
     }
 
     /// Logs a peer's operation unless its (node, sequence) is logged already.
-    func receive(_ operation: LoggedOperation) -> LoggedOperation.Receipt {
+    func receive(_ operation: consuming LoggedOperation) -> LoggedOperation.Receipt {
+        let receipt = admit(operation)
+        if receipt != .duplicate { pending.append(operation) }
+        return receipt
+    }
+
+    /// Counts a peer's operation as logged unless its (node, sequence) is logged already
+    /// (the clocks move); the caller then queues it (``queue(_:)``), after using it.
+    func admit(_ operation: borrowing LoggedOperation) -> LoggedOperation.Receipt {
         precondition(operation.seq > 0, "operation sequences start at 1")
         let contiguous = vectorClock[operation.node] ?? 0
         if operation.seq <= contiguous || (!beyond.isEmpty && beyond[operation.node]?.contains(operation.seq) == true) {
@@ -71,17 +80,36 @@ public final class OperationLog {
         }
         // A timestamp too far ahead of this clock (a peer's clock set wrong) is logged but
         // not observed: every later local operation would be stamped that far ahead.
-        if operation.timestamp > clock.last, operation.timestamp.milliseconds <= wallClock() &+ maxSkewMilliseconds {
+        if operation.timestamp > clock.last, operation.timestamp.milliseconds <= skewBound(operation.timestamp.milliseconds) {
             clock.observe(operation.timestamp)
         }
-        log(operation)
+        count(node: operation.node, seq: operation.seq, contiguous: contiguous)
         return operation.seq == contiguous + 1 ? .accepted : .acceptedAfterGap
     }
 
-    private func log(_ operation: LoggedOperation) {
-        let n = operation.node
-        var contiguous = vectorClock[n] ?? 0
-        if operation.seq == contiguous + 1 {
+    /// The latest millisecond a peer's timestamp may carry and still move the clock: the
+    /// wall clock plus the skew, read again only when `milliseconds` is past the last
+    /// reading (it only grows, so a stale one is only too strict; a pull of thousands
+    /// reads the clock a few times, not once each).
+    private func skewBound(_ milliseconds: Int64) -> Int64 {
+        if milliseconds > lastSkewBound { lastSkewBound = wallClock() &+ maxSkewMilliseconds }
+        return lastSkewBound
+    }
+
+    /// Queues an operation ``admit(_:)`` accepted for the next critical drain.
+    func queue(_ operation: consuming LoggedOperation) {
+        pending.append(operation)
+    }
+
+    private func log(_ operation: consuming LoggedOperation) {
+        count(node: operation.node, seq: operation.seq, contiguous: vectorClock[operation.node] ?? 0)
+        pending.append(operation)
+    }
+
+    /// Moves the clocks for operation `seq` of node `n`, whose contiguous prefix is `contiguous`.
+    private func count(node n: NodeID, seq: Int64, contiguous: Int64) {
+        var contiguous = contiguous
+        if seq == contiguous + 1 {
             contiguous += 1
             // Read before modifying: a modify access of a missing key allocates storage.
             if !beyond.isEmpty, beyond[n] != nil {
@@ -95,9 +123,8 @@ public final class OperationLog {
                 lastClockChanged = n
             }
         } else {
-            beyond[n, default: []].insert(operation.seq)
+            beyond[n, default: []].insert(seq)
         }
-        pending.append(operation)
     }
 
     /// The missing sequences of each node that has any: between its contiguous prefix
@@ -120,7 +147,11 @@ public final class OperationLog {
     /// when `withClock` (after the operations: see invariant 4).
     func drain(into batch: WriteBatch, withClock: Bool) {
         if !pending.isEmpty {
-            batch.operations.append(contentsOf: pending)
+            if batch.operations.isEmpty {
+                swap(&batch.operations, &pending)   // moved, not copied
+            } else {
+                batch.operations.append(contentsOf: pending)
+            }
             pending.removeAll(keepingCapacity: true)
         }
         if !pendingAcks.isEmpty {

@@ -8,8 +8,12 @@ public struct OperationStamp: Comparable, Hashable, Sendable, Codable {
     public var nodeLow: UInt64
 
     public init(_ operation: LoggedOperation) {
-        timestamp = operation.timestamp.rawValue
-        (nodeHigh, nodeLow) = operation.node.withBytes { bytes in
+        self.init(timestamp: operation.timestamp, node: operation.node)
+    }
+
+    init(timestamp: HybridTimestamp, node: NodeID) {
+        self.timestamp = timestamp.rawValue
+        (nodeHigh, nodeLow) = node.withBytes { bytes in
             (bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self).bigEndian, bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self).bigEndian)
         }
     }

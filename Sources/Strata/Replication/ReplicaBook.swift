@@ -28,4 +28,17 @@ struct ReplicaBook {
     var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
     /// Reused by each log of the local changes.
     var keys: [ReplicatedKey] = []
+    /// Pulled values waiting to be decoded together (``World/applyStaged()``).
+    var staged = StagedValues()
+    /// Operations held or malformed since the engine last reported them.
+    var notices: [ReplicaNotice] = []
+    /// The column of ``ReplicaState``, once looked up (every applied value writes it).
+    var stateColumn: ComponentColumn<ReplicaState>?
+}
+
+/// An operation that was not applied, and why, for the engine to report.
+struct ReplicaNotice {
+    var node: NodeID
+    var seq: Int64
+    var outcome: World.ReplicaOutcome
 }

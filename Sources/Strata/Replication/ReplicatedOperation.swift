@@ -22,6 +22,17 @@ enum ReplicatedOperation: Equatable {
     /// Whether operations of `kind` are Strata's own (applied to the world, not handed to a host).
     static func isReplicated(kind: String) -> Bool { kind == componentKind || kind == despawnKind }
 
+    /// Makes a kind equal to one of Strata's the very same string, so that the tick
+    /// thread's comparisons of it stop at its first word (the sync thread pays for the
+    /// bytes instead, once per pulled operation).
+    static func canonicalize(_ kind: inout String) {
+        if kind == componentKind {
+            kind = componentKind
+        } else if kind == despawnKind {
+            kind = despawnKind
+        }
+    }
+
     var kind: String {
         switch self {
         case .component: Self.componentKind

@@ -13,23 +13,32 @@ extension World {
         case applied, superseded, afterDespawn, held(HeldValue.Reason), malformed(String)
     }
 
-    /// Applies `operation`, one of Strata's replicated kinds, logged already.
-    func applyReplicated(_ operation: LoggedOperation) -> ReplicaOutcome {
+    /// Applies `operation`, one of Strata's replicated kinds, logged already. A value to
+    /// decode may be staged (``StagedValues``) and its outcome decided by
+    /// ``applyStaged()``, which the caller runs before the world is read; what is not
+    /// applied is noted in ``ReplicaBook/notices`` for the engine to report.
+    func applyReplicated(_ operation: borrowing LoggedOperation) {
         let decoded: ReplicatedOperation
         do {
             decoded = try ReplicatedOperation(kind: operation.kind, payload: operation.payload)
         } catch {
-            return count(.malformed("\(error)"))
+            note(.malformed("\(error)"), of: operation.node, operation.seq)
+            return
         }
         switch decoded {
         case .despawn(let id):
-            return count(applyDespawn(of: id))
+            applyStaged()
+            note(applyDespawn(of: id), of: operation.node, operation.seq)
         case let .component(id, type, version, payload):
-            let value = HeldValue(stamp: OperationStamp(operation), version: version, payload: nil, reason: .unknownType)
-            return count(applyValue(of: type, to: id, value, payload: payload, releasing: false))
+            let value = HeldValue(stamp: OperationStamp(timestamp: operation.timestamp, node: operation.node), version: version, payload: nil, reason: .unknownType)
+            if let outcome = applyValue(of: type, to: id, value, payload: payload, releasing: false,
+                                        staging: (operation.node, operation.seq)) {
+                note(outcome, of: operation.node, operation.seq)
+            }
         }
     }
 
+    @discardableResult
     private func count(_ outcome: ReplicaOutcome) -> ReplicaOutcome {
         switch outcome {
         case .applied:
@@ -41,6 +50,14 @@ extension World {
         case .malformed: replicas.status.malformed += 1
         }
         return outcome
+    }
+
+    /// Counts `outcome`, and keeps it for the engine to report unless it is routine.
+    func note(_ outcome: ReplicaOutcome, of node: NodeID, _ seq: Int64) {
+        switch count(outcome) {
+        case .held, .malformed: replicas.notices.append(ReplicaNotice(node: node, seq: seq, outcome: outcome))
+        default: break
+        }
     }
 
     private func applyDespawn(of id: EntityID) -> ReplicaOutcome {
@@ -55,37 +72,22 @@ extension World {
     /// Applies `value` to `type` of entity `id` if it beats the kept stamp (when
     /// `releasing` a held value, the applied stamp only: the held one is this value).
     /// `payload`: the value's bytes (nil: a removal), borrowed from the operation.
+    /// With `staging` (the operation's node and sequence), a value to decode is staged
+    /// and nil returned: ``applyStaged()`` decides it.
     private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, payload: ArraySlice<UInt8>?,
-                            releasing: Bool) -> ReplicaOutcome {
+                            releasing: Bool, staging source: (NodeID, Int64)? = nil) -> ReplicaOutcome? {
         if replicas.tombstones.contains(id) { return .afterDespawn }
-        var spawned = false
-        let entity: Entity
-        if let known = self.entity(for: id) {
-            entity = known
-        } else {
-            entity = spawnUnchecked(id: id)
-            spawned = true
-        }
-        let kept = Self.kept(get(ReplicaState.self, for: entity), type, releasing: releasing)
+        let (entity, spawned) = entityOrSpawn(id: id)
+        if !spawned && replicas.staged.contains(entity) { applyStaged() }   // its state must be current
+        let kept = Self.kept(replicaStates.denseIndex(entity.index).map { replicaStates.values[$0] }, type, releasing: releasing)
         guard value.stamp > kept else {
             if releasing { updateState(of: entity) { $0.hold(type, nil) } }
             return .superseded
         }
-        func hold(_ reason: HeldValue.Reason) -> ReplicaOutcome {
-            var held = value
-            held.reason = reason
-            held.payload = payload.map(Array.init)
-            // Held again as it was (tried at open, still unknown): nothing to write.
-            if get(ReplicaState.self, for: entity)?.heldValue(of: type) != held {
-                updateState(of: entity) { $0.hold(type, held) }
-            }
-            if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
-            if reason == .future { noteFuture(value.stamp) }
-            return .held(reason)
-        }
         let index: Int
         switch columnIndex(for: type, value) {
-        case .failure(let reason): return hold(reason)
+        case .failure(let reason):
+            return hold(value, payload: payload, reason, of: type, entity: entity, id: id, spawned: spawned)
         case .success(let found): index = found
         }
         let column = columns[index]
@@ -96,24 +98,50 @@ extension World {
             return .superseded
         }
         if let payload {
+            if let source {
+                if !replicas.staged.isEmpty && replicas.staged.column != index { applyStaged() }
+                replicas.staged.add(payload, column: index, entity: entity, id: id, type: type, value: value, spawned: spawned, source: source)
+                return nil
+            }
             do {
                 try payload.withUnsafeBytes { raw in
                     var reader = PayloadReader(raw)
                     try column.load(from: &reader, version: value.version, at: entity.index)
                 }
             } catch {
-                return hold(.undecodable)
+                return hold(value, payload: payload, .undecodable, of: type, entity: entity, id: id, spawned: spawned)
             }
         } else {
             _ = column.removeValue(at: entity.index)
         }
+        applied(value.stamp, of: type, column: column, entity: entity, id: id, spawned: spawned, removed: payload == nil)
+        return .applied
+    }
+
+    /// What follows a value's decoding: queued critical with its new stamp, and the host told.
+    func applied(_ stamp: OperationStamp, of type: String, column: AnyComponentColumn, entity: Entity, id: EntityID,
+                 spawned: Bool, removed: Bool) {
         if column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
             tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock)
         }
-        updateState(of: entity) { $0.applied(type, stamp: value.stamp) }
+        updateState(of: entity) { $0.applied(type, stamp: stamp) }
         if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
-        report(ReplicatedChange(kind: payload == nil ? .removed : .set, entity: id, typeName: type))
-        return .applied
+        report(ReplicatedChange(kind: removed ? .removed : .set, entity: id, typeName: type))
+    }
+
+    /// Holds `value` with the entity, byte for byte, with why.
+    func hold(_ value: HeldValue, payload: ArraySlice<UInt8>?, _ reason: HeldValue.Reason, of type: String,
+              entity: Entity, id: EntityID, spawned: Bool) -> ReplicaOutcome {
+        var held = value
+        held.reason = reason
+        held.payload = payload.map(Array.init)
+        // Held again as it was (tried at open, still unknown): nothing to write.
+        if get(ReplicaState.self, for: entity)?.heldValue(of: type) != held {
+            updateState(of: entity) { $0.hold(type, held) }
+        }
+        if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
+        if reason == .future { noteFuture(value.stamp) }
+        return .held(reason)
     }
 
     private static func kept(_ state: ReplicaState?, _ type: String, releasing: Bool) -> OperationStamp {
@@ -122,7 +150,7 @@ extension World {
     }
 
     /// Keeps `change` for the host, if it listens.
-    private func report(_ change: @autoclosure () -> ReplicatedChange) {
+    func report(_ change: @autoclosure () -> ReplicatedChange) {
         if replicas.reportsChanges { replicas.changes.append(change()) }
     }
 
@@ -155,6 +183,7 @@ extension World {
     /// Tries every held value again (at open: a build that knows more; and when a value
     /// held as stamped in the future is due). Returns the outcomes, in entity order.
     func releaseHeld() -> [ReplicaOutcome] {
+        applyStaged()
         replicas.earliestFuture = nil
         var waiting: [(id: EntityID, type: String, value: HeldValue)] = []
         forEach(ReplicaState.self) { entity, state in
@@ -163,7 +192,7 @@ extension World {
         }
         var outcomes: [ReplicaOutcome] = []
         for (id, type, value) in waiting {
-            let outcome = applyValue(of: type, to: id, value, payload: value.payload.map { $0[...] }, releasing: true)
+            let outcome = applyValue(of: type, to: id, value, payload: value.payload.map { $0[...] }, releasing: true) ?? .applied
             if outcome == .applied { replicas.status.applied += 1 }
             outcomes.append(outcome)
         }

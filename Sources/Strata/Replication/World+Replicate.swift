@@ -71,13 +71,23 @@ extension World {
 
     /// Changes the entity's ``ReplicaState`` in place (no copy of its lists), or gives it one.
     func updateState(of entity: Entity, _ body: (inout ReplicaState) -> Void) {
-        if has(ReplicaState.self, entity) {
-            mutate(ReplicaState.self, of: entity, body)
+        let column = replicaStates
+        if let d = column.denseIndex(entity.index) {
+            body(&column.values[d])
         } else {
             var state = ReplicaState()
             body(&state)
-            insert(state, for: entity)
+            column.set(state, at: entity.index)
         }
+        markDirty(column, entity.index)
+    }
+
+    /// The column of ``ReplicaState``s (looked up once: every applied value writes it).
+    var replicaStates: ComponentColumn<ReplicaState> {
+        if let column = replicas.stateColumn { return column }
+        let column = column(ReplicaState.self)
+        replicas.stateColumn = column
+        return column
     }
 
     /// Operations logged for local changes since the last call (for the vector-clock trigger).

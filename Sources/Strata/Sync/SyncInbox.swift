@@ -19,8 +19,9 @@ final class SyncInbox: @unchecked Sendable {
     /// Operations waiting for the tick thread (the client pulls no more past a limit).
     var backlog: Int { lock.withLock { operations.count - head } }
 
-    func deliver(_ pulled: [LoggedOperation]) {
+    func deliver(_ pulled: consuming [LoggedOperation]) {
         guard !pulled.isEmpty else { return }
+        for index in pulled.indices { ReplicatedOperation.canonicalize(&pulled[index].kind) }
         lock.withLock {
             if head > 0 && head >= operations.count / 2 {   // drop what was taken, now and then
                 operations.removeFirst(head)
@@ -36,11 +37,6 @@ final class SyncInbox: @unchecked Sendable {
         lock.withLock { acknowledged = max(acknowledged ?? 0, sequence) }
         changes.wrappingAdd(1, ordering: .releasing)
     }
-
-    /// What a taken operation's place holds until the prefix is dropped.
-    private static let taken = LoggedOperation(id: EntityID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
-                                               node: NodeID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
-                                               seq: 0, timestamp: HybridTimestamp(rawValue: 0), kind: "", payload: [])
 
     /// The most operations one end of tick takes: a device joining a large document
     /// applies it over several ticks, none of them long.
@@ -58,11 +54,7 @@ final class SyncInbox: @unchecked Sendable {
             // not all at once when the pull is used up.
             var taken: [LoggedOperation] = []
             taken.reserveCapacity(limit)
-            for index in head ..< head + limit {
-                var operation = Self.taken
-                swap(&operation, &operations[index])   // no retain of a cold operation
-                taken.append(operation)
-            }
+            for index in head ..< head + limit { taken.append(operations.moveOut(at: index)) }
             head += limit
             return (taken, acknowledged, true)
         }

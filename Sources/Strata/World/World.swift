@@ -147,6 +147,25 @@ public final class World {
         return entity
     }
 
+    /// The live entity of `id`, or a new one spawned with it (`spawned`): one lookup of
+    /// the id index for both (a pull spawns thousands).
+    func entityOrSpawn(id: EntityID) -> (entity: Entity, spawned: Bool) {
+        let next = freeSlots.last ?? UInt32(records.count)
+        var inserted = false
+        let index = Self.update(&indexByID[id, default: .max]) { index in
+            if index == .max { index = next; inserted = true }
+            return index
+        }
+        guard inserted else { return (Entity(index: index, generation: records[Int(index)].generation), false) }
+        let number = nextEntityNumber
+        nextEntityNumber += 1
+        let entity = makeEntity(id: id, number: number, spawnPending: true, indexed: true)
+        tracker.noteSpawn(entity, id: id, clock: clock)
+        return (entity, true)
+    }
+
+    private static func update<V, R>(_ value: inout V, _ body: (inout V) -> R) -> R { body(&value) }
+
     /// Spawns an entity with its initial components, persisted together.
     @inlinable
     @discardableResult
@@ -163,7 +182,8 @@ public final class World {
         indexByID.reserveCapacity(indexByID.count + count)
     }
 
-    func makeEntity(id: EntityID, number: EntityNumber, spawnPending: Bool) -> Entity {
+    /// `indexed`: the id index has the entity's slot already.
+    func makeEntity(id: EntityID, number: EntityNumber, spawnPending: Bool, indexed: Bool = false) -> Entity {
         let index: UInt32
         if let reused = freeSlots.popLast() {
             index = reused
@@ -176,7 +196,7 @@ public final class World {
             index = UInt32(records.count)
             records.append(EntityRecord(id: id, number: number, generation: 0, alive: true, spawnPending: spawnPending))
         }
-        indexByID[id] = index
+        if !indexed { indexByID[id] = index }
         entityCount += 1
         return Entity(index: index, generation: records[Int(index)].generation)
     }

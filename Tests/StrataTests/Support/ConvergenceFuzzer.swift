@@ -95,14 +95,24 @@ struct ConvergenceFuzzer {
     }
 
     /// Delivers a random part of the server's operations, shuffled, some twice; or
-    /// `everything`, shuffled.
+    /// `everything`, shuffled. One at a time, or in pulled slices.
     private mutating func deliverSome(to r: Int, everything: Bool = false) -> Int {
         let replica = replicas[r]
         var chosen = server.operations.filter { $0.node != replica.engine.nodeID }
         if !everything { chosen = chosen.filter { _ in rng.next() % 3 != 0 } }   // a third dropped (retried later)
         chosen.shuffle(using: &rng)
         if !everything, let again = chosen.randomElement(using: &rng) { chosen.append(again) }   // a duplicate
-        for operation in chosen { replica.engine.receiveOperation(operation) }
+        if rng.next() % 2 == 0 {
+            for operation in chosen { replica.engine.receiveOperation(operation) }
+        } else {
+            // As the sync client hands them over: slices, whose values are decoded in runs.
+            var rest = chosen[...]
+            while !rest.isEmpty {
+                let slice = rest.prefix(Int(rng.next() % 40) + 1)
+                rest = rest.dropFirst(slice.count)
+                replica.engine.receivePulled(Array(slice))
+            }
+        }
         return chosen.count
     }
 
