@@ -96,3 +96,43 @@ enum ReplicatedOperation: Equatable {
         }
     }
 }
+
+/// An operation as the sync thread hands it to the tick thread: its kind made Strata's
+/// own string when it is one (``ReplicatedOperation/canonicalize(_:)``), and a replicated
+/// one parsed already, so that the tick thread does neither.
+struct PulledOperation {
+    var operation: LoggedOperation
+    var parsed: Parsed
+
+    /// What parsing found.
+    enum Parsed {
+        /// Not one of Strata's kinds: a host's, handed to its hook.
+        case notReplicated
+        case replicated(ReplicatedOperation)
+        /// One of Strata's kinds that does not parse (kept in the log, never applied).
+        case malformed(String)
+    }
+
+    init(_ operation: consuming LoggedOperation) {
+        ReplicatedOperation.canonicalize(&operation.kind)
+        parsed = Self.parse(operation)
+        self.operation = operation
+    }
+
+    static func parse(_ operation: borrowing LoggedOperation) -> Parsed {
+        guard ReplicatedOperation.isReplicated(kind: operation.kind) else { return .notReplicated }
+        do {
+            return .replicated(try ReplicatedOperation(kind: operation.kind, payload: operation.payload))
+        } catch {
+            return .malformed("\(error)")
+        }
+    }
+
+    /// What an operation moved out of an array leaves in its place.
+    static let placeholder = PulledOperation(placeholder: ())
+
+    private init(placeholder: Void) {
+        operation = .placeholder
+        parsed = .notReplicated
+    }
+}
