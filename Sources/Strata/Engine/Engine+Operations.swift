@@ -54,13 +54,11 @@ extension Engine {
     /// or hands it to `hook`. The bookkeeping is the caller's (``noteReceived(_:)``), and
     /// so is ``finishApplyingReplicated()``: a replicated value may be staged.
     /// The operation is moved into the log, not copied (a pull brings thousands).
-    /// `parsed`: what the sync thread made of it (nil: parsed here).
-    func logReceived(_ operation: consuming LoggedOperation, parsed: PulledOperation.Parsed? = nil,
-                     handing hook: ((LoggedOperation) -> Void)?) -> LoggedOperation.Receipt {
+    func logReceived(_ operation: consuming LoggedOperation, handing hook: ((LoggedOperation) -> Void)?) -> LoggedOperation.Receipt {
         let receipt = world.operationLog.admit(operation)
         guard receipt != .duplicate else { return receipt }
         if ReplicatedOperation.isReplicated(kind: operation.kind) {
-            world.applyReplicated(operation, parsed: parsed ?? PulledOperation.parse(operation))   // logs nothing: the log's order is kept
+            world.applyReplicated(operation)   // logs nothing itself: the log's order is kept
             world.operationLog.queue(operation)
         } else {
             world.operationLog.queue(copy operation)   // before the hook, which may log operations of its own

@@ -100,12 +100,10 @@ extension Engine {
     /// ``receiveOperation(_:)`` for a slice of pulled operations, with the bookkeeping done
     /// once for the slice (the critical tier, the vector-clock trigger, the flush event):
     /// each logged one is then applied (a replicated component's) or handed to the hook.
-    func receivePulled(_ operations: consuming [PulledOperation]) {
+    func receivePulled(_ operations: consuming [LoggedOperation]) {
         var logged = 0
-        for index in operations.indices {
-            var pulled = operations.moveOut(at: index, leaving: .placeholder)
-            let operation = pulled.operation.moveOut()
-            if logReceived(operation, parsed: pulled.parsed, handing: syncApply) != .duplicate { logged += 1 }
+        for index in operations.indices where logReceived(operations.moveOut(at: index), handing: syncApply) != .duplicate {
+            logged += 1
         }
         finishApplyingReplicated()
         if logged > 0 { noteReceived(logged) }

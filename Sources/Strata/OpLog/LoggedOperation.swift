@@ -41,21 +41,12 @@ public struct LoggedOperation: Sendable, Equatable {
     }
 }
 
-extension Array {
-    /// Moves the element at `index` out, leaving `placeholder`: no retain of what it
-    /// holds, as a copy would take (a pull brings thousands of operations).
-    mutating func moveOut(at index: Int, leaving placeholder: Element) -> Element {
-        var element = placeholder
-        swap(&element, &self[index])
-        return element
-    }
-}
-
-extension LoggedOperation {
-    /// Moves this operation out, leaving ``placeholder`` (no retain of its kind and payload).
-    mutating func moveOut() -> LoggedOperation {
+extension Array where Element == LoggedOperation {
+    /// Moves the operation at `index` out, leaving ``LoggedOperation/placeholder``: no
+    /// retain of its kind and payload, as a copy would take (a pull brings thousands).
+    mutating func moveOut(at index: Int) -> LoggedOperation {
         var operation = LoggedOperation.placeholder
-        swap(&operation, &self)
+        swap(&operation, &self[index])
         return operation
     }
 }

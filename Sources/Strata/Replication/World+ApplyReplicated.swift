@@ -17,16 +17,12 @@ extension World {
     /// decode may be staged (``StagedValues``) and its outcome decided by
     /// ``applyStaged()``, which the caller runs before the world is read; what is not
     /// applied is noted in ``ReplicaBook/notices`` for the engine to report.
-    /// `parsed`: the operation parsed (``PulledOperation/parse(_:)``).
-    func applyReplicated(_ operation: borrowing LoggedOperation, parsed: PulledOperation.Parsed) {
+    func applyReplicated(_ operation: borrowing LoggedOperation) {
         let decoded: ReplicatedOperation
-        switch parsed {
-        case .replicated(let replicated):
-            decoded = replicated
-        case .malformed(let error):
-            note(.malformed(error), of: operation.node, operation.seq)
-            return
-        case .notReplicated:
+        do {
+            decoded = try ReplicatedOperation(kind: operation.kind, payload: operation.payload)
+        } catch {
+            note(.malformed("\(error)"), of: operation.node, operation.seq)
             return
         }
         switch decoded {

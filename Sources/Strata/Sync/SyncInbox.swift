@@ -9,7 +9,7 @@ final class SyncInbox: @unchecked Sendable {
     // @unchecked Sendable: `operations` and `acknowledged` are guarded by `lock`;
     // `changes` is atomic.
     private let lock = Lock()
-    private var operations: [PulledOperation] = []
+    private var operations: [LoggedOperation] = []
     /// Operations before this index were taken already (a large pull is taken in slices:
     /// removing each slice from the front would move the rest every time).
     private var head = 0
@@ -19,18 +19,15 @@ final class SyncInbox: @unchecked Sendable {
     /// Operations waiting for the tick thread (the client pulls no more past a limit).
     var backlog: Int { lock.withLock { operations.count - head } }
 
-    /// Hands `pulled` over, each made ready on this (the sync) thread (``PulledOperation``).
     func deliver(_ pulled: consuming [LoggedOperation]) {
         guard !pulled.isEmpty else { return }
-        var ready: [PulledOperation] = []
-        ready.reserveCapacity(pulled.count)
-        for index in pulled.indices { ready.append(PulledOperation(pulled.moveOut(at: index, leaving: .placeholder))) }
+        for index in pulled.indices { ReplicatedOperation.canonicalize(&pulled[index].kind) }
         lock.withLock {
             if head > 0 && head >= operations.count / 2 {   // drop what was taken, now and then
                 operations.removeFirst(head)
                 head = 0
             }
-            operations += ready
+            operations += pulled
         }
         changes.wrappingAdd(1, ordering: .releasing)
     }
@@ -46,7 +43,7 @@ final class SyncInbox: @unchecked Sendable {
     static let perTick = 2_000
 
     /// Takes at most `limit` operations and the acknowledgement; `more`: operations are left.
-    func take(limit: Int = perTick) -> (operations: [PulledOperation], acknowledged: Int64?, more: Bool) {
+    func take(limit: Int = perTick) -> (operations: [LoggedOperation], acknowledged: Int64?, more: Bool) {
         lock.withLock {
             defer { acknowledged = nil }
             guard operations.count - head > limit else {
@@ -55,9 +52,9 @@ final class SyncInbox: @unchecked Sendable {
             }
             // Moved out, not copied: what the tick thread has applied is freed slice by slice,
             // not all at once when the pull is used up.
-            var taken: [PulledOperation] = []
+            var taken: [LoggedOperation] = []
             taken.reserveCapacity(limit)
-            for index in head ..< head + limit { taken.append(operations.moveOut(at: index, leaving: .placeholder)) }
+            for index in head ..< head + limit { taken.append(operations.moveOut(at: index)) }
             head += limit
             return (taken, acknowledged, true)
         }
