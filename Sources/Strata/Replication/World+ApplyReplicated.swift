@@ -192,7 +192,7 @@ extension World {
         }
         var outcomes: [ReplicaOutcome] = []
         for (id, type, value) in waiting {
-            let outcome = applyValue(of: type, to: id, value, payload: value.payload.map { $0[...] }, releasing: true) ?? .applied
+            let outcome = applyValue(of: type, to: id, value, payload: value.payload.map { $0[...] }, releasing: true) ?? .applied   // not staged: never nil
             if outcome == .applied { replicas.status.applied += 1 }
             outcomes.append(outcome)
         }

@@ -139,10 +139,11 @@ public final class World {
     }
 
     /// Spawns an entity with `id`, known not to be alive (``spawn(id:)`` without its check).
-    func spawnUnchecked(id: EntityID) -> Entity {
+    /// `indexed`: the id index has the entity's slot already (``entityOrSpawn(id:)``).
+    func spawnUnchecked(id: EntityID, indexed: Bool = false) -> Entity {
         let number = nextEntityNumber
         nextEntityNumber += 1
-        let entity = makeEntity(id: id, number: number, spawnPending: true)
+        let entity = makeEntity(id: id, number: number, spawnPending: true, indexed: indexed)
         tracker.noteSpawn(entity, id: id, clock: clock)
         return entity
     }
@@ -157,11 +158,7 @@ public final class World {
             return index
         }
         guard inserted else { return (Entity(index: index, generation: records[Int(index)].generation), false) }
-        let number = nextEntityNumber
-        nextEntityNumber += 1
-        let entity = makeEntity(id: id, number: number, spawnPending: true, indexed: true)
-        tracker.noteSpawn(entity, id: id, clock: clock)
-        return (entity, true)
+        return (spawnUnchecked(id: id, indexed: true), true)   // takes slot `next`, as the index says
     }
 
     private static func update<V, R>(_ value: inout V, _ body: (inout V) -> R) -> R { body(&value) }
