@@ -95,7 +95,7 @@ import Testing
         try fixture.open().shutdown()
         fixture.options.prepareConnection = { db in
             try db.execute(sql: """
-                CREATE TEMP TRIGGER refuse_operation BEFORE INSERT ON operation_log WHEN NEW.kind = 'shape.refused'
+                CREATE TEMP TRIGGER refuse_operation BEFORE INSERT ON local_operations WHEN NEW.kind = 'shape.refused'
                 BEGIN SELECT RAISE(ABORT, 'this operation is refused'); END;
                 CREATE TEMP TRIGGER refuse_clock BEFORE INSERT ON vector_clock WHEN NEW.seq = 3
                 BEGIN SELECT RAISE(ABORT, 'this clock is refused'); END;

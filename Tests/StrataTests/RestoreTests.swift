@@ -67,6 +67,7 @@ import Testing
         let engine = try fixture.open()
         let entities = populate(engine)
         let originalNode = engine.nodeID
+        for i in 0 ..< 3 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i)]) }
         let backup = fixture.directory.url.appendingPathComponent("b.db").path
         try engine.backup(to: backup)
         engine.world.insert(Title("after the backup"), for: entities[0])
@@ -89,6 +90,13 @@ import Testing
         #expect(restored.world.id(of: entities[0]).map { try? PersistedComponents.read(document).value(Title.self, of: $0) } != nil)
         #expect(restored.nodeID != originalNode, "a new node: its operations cannot collide with the original's")
         #expect(restored.nodeID.description == report.node)
+        #expect(restored.vectorClock[originalNode] == 3, "the backup's operations are the original node's, received")
+        #expect(restored.world.operationLog.nextSequence == 1, "the new node starts its own sequence")
+        let (local, received) = try restored.store.withConnection { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM local_operations") ?? 0,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM received_operations WHERE node = ?", arguments: [originalNode.withBytes { Data($0) }]) ?? 0)
+        }
+        #expect(local == 0 && received == 3)
         try restored.shutdown()
         #expect(try fixture.persisted().count(Title("after the backup")) == 0)
         #expect(try fixture.persisted().count(Title("title 0")) == 1)

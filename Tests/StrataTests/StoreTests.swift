@@ -233,7 +233,8 @@ import Testing
 
     /// Schema 8 kept the operation log keyed by (node, seq) WITHOUT ROWID, with a unique
     /// index on its ids, and an index of the jobs being processed: schema 9 moves the log
-    /// into arrival order with a (node, seq) index and drops both, keeping every row.
+    /// into arrival order with a (node, seq) index and drops both, keeping every row
+    /// (schema 14 then moves them into `received_operations`: the file had no node id yet).
     @Test func aSchema8DocumentKeepsItsOperationsAndJobsThroughTheMigration() throws {
         let fixture = EngineFixture()
         let (a, b) = (NodeID(), NodeID())
@@ -261,42 +262,149 @@ import Testing
         #expect(engine.recovery.interruptedJobs == 1, "found through jobs_claim, without jobs_processing")
         let (version, indexes, rows) = try engine.store.withConnection { db in
             (try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0,
-             try String.fetchAll(db, sql: "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('operation_log', 'jobs') ORDER BY name"),
+             try String.fetchAll(db, sql: """
+                SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('local_operations', 'received_operations', 'jobs')
+                ORDER BY name
+                """),
              try Int.fetchOne(db, sql: "SELECT count(*) FROM operation_log") ?? 0)
         }
         #expect(version == Store.schemaVersion)
         #expect(rows == 4)
-        #expect(indexes == ["jobs_claim", "jobs_done", "operation_log_despawns", "sqlite_autoindex_jobs_1",
-                            "sqlite_autoindex_operation_log_1"], "and the partial index of despawns, which no other operation pays for")
+        #expect(indexes == ["jobs_claim", "jobs_done", "local_operations_despawns", "received_operations_despawns",
+                            "sqlite_autoindex_jobs_1", "sqlite_autoindex_received_operations_1"],
+                "this replica's operations keyed by their sequence, no index; the partial indexes of despawns, which no other operation pays for")
         engine.appendOperation(kind: "after", payload: [])
         try engine.shutdown()
         #expect(try fixture.count("SELECT count(*) FROM operation_log") == 5)
     }
 
-    @Test func aCorruptPageOfTheOperationLogCostsOnlyItsOwnOperations() throws {
-        // The log is found by (node, seq), its unique index: the salvage walks each node's
-        // sequence past the damaged page of the table, an operation at a time (the index
-        // still names each one), as it does the integer-keyed tables.
+    /// Schema 14 keeps this replica's operations in `local_operations`, keyed by their
+    /// sequence, and the others' in `received_operations`: a schema 13 document's log is
+    /// split by its replica's node id, and goes on from where it was.
+    @Test func aSchema13DocumentsOwnOperationsMoveToTheirTable() throws {
+        let fixture = EngineFixture()
+        let (local, peer) = (NodeID(), NodeID())
+        do {
+            let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+            try Store.migrator.migrate(queue, upTo: "v13: history: the flushes of the window, despawned entities kept while it holds them")
+            try queue.write { db in
+                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, 0)", arguments: [local.withBytes { Data($0) }])
+                for (node, seq, kind) in [(local, 1, "k"), (peer, 1, "k"), (local, 2, "strata.despawn"), (peer, 2, "strata.despawn"), (local, 3, "k")] {
+                    try db.execute(sql: """
+                        INSERT INTO operation_log (node, seq, id, timestamp, kind, payload, logged_at) VALUES (?, ?, ?, ?, ?, x'01', ?)
+                        """, arguments: [node.withBytes { Data($0) }, seq, EntityID().withBytes { Data($0) }, seq, kind, seq])
+                }
+                try db.execute(sql: "INSERT INTO session_state (id, clean_shutdown, session_id, started_at) VALUES (1, 1, x'00', 0)")
+            }
+            try queue.close()
+        }
+        let engine = try fixture.open()
+        #expect(engine.nodeID == local)
+        #expect(engine.vectorClock[local] == 3 && engine.vectorClock[peer] == 2)
+        let (mine, theirs, despawns) = try engine.store.withConnection { db in
+            (try Int64.fetchAll(db, sql: "SELECT seq FROM local_operations ORDER BY seq"),
+             try Int64.fetchAll(db, sql: "SELECT seq FROM received_operations WHERE node = ? ORDER BY seq", arguments: [peer.withBytes { Data($0) }]),
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM operation_log WHERE kind = 'strata.despawn'") ?? 0)
+        }
+        #expect(mine == [1, 2, 3] && theirs == [1, 2])
+        #expect(despawns == 2, "the tombstones of both tables, through the view")
+        engine.appendOperation(kind: "after", payload: [])
+        try engine.shutdown()
+        #expect(try fixture.count("SELECT count(*) FROM local_operations WHERE seq = 4 AND kind = 'after'") == 1)
+        #expect(try fixture.count("SELECT count(*) FROM operation_log WHERE node = x'\(local.description.replacingOccurrences(of: "-", with: ""))'") == 4)
+    }
+
+    @Test func aCorruptPageOfThisReplicasOperationsCostsOnlyItsOwnOperations() throws {
+        // Keyed by their sequence, like the integer-keyed tables: the salvage finds the first
+        // sequence past the damaged page and goes on from there; the range it skipped is
+        // exactly the page's operations (sequences are dense).
         let fixture = EngineFixture()
         do {
             let engine = try fixture.open()
             for i in 0 ..< 3000 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i & 0xFF), 1, 2, 3]) }
             try engine.shutdown()
         }
-        let cells = try damageLeafPage(of: "operation_log", skip: 3, in: fixture.directory.databasePath)
+        let cells = try damageLeafPage(of: "local_operations", skip: 3, in: fixture.directory.databasePath)
         #expect(cells > 4)
 
         let engine = try fixture.open()
         defer { try? engine.shutdown() }
         #expect(engine.recovery.setAsideCorruptFile != nil, "the reload reads the log in key order and finds the damage")
         let salvage = try #require(engine.recovery.salvage)
-        #expect(salvage.rows["operation_log"] == 3000 - cells, "\(salvage.description)")
-        #expect(salvage.skipped["operation_log"] == cells, "each lost operation is known by its key")
-        #expect(salvage.lostAtMost["operation_log"] == Int64(cells))
-        #expect(salvage.description.contains("rows lost, at most: \(cells) in operation_log"))
-        #expect(!salvage.unreadable.contains("operation_log"))
+        #expect(salvage.rows["local_operations"] == 3000 - cells, "\(salvage.description)")
+        #expect(salvage.skipped["local_operations"] == 1, "one range of sequences")
+        #expect(salvage.lostAtMost["local_operations"] == Int64(cells))
+        #expect(salvage.description.contains("rows lost, at most: \(cells) in local_operations"))
+        #expect(!salvage.unreadable.contains("local_operations"))
         #expect(engine.recovery.operations.operations == 3000 - cells)
         #expect(engine.recovery.operations.gaps == 1, "the lost page is a gap in the sequence, reported")
+    }
+
+    @Test func aCorruptPageOfReceivedOperationsCostsOnlyItsOwnOperations() throws {
+        // Found by (node, seq), their unique index: the salvage walks each node's sequence
+        // past the damaged page of the table, an operation at a time (the index still names
+        // each one).
+        let fixture = EngineFixture()
+        let peer = NodeID()
+        do {
+            let engine = try fixture.open()
+            for i in 1 ... 3000 {
+                engine.receiveOperation(LoggedOperation(node: peer, seq: Int64(i), timestamp: HybridTimestamp(milliseconds: Int64(i)),
+                                                        kind: "shape.create", payload: [UInt8(i & 0xFF), 1, 2, 3]))
+            }
+            try engine.shutdown()
+        }
+        let cells = try damageLeafPage(of: "received_operations", skip: 3, in: fixture.directory.databasePath)
+        #expect(cells > 4)
+
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.recovery.setAsideCorruptFile != nil)
+        let salvage = try #require(engine.recovery.salvage)
+        #expect(salvage.rows["received_operations"] == 3000 - cells, "\(salvage.description)")
+        #expect(salvage.skipped["received_operations"] == cells, "each lost operation is known by its key")
+        #expect(salvage.lostAtMost["received_operations"] == Int64(cells))
+        #expect(engine.recovery.operations.operations == 3000 - cells)
+        #expect(engine.recovery.operations.gaps == 1)
+    }
+
+    @Test func aSchema13DocumentWhoseOperationLogIsDamagedIsSalvagedIntoBothTables() throws {
+        // The migration to schema 14 reads the whole log, so a damaged page of it stops the
+        // open: the file is set aside and salvaged from its one `operation_log` table, this
+        // replica's operations into `local_operations`, the peer's into `received_operations`.
+        let fixture = EngineFixture()
+        let (local, peer) = (NodeID(), NodeID())
+        do {
+            let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+            try Store.migrator.migrate(queue, upTo: "v13: history: the flushes of the window, despawned entities kept while it holds them")
+            try queue.write { db in
+                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, 0)", arguments: [local.withBytes { Data($0) }])
+                for seq in 1 ... 1000 {
+                    for node in [local, peer] {
+                        try db.execute(sql: """
+                            INSERT INTO operation_log (node, seq, id, timestamp, kind, payload, logged_at) VALUES (?, ?, ?, ?, 'k', x'0102', ?)
+                            """, arguments: [node.withBytes { Data($0) }, seq, EntityID().withBytes { Data($0) }, seq, seq])
+                    }
+                }
+                try db.execute(sql: "INSERT INTO session_state (id, clean_shutdown, session_id, started_at) VALUES (1, 1, x'00', 0)")
+            }
+            try queue.close()
+        }
+        let cells = try damageLeafPage(of: "operation_log", skip: 3, in: fixture.directory.databasePath)
+        #expect(cells > 4)
+
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let salvage = try #require(engine.recovery.salvage)
+        let copied = (salvage.rows["local_operations"] ?? 0) + (salvage.rows["received_operations"] ?? 0)
+        #expect(copied == 2000 - cells, "\(salvage.description)")
+        #expect(engine.nodeID == local)
+        let (mine, theirs) = try engine.store.withConnection { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM local_operations") ?? 0,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM received_operations WHERE node = ?", arguments: [peer.withBytes { Data($0) }]) ?? 0)
+        }
+        #expect(mine + theirs == 2000 - cells && mine >= 1000 - cells && theirs >= 1000 - cells)
+        #expect(engine.recovery.operations.operations == 2000 - cells)
     }
 
     @Test func aCorruptPageOfTheSettingsCostsOnlyItsOwnSettings() throws {

@@ -52,6 +52,16 @@ extension Backup {
         do {
             let queue = try DatabaseQueue(path: target.staging.path)
             try queue.write { db in
+                // The backup's own operations become another node's: the new node starts its
+                // sequence at 1, and peers still know the old one's.
+                if try db.tableExists("local_operations") {
+                    try db.execute(sql: """
+                        INSERT INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
+                            SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, kind, payload, logged_at
+                            FROM local_operations ORDER BY seq;
+                        DELETE FROM local_operations;
+                        """)
+                }
                 if try db.tableExists("replica") {
                     try db.execute(sql: "UPDATE replica SET node_id = ? WHERE id = 1", arguments: [node.withBytes { Data($0) }])
                 }

@@ -32,7 +32,7 @@ package final class OperationLogReader: Sendable {
             if case .foreign(let why) = kind {
                 throw StoreError(.foreign, message: "not a Strata document (\(why))", path: location.path)
             }
-            guard try queue.read({ try $0.tableExists("operation_log") }) else {
+            guard try queue.read({ try $0.operationLogExists() }) else {
                 throw StoreError(.read, message: "no operation log (a document of schema 3 or later has one)", path: location.path)
             }
         } catch {

@@ -18,7 +18,7 @@ public struct OperationLogSummary: Sendable, Equatable {
 
 extension Store {
     /// Reads this replica's node id (creating it on first open), rebuilds the vector
-    /// clock and the gaps from `operation_log` (the specification's recovery: "load operation log
+    /// clock and the gaps from the operation log (the specification's recovery: "load operation log
     /// → rebuild vector clock"), and compares the clock with the persisted one: the log
     /// is the truth, a differing entry is reported and written again. Opening thread.
     ///
@@ -47,36 +47,41 @@ extension Store {
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
                     if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = row["seq"] }
                 }
-                // The (node, seq) index alone (a covering scan), then the newest timestamp.
-                // Not a timestamp beyond the allowed skew (a peer's wrong clock): see OperationLog.receive.
+                // The newest timestamp, not one beyond the allowed skew (a peer's wrong clock: see
+                // OperationLog.receive); then the keys alone.
                 let bound = HybridTimestamp(milliseconds: wallClock() &+ maxSkewMilliseconds, counter: 0xFFFF).rawValue
                 lastTimestamp = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log WHERE timestamp <= ?",
                                                    arguments: [bound]) ?? 0
-                let statement = try db.makeStatement(sql: "SELECT node, seq FROM operation_log ORDER BY node, seq")
-                defer { withExtendedLifetime(statement) {} }
-                let rows = statement.sqliteStatement
-                var current: (bytes: [UInt8], id: NodeID)?
-                var contiguous: Int64 = 0
-                func finish() {
-                    guard let current else { return }
-                    clock[current.id] = contiguous
-                }
-                while sqlite3_step(rows) == SQLITE_ROW {
-                    let bytes = columnBlob(rows, 0)
-                    if current == nil || !current!.bytes.elementsEqual(bytes) {
-                        finish()
-                        guard let id = NodeID(bytes: bytes) else { current = nil; continue }
-                        current = (Array(bytes), id)
-                        contiguous = floors[id] ?? 0
+                // Each node's sequences in order: this replica's by its table's key, then the
+                // received by their (node, seq) index.
+                for sql in ["SELECT replica.node_id, seq FROM replica, local_operations WHERE replica.id = 1 ORDER BY seq",
+                            "SELECT node, seq FROM received_operations ORDER BY node, seq"] {
+                    let statement = try db.makeStatement(sql: sql)
+                    defer { withExtendedLifetime(statement) {} }
+                    let rows = statement.sqliteStatement
+                    var current: (bytes: [UInt8], id: NodeID)?
+                    var contiguous: Int64 = 0
+                    func finish() {
+                        guard let current else { return }
+                        clock[current.id] = contiguous
                     }
-                    let n = current!.id
-                    let seq = sqlite3_column_int64(rows, 1)
-                    counts[n, default: 0] += 1
-                    // At or below the floor: a tombstone retention kept (its sequence is counted already).
-                    if seq <= (floors[n] ?? 0) { continue }
-                    if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
+                    while sqlite3_step(rows) == SQLITE_ROW {
+                        let bytes = columnBlob(rows, 0)
+                        if current == nil || !current!.bytes.elementsEqual(bytes) {
+                            finish()
+                            guard let id = NodeID(bytes: bytes) else { current = nil; continue }
+                            current = (Array(bytes), id)
+                            contiguous = floors[id] ?? 0
+                        }
+                        let n = current!.id
+                        let seq = sqlite3_column_int64(rows, 1)
+                        counts[n, default: 0] += 1
+                        // At or below the floor: a tombstone retention kept (its sequence is counted already).
+                        if seq <= (floors[n] ?? 0) { continue }
+                        if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
+                    }
+                    finish()
                 }
-                finish()
                 for (n, floor) in floors where clock[n] == nil { clock[n] = floor }
 
                 var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)

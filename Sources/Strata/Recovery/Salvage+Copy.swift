@@ -9,10 +9,11 @@ private enum SalvageProbe: Error { case damaged }
 /// not read (``copyKeyed``); the operation log by node; a table without a usable key by a
 /// scan. Each copies what it can and counts what it cannot.
 extension Salvage {
-    /// The columns both files have for `table` (nil if the source lacks it).
-    static func columns(_ table: String, _ source: DatabaseQueue, _ store: Store) -> [String]? {
+    /// The columns the source's `table` and the new file's `target` (by default the same
+    /// table) both have (nil if the source lacks it).
+    static func columns(_ table: String, _ source: DatabaseQueue, _ store: Store, target: String? = nil) -> [String]? {
         guard let from = try? source.read({ db in try db.tableExists(table) ? try db.columns(in: table).map(\.name) : nil }),
-              let to = try? store.queue.read({ db in try db.columns(in: table).map(\.name) })
+              let to = try? store.queue.read({ db in try db.columns(in: target ?? table).map(\.name) })
         else { return nil }
         let shared = from.filter(to.contains)
         return shared.isEmpty ? nil : shared
@@ -33,8 +34,9 @@ extension Salvage {
     /// is a seek); `conflict`: what a row whose key is already in `store` does.
     static func copyKeyed(_ table: String, key: String, from source: DatabaseQueue, into store: Store,
                                   _ report: inout SalvageReport, filter: String = "1", seekFilter: String = "1",
-                                  conflict: String = "OR REPLACE") {
-        guard let columns = columns(table, source, store) else { return }
+                                  conflict: String = "OR REPLACE", as target: String? = nil) {
+        let destination = target ?? table
+        guard let columns = columns(table, source, store, target: destination) else { return }
         let list = columns.joined(separator: ", ")
         // The table's own B-tree, never an index: with statistics, SQLite may scan a small
         // table's unique index and sort, and a damaged index page would hide intact rows.
@@ -60,7 +62,7 @@ extension Salvage {
                     while let row = try cursor.next() { rows.append(row.copy()) }
                 }
             } catch {
-                if let last = rows.last?[key] as Int64?, (try? insert(rows, table, columns, into: store)) != nil {
+                if let last = rows.last?[key] as Int64?, (try? insert(rows, destination, columns, into: store)) != nil {
                     copied += rows.count
                     next = last &+ 1
                     if next == Int64.min { break }
@@ -78,7 +80,7 @@ extension Salvage {
                         rows.removeAll { $0[key] as Int64? == last }   // the last key's rows go in the next batch, whole
                     }
                 }
-                try insert(rows, table, columns, into: store)
+                try insert(rows, destination, columns, into: store)
                 copied += rows.count
                 next = (rows.last![key] as Int64) + 1
                 if next == Int64.min { break }
@@ -90,12 +92,12 @@ extension Salvage {
                     break   // nothing at or after `next`
                 case .some(.some(let k)):
                     if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }),
-                       (try? insert(rows, table, columns, into: store)) != nil {
+                       (try? insert(rows, destination, columns, into: store)) != nil {
                         copied += rows.count
                     } else {
                         // Its key is found (an index reads) but its row does not: one row lost, known.
-                        report.skipped[table, default: 0] += 1
-                        report.lostAtMost[table, default: 0] += 1
+                        report.skipped[destination, default: 0] += 1
+                        report.lostAtMost[destination, default: 0] += 1
                     }
                     next = k &+ 1
                     continue
@@ -115,7 +117,7 @@ extension Salvage {
                         step *= 2
                     }
                     guard var high = readable else {
-                        report.unreadable.append(table)
+                        report.unreadable.append(destination)
                         break
                     }
                     var low = step == 1 ? base : base &+ step / 2
@@ -123,8 +125,8 @@ extension Salvage {
                         let middle = low + (high - low) / 2
                         if firstKey(from: middle) != nil { high = middle } else { low = middle }
                     }
-                    report.skipped[table, default: 0] += 1
-                    report.lostAtMost[table, default: 0] += high &- next
+                    report.skipped[destination, default: 0] += 1
+                    report.lostAtMost[destination, default: 0] += high &- next
                     // In a table without rowid, the row dividing two leaves sits in their parent
                     // page: a seek to it goes on down to the damaged leaf and fails, but a cursor
                     // walking back from `high` reads it before it reaches the damage.
@@ -133,9 +135,9 @@ extension Salvage {
                         let cursor = try Row.fetchCursor(db, sql: "SELECT \(list) FROM \(from) WHERE \(seekFilter) AND \(key) < ? AND \(key) >= ? AND (\(filter)) ORDER BY \(key) DESC", arguments: [high, next])
                         while let row = try cursor.next() { dividers.append(row.copy()) }
                     }
-                    if (try? insert(dividers, table, columns, into: store)) != nil {
+                    if (try? insert(dividers, destination, columns, into: store)) != nil {
                         copied += dividers.count
-                        report.lostAtMost[table, default: 0] -= Int64(Set(dividers.compactMap { $0[key] as Int64? }).count)
+                        report.lostAtMost[destination, default: 0] -= Int64(Set(dividers.compactMap { $0[key] as Int64? }).count)
                     }
                     next = high
                     continue
@@ -143,30 +145,36 @@ extension Salvage {
                 break
             }
         }
-        report.rows[table, default: 0] += copied
+        report.rows[destination, default: 0] += copied
     }
 
-    /// The operation log, keyed by (node, seq): each node's sequence is copied like an
-    /// integer-keyed table (past damaged pages). The nodes come from every table that names
-    /// them, and from the log itself read from both ends up to a damaged page: a node named
-    /// nowhere else whose every operation sits between two damaged pages is the one thing
-    /// lost unseen.
+    /// The received operations, keyed by (node, seq): each node's sequence is copied like
+    /// an integer-keyed table (past damaged pages). The nodes come from every table that
+    /// names them, and from the log itself read from both ends up to a damaged page: a node
+    /// named nowhere else whose every operation sits between two damaged pages is the one
+    /// thing lost unseen. (This replica's operations, keyed by their sequence alone, are
+    /// copied with the integer-keyed tables.) A file of schema 13 or older keeps every
+    /// operation in one `operation_log` table: this replica's go to `local_operations`.
     static func copyOperationLog(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
-        guard columns("operation_log", source, store) != nil else { return }
+        let legacy = (try? source.read { db in try db.tableExists("operation_log") }) ?? false
+        let table = legacy ? "operation_log" : "received_operations"
+        guard columns(table, source, store, target: "received_operations") != nil else { return }
         var nodes = Set<Data>()
         for sql in ["SELECT node FROM vector_clock", "SELECT node FROM operation_floor", "SELECT node FROM peer_acks",
-                    "SELECT node_id FROM replica", "SELECT DISTINCT node FROM operation_log ORDER BY node",
-                    "SELECT DISTINCT node FROM operation_log ORDER BY node DESC"] {
+                    "SELECT node_id FROM replica", "SELECT DISTINCT node FROM \(table) ORDER BY node",
+                    "SELECT DISTINCT node FROM \(table) ORDER BY node DESC"] {
             try? source.read { db in
                 let cursor = try Data.fetchCursor(db, sql: sql)
                 while let node = try cursor.next() { nodes.insert(node) }
             }
         }
+        let local = try? source.read { db in try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") }
         for node in nodes.sorted(by: { $0.lexicographicallyPrecedes($1) }) where node.count == 16 {
             let hex = node.map { String(format: "%02x", $0) }.joined()
-            copyKeyed("operation_log", key: "seq", from: source, into: store, &report, filter: "node = x'\(hex)'", seekFilter: "node = x'\(hex)'")
+            copyKeyed(table, key: "seq", from: source, into: store, &report, filter: "node = x'\(hex)'", seekFilter: "node = x'\(hex)'",
+                      as: legacy && node == local ? "local_operations" : "received_operations")
         }
-        if report.rows["operation_log"] == nil { report.rows["operation_log"] = 0 }
+        if report.rows["received_operations"] == nil { report.rows["received_operations"] = 0 }
     }
 
     /// A table keyed otherwise (text, blobs): read in key order up to a damaged page, then

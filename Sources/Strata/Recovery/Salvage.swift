@@ -75,7 +75,7 @@ enum Salvage {
     static func copyHistory(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
         withSource(corruptPath, into: store, &report) { source, report in
-            for (table, key) in keyed where ["component_types", "rejected_writes", "jobs", "assets", "sync_failures", "segments_set_aside"].contains(table) {
+            for (table, key) in keyed where ["component_types", "rejected_writes", "jobs", "assets", "sync_failures", "segments_set_aside", "local_operations"].contains(table) {
                 copyKeyed(table, key: key, from: source, into: store, &report)
             }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }

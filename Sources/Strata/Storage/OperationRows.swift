@@ -2,15 +2,18 @@ import Foundation
 import GRDB
 import GRDBSQLite
 
-/// The operation log and the vector clock: a row per operation in `operation_log`
-/// (appended; one whose id or (node, seq) is there already is ignored), the vector
-/// clock's changed entries in `vector_clock`, after the operations they may claim, and
-/// peers' acknowledgements in `peer_acks`, after which retention runs.
-/// Writer thread.
+/// The operation log and the vector clock: a row per operation, this replica's in
+/// `local_operations` (keyed by its sequence) and the others' in `received_operations`
+/// (appended; one whose (node, seq) is there already is ignored), the vector clock's
+/// changed entries in `vector_clock`, after the operations they may claim, and peers'
+/// acknowledgements in `peer_acks`, after which retention runs. Writer thread.
 final class OperationRowsPart: BatchPart {
     let sections: [BatchSection] = [.operations, .vectorClock, .peerAcks]
 
     let retention: OperationLogConfig
+    /// This replica's node id, read from `replica` at the first write (it does not change
+    /// while the document is open: only a restore gives a document a new one).
+    private var localNode: NodeID?
 
     /// See ``dropAcknowledged(_:olderThan:)``.
     static let dropsPerNodeAndBatch: Int64 = 10_000
@@ -19,24 +22,32 @@ final class OperationRowsPart: BatchPart {
 
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
         if !batch.operations.isEmpty {
+            let local = try localNode(db)
             // Bound by hand, like the entity rows: no Data or StatementArguments per row.
-            let insert = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO operation_log (node, seq, id, timestamp, kind, payload, logged_at)
+            let insertLocal = try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload, logged_at) VALUES (?, ?, ?, ?, ?, ?)
+                """).sqliteStatement
+            let insertReceived = try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """).sqliteStatement
             let now = unixMilliseconds()
             for operation in batch.operations {
+                let isLocal = operation.node == local
+                let insert = isLocal ? insertLocal : insertReceived
+                let first: Int32 = isLocal ? 1 : 2
+                // SQLITE_STATIC binds: every buffer stays valid until the step, inside the closures.
                 try operation.node.withBytes { node in
                     try operation.id.withBytes { id in
                         try operation.payload.withUnsafeBytes { payload in
                             try operation.kind.withCString { kind in
-                                try bindBlob(insert, 1, node)
-                                sqlite3_bind_int64(insert, 2, operation.seq)
-                                try bindBlob(insert, 3, id)
-                                sqlite3_bind_int64(insert, 4, operation.timestamp.rawValue)
-                                try checkBind(sqlite3_bind_text(insert, 5, kind, -1, SQLITE_STATIC), 5)
-                                try bindBlob(insert, 6, payload)
-                                sqlite3_bind_int64(insert, 7, now)
+                                if !isLocal { try bindBlob(insert, 1, node) }
+                                sqlite3_bind_int64(insert, first, operation.seq)
+                                try bindBlob(insert, first + 1, id)
+                                sqlite3_bind_int64(insert, first + 2, operation.timestamp.rawValue)
+                                try checkBind(sqlite3_bind_text(insert, first + 3, kind, -1, SQLITE_STATIC), first + 3)
+                                try bindBlob(insert, first + 4, payload)
+                                sqlite3_bind_int64(insert, first + 5, now)
                                 try stepDone(insert, db)
                             }
                         }
@@ -99,14 +110,26 @@ final class OperationRowsPart: BatchPart {
             let node: Data = row["node"]
             // A replicated entity's despawn is its tombstone: it stays (below the floor, where
             // the clock's rebuild and the log's summary do not look for sequences).
-            try db.execute(sql: "DELETE FROM operation_log WHERE node = ? AND seq <= ? AND kind <> ?",
-                           arguments: [node, cut, ReplicatedOperation.despawnKind])
+            if node.withUnsafeBytes({ NodeID(bytes: $0) }) == (try localNode(db)) {
+                try db.execute(sql: "DELETE FROM local_operations WHERE seq <= ? AND kind <> ?",
+                               arguments: [cut, ReplicatedOperation.despawnKind])
+            } else {
+                try db.execute(sql: "DELETE FROM received_operations WHERE node = ? AND seq <= ? AND kind <> ?",
+                               arguments: [node, cut, ReplicatedOperation.despawnKind])
+            }
             dropped += db.changesCount
             try db.execute(sql: """
                 INSERT INTO operation_floor (node, seq) VALUES (?, ?) ON CONFLICT (node) DO UPDATE SET seq = excluded.seq
                 """, arguments: [node, cut])
         }
         return dropped
+    }
+
+    private func localNode(_ db: Database) throws -> NodeID? {
+        if localNode == nil {
+            localNode = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1")?.withUnsafeBytes { NodeID(bytes: $0) }
+        }
+        return localNode
     }
 
     func didCommit() {}

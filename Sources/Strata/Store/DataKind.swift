@@ -75,7 +75,8 @@ enum DataKind: String, CaseIterable {
             [Table(name: "rejected_writes", salvage: .keyed("id"), readAtStart: false)]
         case .operations:
             [Table(name: "replica", salvage: .scanned, readAtStart: false),
-             Table(name: "operation_log", salvage: .operationLog, readAtStart: true),
+             Table(name: "local_operations", salvage: .keyed("seq"), readAtStart: true),
+             Table(name: "received_operations", salvage: .operationLog, readAtStart: true),
              Table(name: "vector_clock", salvage: .notCopied, readAtStart: true),
              Table(name: "peer_acks", salvage: .scanned, readAtStart: false),
              Table(name: "operation_floor", salvage: .scanned, readAtStart: false)]

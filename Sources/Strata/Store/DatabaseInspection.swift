@@ -172,7 +172,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                         inspection.rowsByKind[kind.rawValue, default: 0] += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table.name)") ?? 0
                     }
                 }
-                if try db.tableExists("operation_log") {
+                if try db.operationLogExists() {
                     try inspection.readOperationLog(db)
                 }
                 if try db.tableExists("session_state"),

@@ -190,5 +190,64 @@ extension Store {
                 PRAGMA user_version = 13;
                 """)
         }
+        migrator.registerMigration("v14: the operation log in two tables, this replica's by sequence and the received") { db in
+            // This replica's operations are appended in sequence order, so their sequence is
+            // their rowid: no index to keep. The (node, seq) index, which cost a third of
+            // the pages of the canvas's commits (its leaf for this node, another for a peer's,
+            // and their splits), is now paid for received operations only. `operation_log`
+            // is a view of both, for every reader; the writer, retention, the salvage and a
+            // restore write the tables.
+            try db.execute(sql: """
+                CREATE TABLE local_operations (
+                    seq INTEGER PRIMARY KEY CHECK (seq > 0),
+                    id BLOB NOT NULL CHECK (length(id) = 16),
+                    timestamp INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    logged_at INTEGER NOT NULL
+                );
+                CREATE TABLE received_operations (
+                    node BLOB NOT NULL CHECK (length(node) = 16),
+                    seq INTEGER NOT NULL CHECK (seq > 0),
+                    id BLOB NOT NULL CHECK (length(id) = 16),
+                    timestamp INTEGER NOT NULL,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    logged_at INTEGER NOT NULL,
+                    UNIQUE (node, seq)
+                );
+                INSERT INTO local_operations (seq, id, timestamp, kind, payload, logged_at)
+                    SELECT seq, id, timestamp, kind, payload, logged_at FROM operation_log
+                    WHERE node = (SELECT node_id FROM replica WHERE id = 1) ORDER BY seq;
+                INSERT INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
+                    SELECT node, seq, id, timestamp, kind, payload, logged_at FROM operation_log
+                    WHERE node IS NOT (SELECT node_id FROM replica WHERE id = 1) ORDER BY rowid;
+                DROP TABLE operation_log;
+                CREATE INDEX local_operations_despawns ON local_operations (kind) WHERE kind = 'strata.despawn';
+                CREATE INDEX received_operations_despawns ON received_operations (kind) WHERE kind = 'strata.despawn';
+                \(Store.operationLogView)
+                PRAGMA user_version = 14;
+                """)
+        }
+    }
+}
+
+extension Store {
+    /// Every operation, this replica's and the received, as one table of
+    /// `(node, seq, id, timestamp, kind, payload, logged_at)`: what readers query. SQLite
+    /// pushes a query's conditions into both halves (a `node = ? AND seq > ?` is a range of
+    /// each, merged in `seq` order).
+    static let operationLogView = """
+        CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
+            SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, kind, payload, logged_at FROM local_operations
+            UNION ALL
+            SELECT node, seq, id, timestamp, kind, payload, logged_at FROM received_operations;
+        """
+}
+
+extension Database {
+    /// Whether the file has an operation log: the view of schema 14 on, the table before.
+    func operationLogExists() throws -> Bool {
+        try viewExists("operation_log") || tableExists("operation_log")
     }
 }
