@@ -75,7 +75,8 @@ enum Salvage {
     static func copyHistory(from corruptPath: String, into store: Store, logger: Logger) -> SalvageReport {
         var report = SalvageReport()
         withSource(corruptPath, into: store, &report) { source, report in
-            for (table, key) in keyed where ["component_types", "rejected_writes", "jobs", "assets", "sync_failures", "segments_set_aside", "local_operations"].contains(table) {
+            let kept = ["component_types", "rejected_writes", "jobs", "assets", "sync_failures", "segments_set_aside", "local_operations"]
+            for (table, key) in keyed where kept.contains(table) {
                 copyKeyed(table, key: key, from: source, into: store, &report)
             }
             for table in scanned { copyScanned(table, from: source, into: store, &report) }
