@@ -147,6 +147,26 @@ import Testing
         try reopened.shutdown()
     }
 
+    @Test func aParkedOperationWithADamagedSequenceStaysParked() throws {
+        // A row read from disk: its sequence is checked before the log sees it.
+        let fixture = EngineFixture()
+        try fixture.open().shutdown()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO rejected_writes (rejected_at, error, kind, entity, name, number, payload, operation_id, timestamp)
+                VALUES (0, 'refused', 'operation', ?, 'shape.moved', 0, x'01', ?, 1)
+                """, arguments: [NodeID().withBytes { Data($0) }, EntityID().withBytes { Data($0) }])
+        }
+        try queue.close()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let report = try engine.replayRejectedWrites()
+        #expect(report.replayed == 0)
+        #expect(report.kept.count == 1 && report.kept[0].contains("its sequence 0 is below 1"), "\(report.kept)")
+        #expect(try engine.rejectedWrites().count == 1, "kept parked")
+    }
+
     /// An engine whose disk fills for good after a first flush, with three rows waiting:
     /// a moved position, and a spawned entity with its title (`before`: done first).
     func engineOnAFullDisk(before: (EngineFixture) throws -> Void = { _ in }) throws -> (EngineFixture, FaultVFS, Engine, EntityID) {

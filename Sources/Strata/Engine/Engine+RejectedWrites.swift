@@ -104,6 +104,8 @@ extension Engine {
             if let entity = world.entity(for: id) { world.despawn(entity) }
             return nil
         case .operation:
+            // Read from disk: a damaged row must not reach the log's precondition (sequences start at 1).
+            if let seq = row.number, seq < 1 { return "its sequence \(seq) is below 1 (a damaged row)" }
             guard let operation = row.operation else { return "parked without its id and timestamp (an older build)" }
             // After a restart it is missing from the log (a gap): logged again, the clock moves.
             // In the session that parked it, the clock has it already: only the row is written.
