@@ -186,8 +186,11 @@ import Testing
         engine.flushNow()
         #expect(try fixture.entityCount() == 0)
         #expect(try fixture.persisted().componentCount == 0)
-        #expect(try fixture.count("SELECT count(*) FROM components") == 0, "the cascade took the base rows")
+        #expect(try fixture.count("SELECT count(*) FROM components") == 2, "the rows wait for compaction")
         #expect(engine.metrics.componentRowsWritten == 2)
+        #expect(engine.compactNow())
+        #expect(try fixture.count("SELECT count(*) FROM entities") == 0)
+        #expect(try fixture.count("SELECT count(*) FROM components") == 0, "the cascade took the base rows")
         try engine.shutdown()
     }
 

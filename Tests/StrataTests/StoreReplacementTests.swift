@@ -71,8 +71,16 @@ struct Annotation: Component, Equatable {
         for i in 0 ..< 10 { engine.appendOperation(kind: "shape.move", payload: [UInt8(i)]) }
     }
 
+    /// A fixture whose despawns reach the damaged page of `entities`: with `[history]`, a
+    /// despawn deletes its rows at once (without it, they wait for compaction).
+    func despawningAtOnce(_ name: String = #function) -> EngineFixture {
+        var fixture = EngineFixture(name)
+        fixture.config.history.keep = .seconds(3600)
+        return fixture
+    }
+
     @Test func aCommitThatFindsTheFileCorruptReplacesItAndLosesNothingInMemory() throws {
-        let fixture = EngineFixture()
+        let fixture = despawningAtOnce()
         let ids = try makeDocument(fixture)
         let engine = try fixture.open()
         #expect(engine.recovery.loaded.unknownTypeRows == 300, "Annotation is not registered here")
@@ -148,7 +156,7 @@ struct Annotation: Component, Equatable {
     /// the commit finds the damage and the replacement cannot write its new file.
     func replacementThatCannotWrite(_ name: String = #function) throws
         -> (EngineFixture, Engine, FaultVFS, [EntityID], lost: Int) {
-        var fixture = EngineFixture(name)
+        var fixture = despawningAtOnce(name)
         let vfs = try FaultVFS.register(name: "replace-\(UUID().uuidString)")
         fixture.options.vfs = vfs.name
         let ids = try makeDocument(fixture)

@@ -39,11 +39,11 @@ enum JobRows {
         let id = entity.withBytes { Data($0) }
         try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
-            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ?
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
             """).execute(arguments: [kind, Data(payload), priority, now, id])
         if db.changesCount > 0 { return true }
-        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ?"), arguments: [id]) != nil
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))"), arguments: [id]) != nil
     }
 
     /// Adds the job unless the entity has one of this kind already; returns the job either
@@ -52,7 +52,7 @@ enum JobRows {
         let id = entity.withBytes { Data($0) }
         try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
-            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ?
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
             """).execute(arguments: [kind, Data(payload), priority, now, id])
         return try fetch(db, where: "entities.id = ? AND jobs.kind = ?", [id, kind]).first

@@ -80,10 +80,14 @@ extension Store {
         let entities = entitiesStatement.sqliteStatement
         if let asOf { sqlite3_bind_int64(entities, 1, asOf) }
         let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
-        world.reserveEntities(expected)
+        // Despawned, their rows waiting for compaction: not loaded, not reported.
+        let despawning = try PendingDespawns.numbers(db)
+        log.pendingDespawns = despawning.count
+        world.reserveEntities(expected - despawning.count)
         var numbers: [EntityNumber] = []
         numbers.reserveCapacity(expected)
         while sqlite3_step(entities) == SQLITE_ROW {
+            if !despawning.isEmpty, despawning.contains(sqlite3_column_int64(entities, 0)) { continue }
             guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil else {
                 summary.malformedEntityRows += 1
                 continue
@@ -109,7 +113,7 @@ extension Store {
             let payload = columnBlob(base, 3)
             baseBytes += payload.count
             guard position < numbers.count && numbers[position] == number else {
-                summary.orphanRows += 1
+                if !despawning.contains(number) { summary.orphanRows += 1 }
                 continue
             }
             loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
@@ -144,7 +148,7 @@ extension Store {
         summary.unreadableSegments = replay.unreadableRows
         // Numbers are never reused while a record or the history window may name them.
         let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities") ?? 0
-        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned) + 1
+        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, despawning.max() ?? 0) + 1
         summary.unknownTypeRows = loader.unknownTypeRows
         summary.undecodableRows = loader.undecodableRows
         summary.olderPayloadRows = loader.olderPayloads.count

@@ -30,6 +30,7 @@ extension DatabaseInspection {
             guard let number = row["num"] as EntityNumber?, let data = row["id"] as Data? else { continue }
             if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[number] = id }
         }
+        for number in try PendingDespawns.numbers(db) { ids[number] = nil }
         let rows = try Row.fetchCursor(db, sql: HistoryQueries.baseRows(asOf: asOf))
         while let row = try rows.next() {
             guard let number = row["entity_num"] as EntityNumber?, let typeID = row["type_id"] as Int64?,

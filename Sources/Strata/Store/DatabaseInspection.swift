@@ -129,13 +129,18 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 }
                 var componentsByTypeID: [Int64: Int] = [:]
                 var entityCount = 0
+                // Despawned entities whose rows wait for compaction are left out.
+                let pending = try PendingDespawns.exists(db)
+                func live(_ column: String) -> String { PendingDespawns.live(column, exists: pending) }
                 if try db.tableExists("components") && db.tableExists("component_types") {
-                    for row in try Row.fetchAll(db, sql: "SELECT type_id, count(*) AS n FROM components GROUP BY type_id") {
+                    for row in try Row.fetchAll(db, sql: """
+                        SELECT type_id, count(*) AS n FROM components WHERE \(live("entity_num")) GROUP BY type_id
+                        """) {
                         componentsByTypeID[row["type_id"]] = row["n"]
                     }
                 }
                 if try db.tableExists("entities") {
-                    entityCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
+                    entityCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE \(live("num"))") ?? 0
                 }
                 var inspection = header
                 inspection.entityCount = entityCount
@@ -213,7 +218,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
         segmentRecords = outcome.records
         unreadableSegments = outcome.unreadableRows
         segmentBytes = try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(records)), 0) FROM segments") ?? 0
-        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ?")
+        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ? AND \(PendingDespawns.live("num", exists: try PendingDespawns.exists(db)))")
         let baseExists = try db.makeStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?")
         for (key, record) in newest {
             guard try Row.fetchOne(entityExists, arguments: [key.entity]) != nil else { continue }

@@ -25,7 +25,7 @@ protocol BatchPart: AnyObject {
 /// one list a kind of data the tick thread batches adds its part to.
 enum BatchParts {
     static func make(operationLog: OperationLogConfig, segmentLog: SegmentLog, typeIDs: [Int64?], history: Bool) -> [any BatchPart] {
-        [EntityRowsPart(history: history), SettingRowsPart(), OperationRowsPart(retention: operationLog), RejectedRowsPart(),
+        [EntityRowsPart(history: history, log: segmentLog), SettingRowsPart(), OperationRowsPart(retention: operationLog), RejectedRowsPart(),
          SegmentAppender(log: segmentLog, typeIDs: typeIDs)] + (history ? [HistoryFlushPart()] : [])
     }
 }

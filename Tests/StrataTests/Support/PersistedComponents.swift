@@ -24,13 +24,14 @@ struct PersistedComponents: Equatable {
             var result = PersistedComponents()
             let names = try ComponentTypeNames.all(db)
             var idByNumber: [Int64: EntityID] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT num, id FROM entities") {
+            // Despawned entities whose rows wait for compaction are not in the world.
+            for row in try Row.fetchAll(db, sql: "SELECT num, id FROM entities WHERE \(PendingDespawns.live("num", exists: try PendingDespawns.exists(db)))") {
                 let id = (row["id"] as Data).withUnsafeBytes { EntityID(bytes: $0)! }
                 idByNumber[row["num"]] = id
                 result.entities[id] = [:]
             }
             for row in try Row.fetchAll(db, sql: "SELECT entity_num, type_id, version, payload FROM components") {
-                let id = idByNumber[row["entity_num"]]!
+                guard let id = idByNumber[row["entity_num"]] else { continue }
                 result.entities[id]![names[row["type_id"]]!] = Value(version: row["version"], payload: [UInt8](row["payload"] as Data))
             }
             _ = try SegmentReplay.run(db, log: SegmentLog(), logger: quietLogger) { record, _ in

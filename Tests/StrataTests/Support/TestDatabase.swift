@@ -51,7 +51,8 @@ struct EngineFixture {
         return try queue.read { try Int.fetchOne($0, sql: sql, arguments: arguments) ?? 0 }
     }
 
-    func entityCount() throws -> Int { try count("SELECT count(*) FROM entities") }
+    /// Live entities: despawned ones whose rows wait for compaction are left out.
+    func entityCount() throws -> Int { try count("SELECT count(*) FROM entities WHERE \(PendingDespawns.live("num"))") }
 
     /// The file as a reload would read it.
     func persisted() throws -> PersistedComponents { try PersistedComponents.read(directory.databasePath) }

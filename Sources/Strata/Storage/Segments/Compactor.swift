@@ -6,6 +6,7 @@ import GRDBSQLite
 /// A step consumes the *front* of the segment log (the oldest rows, up to a byte
 /// budget, never past the round's last row nor an unreadable row) in ONE transaction:
 ///
+/// 0. it deletes the rows of despawned entities (``PendingDespawns``), a bounded number;
 /// 1. it reads the rows and keeps the newest record of each key;
 /// 2. it drops records of entities that are gone, and tombstones with no base row;
 /// 3. *fold*: writes the rest into the base rows (`components`), in key order;
@@ -45,6 +46,8 @@ struct Compactor {
         /// The output rows' bytes (a merge's), and the time they carry.
         var outputSizes: [Int] = []
         var outputCreatedAt: Int64 = 0
+        /// Pending despawns whose rows the step deleted (step 0).
+        var despawnsApplied = 0
         /// Keys written into base rows (fold), and base rows inserted or deleted by it.
         var keysFolded = 0
         var baseRowsInserted = 0
@@ -65,6 +68,7 @@ struct Compactor {
             for key in gone { log.forget(key, upTo: consumedSeq) }
             for key in kept { log.moveLive(key, upTo: consumedSeq, to: consumedSeq) }
             log.baseRows += baseRowsInserted - baseRowsDeleted
+            log.pendingDespawns -= despawnsApplied
             if log.lastID == lastConsumedID { log.lastID = outputLastID }
             log.forgetRowTimes(through: lastConsumedID)
             for (part, bytes) in outputSizes.enumerated() {
@@ -81,6 +85,10 @@ struct Compactor {
         var createdAt: Int64
     }
 
+    /// The most pending despawns one step applies: a step stays bounded however many
+    /// despawns a session left (each deletes an entity row and its base rows).
+    static let pendingDespawnsPerStep = 2048
+
     /// Runs one step of `round`, consuming up to `budgetBytes` of records (at least one row).
     /// With `history`, records of entities despawned within the window are folded into
     /// their kept rows (`HistoryRows`) instead of dropped. The window's start moves up to
@@ -91,6 +99,12 @@ struct Compactor {
         var arena: [UInt8] = []
         var firstID: Int64?
         var lastCreatedAt: Int64 = 0
+
+        // 0. Despawns waiting for their rows to go (`PendingDespawns`): before the alive
+        //    check of step 2, so their records are dropped with them.
+        let despawns = try PendingDespawns.apply(limit: pendingDespawnsPerStep, db)
+        result.despawnsApplied = despawns.despawns
+        result.baseRowsDeleted += despawns.baseRows
 
         // 1. The front rows, within the budget.
         let select = try db.makeStatement(sql: """
@@ -131,9 +145,14 @@ struct Compactor {
             }
             sqlite3_reset(rows)   // no cursor stays open on the rows deleted below
         }
-        guard let firstID else { return result }
+        guard let firstID else {
+            // No row to consume (a round of despawns only, or the log is empty): done once
+            // every despawn is applied.
+            if result.blockedBy == nil { result.roundDone = despawns.despawns < pendingDespawnsPerStep }
+            return result
+        }
         result.consumedSeq = Segment.seq(ofID: result.lastConsumedID)
-        result.roundDone = result.lastConsumedID >= round.endID
+        result.roundDone = result.lastConsumedID >= round.endID && despawns.despawns < pendingDespawnsPerStep
 
         // 2. Records of entities that are gone are dropped; so are tombstones of keys
         //    without a base row (nothing left to delete).

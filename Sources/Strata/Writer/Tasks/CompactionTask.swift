@@ -42,7 +42,7 @@ final class CompactionTask: RoundTask {
     /// The method of the step to run now, if any.
     func nextStep() -> CompactionPolicy.Method? {
         if let requested = forced.pending, round?.forced != true {
-            if let endID = consumable().endID, segmentLog.blockedBy == nil {
+            if let endID = consumable().endID ?? (segmentLog.pendingDespawns > 0 ? 0 : nil), segmentLog.blockedBy == nil {
                 round = Compactor.Round(method: .fold, endID: endID, forced: true, ticket: requested)
             } else {
                 forced.serve(upTo: requested, failed: segmentLog.blockedBy != nil)
@@ -59,17 +59,29 @@ final class CompactionTask: RoundTask {
             bytes = consumable().bytes
             live = min(live, bytes)
         }
-        return settings.compaction.decide(CompactionPolicy.Input(
+        if let method = settings.compaction.decide(CompactionPolicy.Input(
             logBytes: bytes, liveBytes: live, liveKeys: segmentLog.liveKeys,
             basePages: segmentLog.basePages(pageSize: settings.pageSize), pageSize: settings.pageSize,
-            onMains: conditions.onMains, idle: conditions.idle, round: round?.method))
+            onMains: conditions.onMains, idle: conditions.idle, round: round?.method)) {
+            return method
+        }
+        // Despawns waiting for their rows to go (`PendingDespawns`): applied when idle, or
+        // once there are many, by a round that consumes no segment (end 0).
+        guard segmentLog.pendingDespawns > 0,
+              conditions.idle || segmentLog.pendingDespawns >= Self.pendingDespawnsBound else { return nil }
+        if round == nil { round = Compactor.Round(method: .fold, endID: 0) }
+        return round!.method
     }
+
+    /// Pending despawns past which they are applied even while the user is active: the
+    /// table stays a few dozen pages.
+    static let pendingDespawnsBound = 4096
 
     /// Runs one step of the current round (starting one of `method` if none).
     func run(_ method: CompactionPolicy.Method) {
         let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
         if round == nil {
-            guard let endID = consumable().endID else { return }
+            guard let endID = consumable().endID ?? (segmentLog.pendingDespawns > 0 ? 0 : nil) else { return }
             round = Compactor.Round(method: method, endID: endID)
         }
         let current = round!
