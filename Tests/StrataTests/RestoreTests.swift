@@ -70,6 +70,10 @@ import Testing
         for i in 0 ..< 3 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i)]) }
         let backup = fixture.directory.url.appendingPathComponent("b.db").path
         try engine.backup(to: backup)
+        // The original had pushed its three operations to a server.
+        let edited = try DatabaseQueue(path: backup)
+        try edited.write { db in try db.execute(sql: "INSERT INTO sync_state (id, server, pushed_through) VALUES (1, 'test', 3)") }
+        try edited.close()
         engine.world.insert(Title("after the backup"), for: entities[0])
         #expect(engine.flushNow())
         let document = engine.store.location.path
@@ -97,6 +101,8 @@ import Testing
              try Int.fetchOne(db, sql: "SELECT count(*) FROM received_operations WHERE node = ?", arguments: [originalNode.withBytes { Data($0) }]) ?? 0)
         }
         #expect(local == 0 && received == 3)
+        #expect(try restored.store.withConnection { try Int.fetchOne($0, sql: "SELECT pushed_through FROM sync_state") } == 0,
+                "the new node's operations are all still to push")
         try restored.shutdown()
         #expect(try fixture.persisted().count(Title("after the backup")) == 0)
         #expect(try fixture.persisted().count(Title("title 0")) == 1)

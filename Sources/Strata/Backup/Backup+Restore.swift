@@ -65,6 +65,11 @@ extension Backup {
                 if try db.tableExists("replica") {
                     try db.execute(sql: "UPDATE replica SET node_id = ? WHERE id = 1", arguments: [node.withBytes { Data($0) }])
                 }
+                // The outbox's place and refusals were the old node's sequences: the new node
+                // pushes its own from 1 (and its first operation must not count as pushed).
+                if try db.tableExists("sync_state") {
+                    try db.execute(sql: "UPDATE sync_state SET pushed_through = 0; DELETE FROM sync_failures")
+                }
             }
             try queue.close()
         } catch {

@@ -17,6 +17,39 @@ public struct OperationLogSummary: Sendable, Equatable {
 }
 
 extension Store {
+    /// This replica's sequence numbers are never used twice. Its operations are appended
+    /// in order, so a hole in them, or a tail shorter than what the server acknowledged, is
+    /// a damaged page the salvage could not read; what it held may be on the server and on
+    /// other devices already, and an operation logged again under one of its numbers would
+    /// be a duplicate there, never applied. So the node's prefix moves past every number
+    /// used (the log's highest, the retention floor, the server's `pushed_through`): the
+    /// next operation goes above them, and the lost ones count as logged (nothing here can
+    /// bring them back; a device that has them keeps them). Returns the line that says so,
+    /// or nil when nothing was lost.
+    static func skipLostOwnSequences(of node: NodeID, clock: inout [NodeID: Int64], beyond: inout [NodeID: Set<Int64>],
+                                     floor: Int64, _ db: Database) throws -> String? {
+        let pushed = try db.tableExists("sync_state")
+            ? try Int64.fetchOne(db, sql: "SELECT pushed_through FROM sync_state WHERE id = 1") ?? 0 : 0
+        let above = beyond[node] ?? []
+        let contiguous = clock[node] ?? 0
+        let highest = max(contiguous, above.max() ?? 0, floor, pushed)
+        guard highest > contiguous else { return nil }
+        var missing: [String] = []
+        var count: Int64 = 0
+        var next = contiguous + 1
+        for seq in above.sorted() + [highest + 1] {
+            if seq > next {
+                missing.append(seq - 1 == next ? "\(next)" : "\(next)…\(seq - 1)")
+                count += seq - next
+            }
+            next = max(next, seq + 1)
+        }
+        clock[node] = highest
+        beyond[node] = nil
+        return "this replica's operations \(missing.joined(separator: ", ")) (\(count)) are missing (lost with a damaged page): "
+            + "their numbers are not used again, the next operation is \(highest + 1)"
+    }
+
     /// Reads this replica's node id (creating it on first open), rebuilds the vector
     /// clock and the gaps from the operation log (the specification's recovery: "load operation log
     /// → rebuild vector clock"), and compares the clock with the persisted one: the log
@@ -85,6 +118,9 @@ extension Store {
                 for (n, floor) in floors where clock[n] == nil { clock[n] = floor }
 
                 var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)
+                if let lost = try Self.skipLostOwnSequences(of: node, clock: &clock, beyond: &beyond, floor: floors[node] ?? 0, db) {
+                    summary.vectorClockRepairs.append(lost)
+                }
                 var persisted: [NodeID: Int64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
                     if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { persisted[id] = row["seq"] }
