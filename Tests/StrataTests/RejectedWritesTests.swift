@@ -122,6 +122,8 @@ import Testing
         fixture.options.prepareConnection = nil
         let engine = try fixture.open()
         #expect(engine.recovery.operations.gaps == 1, "seq 2 is missing from the log")
+        #expect(!engine.recovery.operations.vectorClockRepairs.contains { $0.contains("are missing") }, "parked, not lost")
+        #expect(engine.world.operationLog.nextSequence == 4, "a new operation never takes the parked one's number")
         let report = try engine.replayRejectedWrites()
         #expect(report.replayed == 3, "\(report.kept)")
         #expect(engine.flushNow())

@@ -40,25 +40,31 @@ public final class OperationLog {
     var maxSkewMilliseconds: Int64 = 300_000 { didSet { lastSkewBound = .min } }
     private var lastSkewBound: Int64 = .min
 
-    init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:],
+    init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:], highestOwn: Int64 = 0,
          lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
          clockToWrite: Set<NodeID> = [], wallClock: @escaping @Sendable () -> Int64 = { unixMilliseconds() }) {
         self.node = node
         self.vectorClock = vectorClock
         self.beyond = beyond
+        self.highestOwn = highestOwn
         self.clock = HybridLogicalClock(last: lastTimestamp)
         self.clockChanged = clockToWrite
         self.wallClock = wallClock
     }
 
-    /// The sequence number the next local operation gets.
-    public var nextSequence: Int64 { (vectorClock[node] ?? 0) + 1 }
+    /// The highest sequence this replica has used, logged or not (a parked operation's, a
+    /// lost one's: `Store.skipLostOwnSequences`): the next one goes above it.
+    private var highestOwn: Int64
+
+    /// The sequence number the next local operation gets: above every one this replica used.
+    public var nextSequence: Int64 { max(vectorClock[node] ?? 0, highestOwn) + 1 }
 
     /// Logs a local operation: the next sequence of this node, a new id, a timestamp.
     func append(kind: String, payload: [UInt8]) -> LoggedOperation {
         let wall = wallClock()
         let operation = LoggedOperation(id: ids.make(milliseconds: wall), node: node, seq: nextSequence,
                                         timestamp: clock.next(wallMilliseconds: wall), kind: kind, payload: payload)
+        highestOwn = operation.seq
         log(operation)
         return operation
     }

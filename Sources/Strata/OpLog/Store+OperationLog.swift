@@ -19,35 +19,58 @@ public struct OperationLogSummary: Sendable, Equatable {
 extension Store {
     /// This replica's sequence numbers are never used twice. Its operations are appended
     /// in order, so a hole in them, or a tail shorter than what the server acknowledged, is
-    /// a damaged page the salvage could not read; what it held may be on the server and on
-    /// other devices already, and an operation logged again under one of its numbers would
-    /// be a duplicate there, never applied. So the node's prefix moves past every number
-    /// used (the log's highest, the retention floor, the server's `pushed_through`): the
-    /// next operation goes above them, and the lost ones count as logged (nothing here can
-    /// bring them back; a device that has them keeps them). Returns the line that says so,
-    /// or nil when nothing was lost.
+    /// either an operation a commit refused, parked to be logged again (`rejected_writes` or
+    /// the side file: its hole stays, for the replay to fill), or a damaged page the salvage
+    /// could not read. What a lost one held may be on the server and on other devices
+    /// already, and an operation logged again under its number would be a duplicate there,
+    /// never applied. So the lost numbers count as logged (nothing here can bring them back;
+    /// a device that has them keeps them), and the next operation goes above every number
+    /// used: the log's highest, the retention floor, the server's `pushed_through`, the parked
+    /// ones (`highest`). Returns that, and the line that says what was lost (nil: nothing).
     static func skipLostOwnSequences(of node: NodeID, clock: inout [NodeID: Int64], beyond: inout [NodeID: Set<Int64>],
-                                     floor: Int64, _ db: Database) throws -> String? {
+                                     floor: Int64, parked: Set<Int64>, _ db: Database) throws -> (highest: Int64, lost: String?) {
         let pushed = try db.tableExists("sync_state")
             ? try Int64.fetchOne(db, sql: "SELECT pushed_through FROM sync_state WHERE id = 1") ?? 0 : 0
         let above = beyond[node] ?? []
         let contiguous = clock[node] ?? 0
-        let highest = max(contiguous, above.max() ?? 0, floor, pushed)
-        guard highest > contiguous else { return nil }
+        let highest = max(contiguous, above.max() ?? 0, floor, pushed, parked.max() ?? 0)
         var missing: [String] = []
         var count: Int64 = 0
-        var next = contiguous + 1
-        for seq in above.sorted() + [highest + 1] {
-            if seq > next {
-                missing.append(seq - 1 == next ? "\(next)" : "\(next)…\(seq - 1)")
-                count += seq - next
+        var start: Int64?
+        for seq in contiguous + 1 ... max(highest + 1, contiguous + 1) {
+            let lost = seq <= highest && !above.contains(seq) && !parked.contains(seq)
+            if lost, start == nil { start = seq }
+            if !lost, let first = start {
+                missing.append(seq - 1 == first ? "\(first)" : "\(first)…\(seq - 1)")
+                count += seq - first
+                start = nil
             }
-            next = max(next, seq + 1)
         }
-        clock[node] = highest
-        beyond[node] = nil
-        return "this replica's operations \(missing.joined(separator: ", ")) (\(count)) are missing (lost with a damaged page): "
-            + "their numbers are not used again, the next operation is \(highest + 1)"
+        guard count > 0 else { return (highest, nil) }
+        if parked.isEmpty {
+            clock[node] = highest
+            beyond[node] = nil
+        } else {
+            // The prefix stops at the first parked hole; what is above it counts as logged.
+            var prefix = contiguous
+            while prefix < highest && !parked.contains(prefix + 1) { prefix += 1 }
+            clock[node] = prefix
+            let rest = Set((prefix + 1 ... max(highest, prefix + 1)).filter { $0 <= highest && !parked.contains($0) })
+            beyond[node] = rest.isEmpty ? nil : rest
+        }
+        return (highest, "this replica's operations \(missing.joined(separator: ", ")) (\(count)) are missing (lost with a damaged page): "
+            + "their numbers are not used again, the next operation is \(highest + 1)")
+    }
+
+    /// The sequences of this replica's parked operations (`rejected_writes` and the side
+    /// file): holes in its log that a replay fills.
+    func parkedOwnSequences(of node: NodeID, _ db: Database) throws -> Set<Int64> {
+        var parked = Set(try Int64.fetchAll(db, sql: "SELECT number FROM rejected_writes WHERE kind = 'operation' AND entity = ?",
+                                            arguments: [node.withBytes { Data($0) }]))
+        for row in Engine.sideFileRows(location.rejectedPath) where row.kind == .operation && row.entity == node {
+            if let seq = row.number { parked.insert(seq) }
+        }
+        return parked
     }
 
     /// Reads this replica's node id (creating it on first open), rebuilds the vector
@@ -118,9 +141,9 @@ extension Store {
                 for (n, floor) in floors where clock[n] == nil { clock[n] = floor }
 
                 var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)
-                if let lost = try Self.skipLostOwnSequences(of: node, clock: &clock, beyond: &beyond, floor: floors[node] ?? 0, db) {
-                    summary.vectorClockRepairs.append(lost)
-                }
+                let own = try Self.skipLostOwnSequences(of: node, clock: &clock, beyond: &beyond, floor: floors[node] ?? 0,
+                                                        parked: try parkedOwnSequences(of: node, db), db)
+                if let lost = own.lost { summary.vectorClockRepairs.append(lost) }
                 var persisted: [NodeID: Int64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
                     if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { persisted[id] = row["seq"] }
@@ -133,7 +156,7 @@ extension Store {
                     clock[n] = rebuilt
                     toWrite.insert(n)
                 }
-                let log = OperationLog(node: node, vectorClock: clock, beyond: beyond,
+                let log = OperationLog(node: node, vectorClock: clock, beyond: beyond, highestOwn: own.highest,
                                        lastTimestamp: HybridTimestamp(rawValue: lastTimestamp), clockToWrite: toWrite, wallClock: wallClock)
                 log.maxSkewMilliseconds = maxSkewMilliseconds
                 summary.gaps = log.gaps.values.reduce(0) { $0 + $1.count }
