@@ -2,7 +2,7 @@ import Foundation
 
 /// A unit of background work that belongs to an entity of the world (a stroke's thumbnail,
 /// a recording's transcription), kept in the document's `jobs` table until it is done:
-/// it survives crashes and restarts, and goes with its entity (`ON DELETE CASCADE`).
+/// it survives crashes and restarts, and goes with its entity (in the despawn's commit).
 public struct Job: Sendable, Equatable, Codable {
     public typealias ID = Int64
 

@@ -198,8 +198,9 @@ public final class World {
         return Entity(index: index, generation: records[Int(index)].generation)
     }
 
-    /// Despawns the entity: drops its pending writes and deletes its rows at the next
-    /// critical flush (components go with it, `ON DELETE CASCADE`).
+    /// Despawns the entity: drops its pending writes; the next critical flush records the
+    /// despawn (from then on no reader of the file sees the entity, and its jobs and asset
+    /// files go) and compaction deletes its rows later, components and all.
     /// Returns false if the handle was already dead.
     ///
     /// An entity that carries replicated components is despawned on every device of the
