@@ -92,6 +92,27 @@ import Testing
         #expect(try fixture.count("SELECT count(*) FROM pending_despawns") == 0)
     }
 
+    /// More despawns than one step applies: the round goes on until every one is applied,
+    /// whether or not the log has rows to consume.
+    @Test(arguments: [false, true]) func compactNowAppliesEveryWaitingDespawnStepByStep(withRecords: Bool) throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let count = Compactor.pendingDespawnsPerStep * 2 + 10
+        let entities = (0 ..< count).map { engine.world.spawn(Title("t\($0)")) }
+        #expect(engine.flushNow())
+        #expect(engine.compactNow())
+        for entity in entities { engine.world.despawn(entity) }
+        if withRecords { engine.world.spawn(Title("a record in the log")) }
+        #expect(engine.flushNow())
+        #expect(try fixture.count("SELECT count(*) FROM pending_despawns") == count)
+        let steps = engine.metrics.compactionSteps
+        #expect(engine.compactNow())
+        #expect(try fixture.count("SELECT count(*) FROM pending_despawns") == 0)
+        #expect(try fixture.count("SELECT count(*) FROM entities") == (withRecords ? 1 : 0))
+        #expect(engine.metrics.compactionSteps - steps >= 3, "a bounded number a step")
+    }
+
     /// Idle, the writer applies the waiting despawns by itself, in a round that consumes no
     /// segment: the log stays as it is.
     @Test func idleTheWriterAppliesTheWaitingDespawnsAndLeavesTheLogAlone() throws {
