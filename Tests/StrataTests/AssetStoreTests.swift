@@ -31,7 +31,7 @@ import Testing
         // Writing the same name again replaces the file and the row.
         let again = try engine.assets.write([1, 2, 3], for: id, name: asset.name)
         #expect(again.id == asset.id && again.size == 3)
-        #expect(throws: JobError.self) { try engine.assets.write([1], for: EntityID()) }
+        #expect(throws: JobError.self) { try engine.assets.write([1], for: EntityID(), timeout: .milliseconds(100)) }
         #expect(files(fixture.directory.databasePath + ".assets") == [asset.name], "the refused write's file is removed")
     }
 

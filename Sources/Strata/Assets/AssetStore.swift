@@ -33,9 +33,11 @@ public final class AssetStore: @unchecked Sendable {
 
     /// Writes `bytes` as the file `name` (a new UUID name with `fileExtension` if nil) for
     /// `entity`, durably, and registers it. Throws ``JobError/unknownEntity(_:)`` (and
-    /// removes the file) if the entity is not in the document.
+    /// removes the file) if the entity is not in the document within `timeout` (it is
+    /// looked up again after each commit: its spawn may be in a batch not committed yet).
     @discardableResult
-    public func write(_ bytes: [UInt8], for entity: EntityID?, name: String? = nil, fileExtension: String = "bin") throws -> Asset {
+    public func write(_ bytes: [UInt8], for entity: EntityID?, name: String? = nil, fileExtension: String = "bin",
+                      timeout: Duration = .seconds(30)) throws -> Asset {
         let name = name ?? "\(UUID().uuidString.lowercased()).\(fileExtension)"
         guard !name.isEmpty, !name.contains("/"), !name.hasPrefix(".") else {
             throw StoreError(.write, message: "an asset's name is a plain file name, not \"\(name)\"", path: location.assetsPath)
@@ -44,7 +46,7 @@ public final class AssetStore: @unchecked Sendable {
         let checksum = CRC32C.checksum(bytes)
         let now = wallClock()
         do {
-            return try lane.perform(.normal, waitingForBatches: .seconds(30)) { db in
+            return try lane.perform(.normal, waitingForBatches: timeout) { db in
                 try AssetRows.register(db, name: name, entity: entity, size: bytes.count, checksum: checksum, now: now)
             } orElse: { JobError.unknownEntity(entity ?? EntityID()) }
         } catch {
