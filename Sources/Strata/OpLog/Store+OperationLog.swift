@@ -37,7 +37,7 @@ extension Store {
         var missing: [String] = []
         var count: Int64 = 0
         var start: Int64?
-        for seq in contiguous + 1 ... max(highest + 1, contiguous + 1) {
+        for seq in contiguous + 1 ... highest + 1 {
             let lost = seq <= highest && !above.contains(seq) && !parked.contains(seq)
             if lost, start == nil { start = seq }
             if !lost, let first = start {
@@ -47,19 +47,14 @@ extension Store {
             }
         }
         guard count > 0 else { return (highest, nil) }
-        if parked.isEmpty {
-            clock[node] = highest
-            beyond[node] = nil
-        } else {
-            // The prefix stops at the first parked hole; what is above it counts as logged.
-            var prefix = contiguous
-            while prefix < highest && !parked.contains(prefix + 1) { prefix += 1 }
-            clock[node] = prefix
-            let rest = Set((prefix + 1 ... max(highest, prefix + 1)).filter { $0 <= highest && !parked.contains($0) })
-            beyond[node] = rest.isEmpty ? nil : rest
-        }
-        return (highest, "this replica's operations \(missing.joined(separator: ", ")) (\(count)) are missing (lost with a damaged page): "
-            + "their numbers are not used again, the next operation is \(highest + 1)")
+        // The prefix stops at the first parked hole; what is above it counts as logged.
+        var prefix = contiguous
+        while prefix < highest && !parked.contains(prefix + 1) { prefix += 1 }
+        clock[node] = prefix
+        let rest = prefix < highest ? Set((prefix + 1 ... highest).filter { !parked.contains($0) }) : []
+        beyond[node] = rest.isEmpty ? nil : rest
+        return (highest, "this replica's operations \(missing.joined(separator: ", ")) (\(count)) are missing from the log and "
+            + "not parked: their numbers are not used again, the next operation is \(highest + 1)")
     }
 
     /// The sequences of this replica's parked operations (`rejected_writes` and the side

@@ -29,15 +29,16 @@ final class EntityRowsPart: BatchPart {
     private var sorted: [EntityInsert] = []
 
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
-        if !batch.entityDeletes.isEmpty, !history {
-            pendingChange += try PendingDespawns.record(batch.entityDeletes, db)
-            counts.entityDeletes += batch.entityDeletes.count
-        } else if !batch.entityDeletes.isEmpty {
-            try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db)
-            let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
-            for number in batch.entityDeletes {
-                sqlite3_bind_int64(delete, 1, number)
-                try stepDone(delete, db)
+        if !batch.entityDeletes.isEmpty {
+            if history {
+                try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db)
+                let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
+                for number in batch.entityDeletes {
+                    sqlite3_bind_int64(delete, 1, number)
+                    try stepDone(delete, db)
+                }
+            } else {
+                pendingChange += try PendingDespawns.record(batch.entityDeletes, db)
             }
             counts.entityDeletes += batch.entityDeletes.count
         }

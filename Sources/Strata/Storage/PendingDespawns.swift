@@ -17,11 +17,9 @@ import GRDBSQLite
 ///
 /// Writer thread for the writes; the readers' condition on any thread.
 enum PendingDespawns {
-    static let table = "pending_despawns"
-
     /// Whether the file has the table (an older file a read-only tool opened does not:
     /// its despawns were all applied).
-    static func exists(_ db: Database) throws -> Bool { try db.tableExists(table) }
+    static func exists(_ db: Database) throws -> Bool { try db.tableExists("pending_despawns") }
 
     /// The numbers whose despawn waits here (none in an older file).
     static func numbers(_ db: Database) throws -> Set<EntityNumber> {

@@ -107,6 +107,7 @@ struct Compactor {
         let despawns = try PendingDespawns.apply(limit: pendingDespawnsPerStep, db)
         result.despawnsApplied = despawns.despawns
         result.baseRowsDeleted += despawns.baseRows
+        let despawnsLeft = despawns.despawns == pendingDespawnsPerStep   // maybe: the next step looks
 
         // 1. The front rows, within the budget.
         let select = try db.makeStatement(sql: """
@@ -150,11 +151,11 @@ struct Compactor {
         guard let firstID else {
             // No row to consume (a round of despawns only, or the log is empty): done once
             // every despawn is applied.
-            if result.blockedBy == nil { result.roundDone = despawns.despawns < pendingDespawnsPerStep }
+            if result.blockedBy == nil { result.roundDone = !despawnsLeft }
             return result
         }
         result.consumedSeq = Segment.seq(ofID: result.lastConsumedID)
-        result.roundDone = result.lastConsumedID >= round.endID && despawns.despawns < pendingDespawnsPerStep
+        result.roundDone = result.lastConsumedID >= round.endID && !despawnsLeft
 
         // 2. Records of entities that are gone are dropped; so are tombstones of keys
         //    without a base row (nothing left to delete).

@@ -39,10 +39,16 @@ final class CompactionTask: RoundTask {
         return segmentLog.outsideWindow(cutoff: cutoff, maxBytes: history.maxBytes)
     }
 
+    /// Where a new round ends: the newest consumable row, or 0 (no row: a round of pending
+    /// despawns only) when there is none but despawns wait; nil when there is nothing to do.
+    func roundEnd() -> Int64? {
+        consumable().endID ?? (segmentLog.pendingDespawns > 0 ? 0 : nil)
+    }
+
     /// The method of the step to run now, if any.
     func nextStep() -> CompactionPolicy.Method? {
         if let requested = forced.pending, round?.forced != true {
-            if let endID = consumable().endID ?? (segmentLog.pendingDespawns > 0 ? 0 : nil), segmentLog.blockedBy == nil {
+            if let endID = roundEnd(), segmentLog.blockedBy == nil {
                 round = Compactor.Round(method: .fold, endID: endID, forced: true, ticket: requested)
             } else {
                 forced.serve(upTo: requested, failed: segmentLog.blockedBy != nil)
@@ -81,7 +87,7 @@ final class CompactionTask: RoundTask {
     func run(_ method: CompactionPolicy.Method) {
         let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
         if round == nil {
-            guard let endID = consumable().endID ?? (segmentLog.pendingDespawns > 0 ? 0 : nil) else { return }
+            guard let endID = roundEnd() else { return }
             round = Compactor.Round(method: method, endID: endID)
         }
         let current = round!
