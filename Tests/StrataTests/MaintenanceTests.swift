@@ -219,6 +219,6 @@ import Testing
         engine.world.spawn(Title("b"))
         try engine.shutdown()
         #expect(try fixture.count("PRAGMA auto_vacuum") == 0)
-        #expect(try fixture.count("SELECT count(*) FROM entities") == 2)
+        #expect(try fixture.entityCount() == 2)
     }
 }

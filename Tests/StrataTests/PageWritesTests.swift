@@ -11,8 +11,8 @@ import Testing
     /// 24 edits: a regression guard for the cost of every kind of data, with the budget
     /// in one place (docs/storage.md, "Pages per commit"). Each commit spawns a shape (its
     /// entity row and id, its components and their stamps in the segment log), moves
-    /// another and despawns an old one (its number in `pending_despawns`: its rows wait
-    /// for compaction), as the canvas does about every second; the canvas's types
+    /// another and despawns an old one (both in `pending_entities`: their rows wait for
+    /// compaction), as the canvas does about every second; the canvas's types
     /// replicate, so the engine logs each of those changes as an operation (four a
     /// commit), and the despawn is a tombstone in the despawns' partial index. A peer's
     /// operation arrives every fourth; the vector clock goes along every fifth operation.
@@ -21,18 +21,17 @@ import Testing
     static let budget: [String: Double] = [
         // Measured 2026-11-26 (1 KiB pages): segments 1.33, this replica's operations 1.63
         // (keyed by their sequence: no index), the peer's 0.25 and their (node, seq) index
-        // 0.25, entities 1.04 and their ids 1.54 (the new shape's, at the right edge), the
-        // pending despawns 1.0, the despawns' index 1.0, vector_clock 0.50, page 1 0.54 and
-        // the pointer map 0.54: 9.6 pages. When a despawn deleted its rows at once, entities
-        // cost 2.04, their ids 2.63 and components 1.83 (the deleted shape's base rows).
+        // 0.25, the waiting spawns and despawns 1.0 (the new shape's row at the right edge,
+        // the old one's number), the despawns' index 1.0, vector_clock 0.50, page 1 0.54
+        // and the pointer map 0.54: 7.0 pages. When a spawn wrote its row and id at once,
+        // entities cost 1.04 and their ids 1.54 (9.6 pages in all); when a despawn deleted
+        // its rows at once too, entities 2.04, their ids 2.63 and components 1.83.
         "segments": 1.5,                          // the log's last leaf
         "local_operations": 1.9,                  // the last leaf, and a new one when it fills
         "local_operations_despawns": 1.1,         // a despawn's tombstone: the index's last leaf
         "received_operations": 0.4,               // a peer's operation, every fourth commit
         "sqlite_autoindex_received_operations_1": 0.4,
-        "entities": 1.2,                          // the last leaf
-        "sqlite_autoindex_entities_1": 1.8,       // the same in the index of ids
-        "pending_despawns": 1.1,                  // its one leaf
+        "pending_entities": 1.2,                  // its last leaf (a spawn), now and then another (a despawn)
         "vector_clock": 0.6,
         PageWrites.Tree.header: 0.7,              // page 1: the file's size in pages, the free list
         PageWrites.Tree.pointerMap: 0.7,          // auto_vacuum's map of the pages allocated

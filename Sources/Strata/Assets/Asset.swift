@@ -40,7 +40,9 @@ enum AssetRows {
     static func register(_ db: Database, name: String, entity: EntityID?, size: Int, checksum: UInt32, now: Int64) throws -> Asset? {
         var number: Int64?
         if let entity {
-            number = try Int64.fetchOne(db, sql: "SELECT num FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))", arguments: [entity.withBytes { Data($0) }])
+            let id = entity.withBytes { Data($0) }
+            _ = try PendingEntities.promote(id: id, db)   // the row refers to `entities`
+            number = try Int64.fetchOne(db, sql: "SELECT num FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))", arguments: [id])
             guard number != nil else { return nil }
         }
         try db.execute(sql: """

@@ -1,15 +1,17 @@
 /// The reload's queries, as of a time in the history window (`Store.rebuild(…asOf:)`):
 /// without one, the world now.
 enum HistoryQueries {
-    /// `(num, id)` of every entity, in number order. As of `?1`: spawned by then, and either
+    /// `(num, id)` of every entity, in number order, the spawns that wait for compaction
+    /// among them (`layout`: `PendingEntities`). As of `?1`: spawned by then, and either
     /// alive or despawned after it.
-    static func entities(asOf: Int64?) -> String {
-        guard asOf != nil else { return "SELECT num, id FROM entities ORDER BY num" }
+    static func entities(asOf: Int64?, layout: PendingEntities.Layout) -> String {
+        let waiting = layout.spawnRows(asOf: asOf != nil).map { "UNION ALL \($0) " } ?? ""
+        guard asOf != nil else { return "SELECT num, id FROM entities \(waiting)ORDER BY num" }
         return """
             SELECT num, id FROM entities WHERE created_at <= ?1
             UNION ALL
             SELECT num, id FROM despawned_entities WHERE created_at <= ?1 AND despawned_at > ?1
-            ORDER BY num
+            \(waiting)ORDER BY num
             """
     }
 

@@ -37,22 +37,24 @@ enum JobRows {
     /// entity is in the file (false: not yet, nothing written). Without reading the job back.
     static func add(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Bool {
         let id = entity.withBytes { Data($0) }
+        _ = try PendingEntities.promote(id: id, db)   // the job refers to `entities`
         try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
-            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
             """).execute(arguments: [kind, Data(payload), priority, now, id])
         if db.changesCount > 0 { return true }
-        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))"), arguments: [id]) != nil
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))"), arguments: [id]) != nil
     }
 
     /// Adds the job unless the entity has one of this kind already; returns the job either
     /// way, or nil if the entity is not in the file (yet).
     static func enqueue(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Job? {
         let id = entity.withBytes { Data($0) }
+        _ = try PendingEntities.promote(id: id, db)
         try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
-            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingDespawns.live("num"))
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
             """).execute(arguments: [kind, Data(payload), priority, now, id])
         return try fetch(db, where: "entities.id = ? AND jobs.kind = ?", [id, kind]).first

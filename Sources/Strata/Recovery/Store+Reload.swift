@@ -75,20 +75,25 @@ extension Store {
         var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger)
 
         // Entities in number order: the world gives them indices 0, 1, 2… in that order.
-        let entitiesStatement = try db.makeStatement(sql: HistoryQueries.entities(asOf: asOf))
+        // Spawns waiting for compaction are entities like the others (`PendingEntities`).
+        let layout = try PendingEntities.layout(db)
+        let entitiesStatement = try db.makeStatement(sql: HistoryQueries.entities(asOf: asOf, layout: layout))
         defer { withExtendedLifetime(entitiesStatement) {} }
         let entities = entitiesStatement.sqliteStatement
         if let asOf { sqlite3_bind_int64(entities, 1, asOf) }
-        let expected = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0
+        let waiting = try PendingEntities.counts(db)
+        let expected = (try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0) + waiting.spawns
         // Despawned, their rows waiting for compaction: not loaded, not reported.
-        let despawning = try PendingDespawns.numbers(db)
-        log.pendingDespawns = despawning.count
-        world.reserveEntities(expected - despawning.count)
+        let despawning = try PendingEntities.despawnNumbers(db)
+        (log.pendingSpawns, log.pendingDespawns) = waiting
+        world.reserveEntities(max(0, expected - despawning.count))
         var numbers: [EntityNumber] = []
         numbers.reserveCapacity(expected)
         while sqlite3_step(entities) == SQLITE_ROW {
             if !despawning.isEmpty, despawning.contains(sqlite3_column_int64(entities, 0)) { continue }
-            guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil else {
+            guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil,
+                  sqlite3_column_int64(entities, 0) > numbers.last ?? .min else {
+                // A number twice (in `entities` and waiting) is a damaged file's: the first is kept.
                 summary.malformedEntityRows += 1
                 continue
             }
@@ -148,7 +153,8 @@ extension Store {
         summary.unreadableSegments = replay.unreadableRows
         // Numbers are never reused while a record or the history window may name them.
         let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities") ?? 0
-        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, despawning.max() ?? 0) + 1
+        let waitingMax = layout.spawns ? try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM pending_entities") ?? 0 : despawning.max() ?? 0
+        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax) + 1
         summary.unknownTypeRows = loader.unknownTypeRows
         summary.undecodableRows = loader.undecodableRows
         summary.olderPayloadRows = loader.olderPayloads.count

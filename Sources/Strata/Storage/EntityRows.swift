@@ -1,36 +1,43 @@
 import GRDB
 import GRDBSQLite
 
-/// Entity existence, row by row: a spawn inserts `(num, id)`; a despawn records the
-/// entity's number in `pending_despawns` (``PendingDespawns``), and compaction deletes its
-/// row later (its base rows go by `ON DELETE CASCADE`, and every segment record that names
-/// its number is ignored from the despawn on). With `[history]`, a despawn deletes the
-/// rows at once. Writer thread.
-///
-/// A batch's spawns are inserted in id order: the `UNIQUE` index on the random ids then
-/// takes them page by page instead of at random (a world of a million growing by 200,000
-/// a second had every commit rewrite the whole index, many times over).
+/// Entity existence, row by row (``PendingEntities``): a commit of a few spawns appends
+/// them to `pending_entities`, and compaction moves them into `entities` later; a commit of
+/// many inserts them into `entities` at once, in id order (the `UNIQUE` index on the ids
+/// then takes them page by page instead of at random: a world of a million growing by
+/// 200,000 a second had every commit rewrite the whole index, many times over). A despawn
+/// records the entity's number in `pending_entities`, and compaction deletes its row later
+/// (its base rows go by `ON DELETE CASCADE`, and every segment record that names its number
+/// is ignored from the despawn on). With `[history]`, spawns and despawns write `entities`
+/// at once. Writer thread.
 final class EntityRowsPart: BatchPart {
     let sections: [BatchSection] = [.entityDeletes, .entityInserts]
     /// `[history]` is kept: a despawned entity's row and base rows are copied first
     /// (`Sources/Strata/History`), so the window can still rebuild it.
     let history: Bool
-    /// Where the pending despawns are counted (for compaction), once the commit is final.
+    /// Where the waiting spawns and despawns are counted (for compaction), once the commit is final.
     let log: SegmentLog?
-    /// The open transaction's change to that count.
-    private var pendingChange = 0
+    /// The open transaction's change to those counts.
+    private var pendingChange = (spawns: 0, despawns: 0)
+
+    /// The most spawns a commit appends to `pending_entities`; more go to `entities` at once,
+    /// sorted: there they fill pages of their own, and the waiting table stays a few pages
+    /// (lookups by id read all of it).
+    static let waitingSpawnsPerCommit = 64
 
     init(history: Bool = false, log: SegmentLog? = nil) {
         self.history = history
         self.log = log
     }
 
-    /// A batch's spawns, sorted by id (reused).
+    /// A batch's spawns, sorted (reused).
     private var sorted: [EntityInsert] = []
 
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
         if !batch.entityDeletes.isEmpty {
             if history {
+                // Spawns left waiting by a session without history are rows first.
+                note(try PendingEntities.promoteSpawns(db))
                 try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db)
                 let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
                 for number in batch.entityDeletes {
@@ -38,40 +45,36 @@ final class EntityRowsPart: BatchPart {
                     try stepDone(delete, db)
                 }
             } else {
-                pendingChange += try PendingDespawns.record(batch.entityDeletes, db)
+                note(try PendingEntities.recordDespawns(batch.entityDeletes, db))
             }
             counts.entityDeletes += batch.entityDeletes.count
         }
         if !batch.entityInserts.isEmpty {
-            let insert = try db.cachedStatement(sql: "INSERT INTO entities (num, id, created_at) VALUES (?, ?, ?)").sqliteStatement
             let now = counts.committedAt
             sorted.removeAll(keepingCapacity: true)
             sorted.append(contentsOf: batch.entityInserts)
-            if sorted.count > 1 { sorted.sort { x, y in x.id.withBytes { a in y.id.withBytes { b in a.lexicographicallyPrecedes(b) } } } }
-            for row in sorted {
-                try row.id.withBytes { id in
-                    sqlite3_bind_int64(insert, 1, row.number)
-                    try checkBind(sqlite3_bind_blob(insert, 2, id.baseAddress, 16, SQLITE_STATIC), 2)
-                    sqlite3_bind_int64(insert, 3, now)
-                    do {
-                        try stepDone(insert, db)
-                    } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-                        // The id is spawned again while an earlier entity of it waits for
-                        // compaction: that one's rows go now. The bindings outlive the reset.
-                        guard try PendingDespawns.applyHolding(id: id, db) else { throw error }
-                        pendingChange -= 1
-                        try stepDone(insert, db)
-                    }
-                }
+            if !history && sorted.count <= Self.waitingSpawnsPerCommit {
+                if sorted.count > 1 { sorted.sort { $0.number < $1.number } }
+                try PendingEntities.recordSpawns(sorted, at: now, db)
+                pendingChange.spawns += sorted.count
+            } else {
+                if sorted.count > 1 { sorted.sort { x, y in x.id.withBytes { a in y.id.withBytes { b in a.lexicographicallyPrecedes(b) } } } }
+                pendingChange.despawns -= try PendingEntities.insertEntities(sorted, at: { _ in now }, db)
             }
             counts.entityInserts += batch.entityInserts.count
         }
     }
 
-    func didCommit() {
-        log?.pendingDespawns += pendingChange
-        pendingChange = 0
+    private func note(_ change: (spawns: Int, despawns: Int)) {
+        pendingChange.spawns += change.spawns
+        pendingChange.despawns += change.despawns
     }
 
-    func didRollBack() { pendingChange = 0 }
+    func didCommit() {
+        log?.pendingSpawns += pendingChange.spawns
+        log?.pendingDespawns += pendingChange.despawns
+        pendingChange = (0, 0)
+    }
+
+    func didRollBack() { pendingChange = (0, 0) }
 }

@@ -6,7 +6,7 @@
 /// The cases are in the order rows may refer to each other (entities before the rows that
 /// name them), which is the order the salvage copies them in.
 enum DataKind: String, CaseIterable {
-    /// Entities (and the despawns that wait for compaction), the component types' names, the components' base rows.
+    /// Entities (and the spawns and despawns that wait for compaction), the component types' names, the components' base rows.
     case world
     /// The segment log of component changes, its compaction state, the rows set aside.
     case segments
@@ -57,7 +57,7 @@ enum DataKind: String, CaseIterable {
         case .world:
             [Table(name: "component_types", salvage: .keyed("id"), readAtStart: true),
              Table(name: "entities", salvage: .keyed("num"), readAtStart: true),
-             Table(name: "pending_despawns", salvage: .keyed("num"), readAtStart: true),
+             Table(name: "pending_entities", salvage: .keyed("num"), readAtStart: true),
              Table(name: "components", salvage: .keyed("entity_num"), readAtStart: true)]
         case .segments:
             [Table(name: "segments", salvage: .keyed("id"), readAtStart: true),

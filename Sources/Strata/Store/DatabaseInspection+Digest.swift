@@ -25,12 +25,13 @@ extension DatabaseInspection {
         let names = try ComponentTypeNames.all(db)
         let arguments: StatementArguments = asOf.map { [$0] } ?? []
         var ids: [EntityNumber: EntityID] = [:]
-        let entities = try Row.fetchCursor(db, sql: HistoryQueries.entities(asOf: asOf), arguments: arguments)
+        let entities = try Row.fetchCursor(db, sql: HistoryQueries.entities(asOf: asOf, layout: try PendingEntities.layout(db)),
+                                           arguments: arguments)
         while let row = try entities.next() {
             guard let number = row["num"] as EntityNumber?, let data = row["id"] as Data? else { continue }
             if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[number] = id }
         }
-        for number in try PendingDespawns.numbers(db) { ids[number] = nil }
+        for number in try PendingEntities.despawnNumbers(db) { ids[number] = nil }
         let rows = try Row.fetchCursor(db, sql: HistoryQueries.baseRows(asOf: asOf))
         while let row = try rows.next() {
             guard let number = row["entity_num"] as EntityNumber?, let typeID = row["type_id"] as Int64?,

@@ -129,9 +129,10 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 }
                 var componentsByTypeID: [Int64: Int] = [:]
                 var entityCount = 0
-                // Despawned entities whose rows wait for compaction are left out.
-                let pending = try PendingDespawns.exists(db)
-                func live(_ column: String) -> String { PendingDespawns.live(column, exists: pending) }
+                // Despawned entities whose rows wait for compaction are left out; spawned
+                // ones count.
+                let layout = try PendingEntities.layout(db)
+                func live(_ column: String) -> String { layout.live(column) }
                 if try db.tableExists("components") && db.tableExists("component_types") {
                     for row in try Row.fetchAll(db, sql: """
                         SELECT type_id, count(*) AS n FROM components WHERE \(live("entity_num")) GROUP BY type_id
@@ -141,6 +142,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 }
                 if try db.tableExists("entities") {
                     entityCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE \(live("num"))") ?? 0
+                    entityCount += try PendingEntities.counts(db).spawns
                 }
                 var inspection = header
                 inspection.entityCount = entityCount
@@ -218,7 +220,9 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
         segmentRecords = outcome.records
         unreadableSegments = outcome.unreadableRows
         segmentBytes = try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(records)), 0) FROM segments") ?? 0
-        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ? AND \(PendingDespawns.live("num", exists: try PendingDespawns.exists(db)))")
+        let layout = try PendingEntities.layout(db)
+        let waiting = layout.spawns ? " UNION ALL SELECT 1 FROM pending_entities WHERE num = ?1 AND id IS NOT NULL" : ""
+        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ?1 AND \(layout.live("num"))\(waiting)")
         let baseExists = try db.makeStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?")
         for (key, record) in newest {
             guard try Row.fetchOne(entityExists, arguments: [key.entity]) != nil else { continue }

@@ -17,8 +17,9 @@ package enum DocumentKind: Equatable, Sendable, CustomStringConvertible {
     public static let applicationID: Int32 = 0x5354_5241
 
     /// Tables a Strata document may have: every kind of data's (``DataKind``), and those of
-    /// an older schema that a migration replaced (the one operation log of schemas 3–13).
-    static let tables = Set(DataKind.allTables.map(\.name)).union(["operation_log"])
+    /// an older schema that a migration replaced (the one operation log of schemas 3–13,
+    /// the waiting despawns of schema 15).
+    static let tables = Set(DataKind.allTables.map(\.name)).union(["operation_log", "pending_despawns"])
 
     /// Reads the header pragmas, the tables and the applied migrations. Reads only.
     static func classify(_ db: Database) throws -> DocumentKind {

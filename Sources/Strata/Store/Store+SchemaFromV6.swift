@@ -235,10 +235,27 @@ extension Store {
             // canvas commit's pages. It now inserts the entity's number here (one small
             // B-tree, whose few leaves every commit shares); compaction deletes the rows later,
             // many at a time. Every reader of `entities` leaves these numbers out
-            // (`Store.liveEntities`). A document that keeps history despawns at once, as before.
+            // (`PendingEntities.Layout`). A document that keeps history despawns at once, as before.
             try db.execute(sql: """
                 CREATE TABLE pending_despawns (num INTEGER PRIMARY KEY);
                 PRAGMA user_version = 15;
+                """)
+        }
+        migrator.registerMigration("v16: spawns wait for compaction too, in one table with the despawns") { db in
+            // A spawn inserted its entity's row and its id into the id index: two leaves a
+            // spawn, the largest share of a quiet canvas commit's pages after the despawns'.
+            // A commit of a few spawns now appends `(num, id, created_at)` here, at the
+            // right edge of the table the despawns already share (`id` NULL: a despawn);
+            // compaction moves them into `entities` many at a time (`PendingEntities`).
+            try db.execute(sql: """
+                CREATE TABLE pending_entities (
+                    num INTEGER PRIMARY KEY,
+                    id BLOB CHECK (id IS NULL OR length(id) = 16),
+                    created_at INTEGER
+                );
+                INSERT INTO pending_entities (num) SELECT num FROM pending_despawns;
+                DROP TABLE pending_despawns;
+                PRAGMA user_version = 16;
                 """)
         }
     }

@@ -24,8 +24,10 @@ struct PersistedComponents: Equatable {
             var result = PersistedComponents()
             let names = try ComponentTypeNames.all(db)
             var idByNumber: [Int64: EntityID] = [:]
-            // Despawned entities whose rows wait for compaction are not in the world.
-            for row in try Row.fetchAll(db, sql: "SELECT num, id FROM entities WHERE \(PendingDespawns.live("num", exists: try PendingDespawns.exists(db)))") {
+            // Despawned entities whose rows wait for compaction are not in the world; spawned ones are.
+            let layout = try PendingEntities.layout(db)
+            let despawning = try PendingEntities.despawnNumbers(db)
+            for row in try Row.fetchAll(db, sql: HistoryQueries.entities(asOf: nil, layout: layout)) where !despawning.contains(row["num"]) {
                 let id = (row["id"] as Data).withUnsafeBytes { EntityID(bytes: $0)! }
                 idByNumber[row["num"]] = id
                 result.entities[id] = [:]

@@ -51,8 +51,11 @@ struct EngineFixture {
         return try queue.read { try Int.fetchOne($0, sql: sql, arguments: arguments) ?? 0 }
     }
 
-    /// Live entities: despawned ones whose rows wait for compaction are left out.
-    func entityCount() throws -> Int { try count("SELECT count(*) FROM entities WHERE \(PendingDespawns.live("num"))") }
+    /// Live entities: despawned ones whose rows wait for compaction are left out, spawned ones counted.
+    func entityCount() throws -> Int {
+        try count("SELECT count(*) FROM entities WHERE \(PendingEntities.Layout.current.live("num"))")
+            + count("SELECT count(*) FROM pending_entities WHERE id IS NOT NULL")
+    }
 
     /// The file as a reload would read it.
     func persisted() throws -> PersistedComponents { try PersistedComponents.read(directory.databasePath) }

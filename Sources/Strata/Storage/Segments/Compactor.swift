@@ -6,7 +6,8 @@ import GRDBSQLite
 /// A step consumes the *front* of the segment log (the oldest rows, up to a byte
 /// budget, never past the round's last row nor an unreadable row) in ONE transaction:
 ///
-/// 0. it deletes the rows of despawned entities (``PendingDespawns``), a bounded number;
+/// 0. it deletes the rows of despawned entities, a bounded number, and moves the spawns
+///    that wait into `entities` (``PendingEntities``);
 /// 1. it reads the rows and keeps the newest record of each key;
 /// 2. it drops records of entities that are gone, and tombstones with no base row;
 /// 3. *fold*: writes the rest into the base rows (`components`), in key order;
@@ -46,8 +47,10 @@ struct Compactor {
         /// The output rows' bytes (a merge's), and the time they carry.
         var outputSizes: [Int] = []
         var outputCreatedAt: Int64 = 0
-        /// Pending despawns whose rows the step deleted (step 0).
+        /// Waiting despawns whose rows the step deleted (step 0).
         var despawnsApplied = 0
+        /// The spawns and despawns still waiting after the step (counted in it).
+        var pendingAfter = (spawns: 0, despawns: 0)
         /// Keys written into base rows (fold), and base rows inserted or deleted by it.
         var keysFolded = 0
         var baseRowsInserted = 0
@@ -68,7 +71,7 @@ struct Compactor {
             for key in gone { log.forget(key, upTo: consumedSeq) }
             for key in kept { log.moveLive(key, upTo: consumedSeq, to: consumedSeq) }
             log.baseRows += baseRowsInserted - baseRowsDeleted
-            log.pendingDespawns -= despawnsApplied
+            (log.pendingSpawns, log.pendingDespawns) = pendingAfter
             if log.lastID == lastConsumedID { log.lastID = outputLastID }
             log.forgetRowTimes(through: lastConsumedID)
             for (part, bytes) in outputSizes.enumerated() {
@@ -102,12 +105,15 @@ struct Compactor {
         var firstID: Int64?
         var lastCreatedAt: Int64 = 0
 
-        // 0. Despawns waiting for their rows to go (`PendingDespawns`): before the alive
-        //    check of step 2, so their records are dropped with them.
-        let despawns = try PendingDespawns.apply(limit: pendingDespawnsPerStep, db)
+        // 0. Despawns waiting for their rows to go, then spawns waiting for theirs
+        //    (`PendingEntities`): before the alive check of step 2, so the records of the
+        //    one are dropped with them and those of the other kept.
+        let despawns = try PendingEntities.applyDespawns(limit: pendingDespawnsPerStep, db)
         result.despawnsApplied = despawns.despawns
         result.baseRowsDeleted += despawns.baseRows
-        let despawnsLeft = despawns.despawns == pendingDespawnsPerStep   // maybe: the next step looks
+        _ = try PendingEntities.promoteSpawns(db)
+        result.pendingAfter = try PendingEntities.counts(db)
+        let despawnsLeft = result.pendingAfter.despawns > 0
 
         // 1. The front rows, within the budget.
         let select = try db.makeStatement(sql: """

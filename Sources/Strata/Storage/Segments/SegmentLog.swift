@@ -31,9 +31,11 @@ final class SegmentLog {
     /// Base rows (`components`), as counted at open and kept by folds (an estimate:
     /// rows removed by a despawn's cascade are not subtracted).
     var baseRows = 0
-    /// Despawns whose rows wait for compaction (``PendingDespawns``): counted at open, by
-    /// the commits that add them and the steps that apply them.
+    /// Spawns and despawns whose rows wait for compaction (``PendingEntities``): counted at
+    /// open and after every compaction step, and kept by the commits in between.
+    var pendingSpawns = 0
     var pendingDespawns = 0
+    var pendingEntities: Int { pendingSpawns + pendingDespawns }
     /// Mean bytes a base row takes in its B-tree (payload and keys), measured at open.
     var baseRowBytes = 32
     /// Each row's id, time and bytes, in id order (`SegmentLog+Window.swift`): what the

@@ -39,10 +39,10 @@ final class CompactionTask: RoundTask {
         return segmentLog.outsideWindow(cutoff: cutoff, maxBytes: history.maxBytes)
     }
 
-    /// Where a new round ends: the newest consumable row, or 0 (no row: a round of pending
-    /// despawns only) when there is none but despawns wait; nil when there is nothing to do.
+    /// Where a new round ends: the newest consumable row, or 0 (no row: a round of waiting
+    /// spawns and despawns only) when there is none but some wait; nil when there is nothing to do.
     func roundEnd() -> Int64? {
-        consumable().endID ?? (segmentLog.pendingDespawns > 0 ? 0 : nil)
+        consumable().endID ?? (segmentLog.pendingEntities > 0 ? 0 : nil)
     }
 
     /// The method of the step to run now, if any.
@@ -71,17 +71,17 @@ final class CompactionTask: RoundTask {
             onMains: conditions.onMains, idle: conditions.idle, round: round?.method)) {
             return method
         }
-        // Despawns waiting for their rows to go (`PendingDespawns`): applied when idle, or
-        // once there are many, by a round that consumes no segment (end 0).
-        guard segmentLog.pendingDespawns > 0,
-              conditions.idle || segmentLog.pendingDespawns >= Self.pendingDespawnsBound else { return nil }
+        // Spawns and despawns waiting for their rows (`PendingEntities`): written when idle,
+        // or once there are many, by a round that consumes no segment (end 0).
+        guard segmentLog.pendingEntities > 0,
+              conditions.idle || segmentLog.pendingEntities >= Self.pendingEntitiesBound else { return nil }
         if round == nil { round = Compactor.Round(method: .fold, endID: 0) }
         return round!.method
     }
 
-    /// Pending despawns past which they are applied even while the user is active: the
-    /// table stays a few dozen pages.
-    static let pendingDespawnsBound = 4096
+    /// Waiting spawns and despawns past which they are written even while the user is
+    /// active: the table stays a few dozen pages.
+    static let pendingEntitiesBound = 4096
 
     /// Runs one step of the current round (starting one of `method` if none).
     func run(_ method: CompactionPolicy.Method) {
