@@ -3,7 +3,9 @@ import GRDB
 import GRDBSQLite
 
 /// Entity rows that wait for compaction (schema 16, docs/storage.md, *Spawns and despawns*):
-/// the table `pending_entities (num INTEGER PRIMARY KEY, id BLOB, created_at INTEGER)`.
+/// the table `pending_entities (seq INTEGER PRIMARY KEY, num, id, created_at)`, in arrival
+/// order so that every commit appends at its right edge; no index (it stays a few pages:
+/// compaction empties it, and a round starts past ``CompactionTask/pendingEntitiesBound``).
 ///
 /// - **A spawn waits** (`id` set): a commit of a few spawns inserts `(num, id, created_at)`
 ///   here, at the right edge of one small B-tree, instead of a row in `entities` and its id
@@ -67,7 +69,7 @@ enum PendingEntities {
 
     // MARK: Writes (writer thread)
 
-    /// Records a commit's spawns, in number order (the right edge of the table).
+    /// Records a commit's spawns, in number order.
     static func recordSpawns(_ rows: [EntityInsert], at now: Int64, _ db: Database) throws {
         let insert = try db.cachedStatement(sql: "INSERT INTO pending_entities (num, id, created_at) VALUES (?, ?, ?)").sqliteStatement
         for row in rows {
@@ -87,22 +89,27 @@ enum PendingEntities {
     /// Returns the change to the counts of waiting spawns and despawns.
     static func recordDespawns(_ numbers: [EntityNumber], _ db: Database) throws -> (spawns: Int, despawns: Int) {
         var change = (spawns: 0, despawns: 0)
-        let spawned = try db.cachedStatement(sql: "UPDATE pending_entities SET id = NULL, created_at = NULL WHERE num = ? AND id IS NOT NULL").sqliteStatement
-        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO pending_entities (num) VALUES (?)").sqliteStatement
+        // What waits already, read once (the table has no index by number).
+        var waitingSpawns = Set<EntityNumber>(), waitingDespawns = Set<EntityNumber>()
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT num, id IS NULL FROM pending_entities")) {
+            if row[1] as Bool { waitingDespawns.insert(row[0]) } else { waitingSpawns.insert(row[0]) }
+        }
+        let spawned = try db.cachedStatement(sql: "UPDATE pending_entities SET id = NULL, created_at = NULL WHERE num = ?").sqliteStatement
+        let insert = try db.cachedStatement(sql: "INSERT INTO pending_entities (num) VALUES (?)").sqliteStatement
         let jobs = try db.cachedStatement(sql: "DELETE FROM jobs WHERE entity_num = ?").sqliteStatement
         let assets = try db.cachedStatement(sql: "DELETE FROM assets WHERE entity_num = ?").sqliteStatement
-        for number in numbers {
-            sqlite3_bind_int64(spawned, 1, number)
-            try stepDone(spawned, db)
-            if sqlite3_changes(db.sqliteConnection) > 0 {
+        for number in numbers where !waitingDespawns.contains(number) {
+            waitingDespawns.insert(number)
+            change.despawns += 1
+            if waitingSpawns.remove(number) != nil {
+                sqlite3_bind_int64(spawned, 1, number)
+                try stepDone(spawned, db)
                 change.spawns -= 1
-                change.despawns += 1
                 continue   // never in `entities`: no jobs, no assets
             }
             for statement in [insert, jobs, assets] {
                 sqlite3_bind_int64(statement, 1, number)
                 try stepDone(statement, db)
-                if statement == insert { change.despawns += Int(sqlite3_changes(db.sqliteConnection)) }
             }
         }
         return change
@@ -139,7 +146,7 @@ enum PendingEntities {
             SELECT num FROM entities WHERE id = ? AND num IN (\(Layout.current.despawns!))
             """, arguments: [Data(id)]) else { return false }
         try db.execute(sql: "DELETE FROM entities WHERE num = ?", arguments: [number])
-        try db.execute(sql: "DELETE FROM pending_entities WHERE num = ?", arguments: [number])
+        try db.execute(sql: "DELETE FROM pending_entities WHERE num = ? AND id IS NULL", arguments: [number])
         return true
     }
 
@@ -159,27 +166,29 @@ enum PendingEntities {
                                 _ db: Database) throws -> (spawns: Int, despawns: Int) {
         var rows: [EntityInsert] = []
         var created: [EntityNumber: Int64] = [:]
-        var malformed: [EntityNumber] = []
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT num, id, created_at FROM pending_entities WHERE \(condition)"),
+        var seqs: [Int64] = []
+        var malformed: [Int64] = []
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, num, id, created_at FROM pending_entities WHERE \(condition)"),
                                     arguments: arguments) {
-            guard let data = row[1] as Data?, let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) else {
+            guard let data = row[2] as Data?, let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) else {
                 malformed.append(row[0])
                 continue
             }
-            rows.append(EntityInsert(number: row[0], id: id))
-            created[row[0]] = row[2] ?? 0
+            seqs.append(row[0])
+            rows.append(EntityInsert(number: row[1], id: id))
+            created[row[1]] = row[3] ?? 0
         }
         // An id that does not read as one cannot reach `entities` (the reload did not load
         // it either): its spawn becomes a despawn, and goes with the next ones.
-        for number in malformed {
-            try db.execute(sql: "UPDATE pending_entities SET id = NULL, created_at = NULL WHERE num = ?", arguments: [number])
+        for seq in malformed {
+            try db.execute(sql: "UPDATE pending_entities SET id = NULL, created_at = NULL WHERE seq = ?", arguments: [seq])
         }
         guard !rows.isEmpty else { return (-malformed.count, malformed.count) }
         rows.sort { x, y in x.id.withBytes { a in y.id.withBytes { b in a.lexicographicallyPrecedes(b) } } }
         let applied = try insertEntities(rows, at: { created[$0.number] ?? 0 }, db)
-        let delete = try db.cachedStatement(sql: "DELETE FROM pending_entities WHERE num = ?").sqliteStatement
-        for row in rows {
-            sqlite3_bind_int64(delete, 1, row.number)
+        let delete = try db.cachedStatement(sql: "DELETE FROM pending_entities WHERE seq = ?").sqliteStatement
+        for seq in seqs {
+            sqlite3_bind_int64(delete, 1, seq)
             try stepDone(delete, db)
         }
         return (-rows.count - malformed.count, malformed.count - applied)

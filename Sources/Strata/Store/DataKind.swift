@@ -57,7 +57,7 @@ enum DataKind: String, CaseIterable {
         case .world:
             [Table(name: "component_types", salvage: .keyed("id"), readAtStart: true),
              Table(name: "entities", salvage: .keyed("num"), readAtStart: true),
-             Table(name: "pending_entities", salvage: .keyed("num"), readAtStart: true),
+             Table(name: "pending_entities", salvage: .keyed("seq"), readAtStart: true),
              Table(name: "components", salvage: .keyed("entity_num"), readAtStart: true)]
         case .segments:
             [Table(name: "segments", salvage: .keyed("id"), readAtStart: true),

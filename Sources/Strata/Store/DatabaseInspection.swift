@@ -220,12 +220,14 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
         segmentRecords = outcome.records
         unreadableSegments = outcome.unreadableRows
         segmentBytes = try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(records)), 0) FROM segments") ?? 0
+        // Entities waiting for compaction (`PendingEntities`), read once: a spawn exists, a despawn does not.
         let layout = try PendingEntities.layout(db)
-        let waiting = layout.spawns ? " UNION ALL SELECT 1 FROM pending_entities WHERE num = ?1 AND id IS NOT NULL" : ""
-        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ?1 AND \(layout.live("num"))\(waiting)")
+        let despawning = try PendingEntities.despawnNumbers(db)
+        let spawning = try layout.spawnRows(asOf: false).map { Set(try EntityNumber.fetchAll(db, sql: "SELECT num FROM (\($0))")) } ?? []
+        let entityExists = try db.makeStatement(sql: "SELECT 1 FROM entities WHERE num = ?")
         let baseExists = try db.makeStatement(sql: "SELECT 1 FROM components WHERE entity_num = ? AND type_id = ?")
-        for (key, record) in newest {
-            guard try Row.fetchOne(entityExists, arguments: [key.entity]) != nil else { continue }
+        for (key, record) in newest where !despawning.contains(key.entity) {
+            guard try spawning.contains(key.entity) || Row.fetchOne(entityExists, arguments: [key.entity]) != nil else { continue }
             let isPut = record != nil
             let inBase = try Row.fetchOne(baseExists, arguments: [key.entity, key.typeID]) != nil
             if isPut && !inBase { counts[key.typeID, default: 0] += 1 }

@@ -244,16 +244,19 @@ extension Store {
         migrator.registerMigration("v16: spawns wait for compaction too, in one table with the despawns") { db in
             // A spawn inserted its entity's row and its id into the id index: two leaves a
             // spawn, the largest share of a quiet canvas commit's pages after the despawns'.
-            // A commit of a few spawns now appends `(num, id, created_at)` here, at the
-            // right edge of the table the despawns already share (`id` NULL: a despawn);
-            // compaction moves them into `entities` many at a time (`PendingEntities`).
+            // A commit of a few spawns now appends `(num, id, created_at)` here, and a
+            // despawn its `num` (`id` NULL). Keyed in arrival order, so both append at the
+            // table's right edge (keyed by number, a despawn of an old entity landed on
+            // another leaf than the spawns); compaction moves the spawns into `entities`
+            // many at a time (`PendingEntities`). No index: the table stays small.
             try db.execute(sql: """
                 CREATE TABLE pending_entities (
-                    num INTEGER PRIMARY KEY,
+                    seq INTEGER PRIMARY KEY,
+                    num INTEGER NOT NULL,
                     id BLOB CHECK (id IS NULL OR length(id) = 16),
                     created_at INTEGER
                 );
-                INSERT INTO pending_entities (num) SELECT num FROM pending_despawns;
+                INSERT INTO pending_entities (num) SELECT num FROM pending_despawns ORDER BY num;
                 DROP TABLE pending_despawns;
                 PRAGMA user_version = 16;
                 """)

@@ -38,8 +38,8 @@ struct PageSweepTorture {
 
     static let tables: [Keyed] = [
         Keyed(table: "entities", keys: "SELECT num, num FROM entities", lookup: "SELECT * FROM entities WHERE num = ?", keyColumns: 1),
-        Keyed(table: "pending_entities", keys: "SELECT num, num FROM pending_entities",
-              lookup: "SELECT * FROM pending_entities WHERE num = ?", keyColumns: 1),
+        Keyed(table: "pending_entities", keys: "SELECT seq, num FROM pending_entities",
+              lookup: "SELECT * FROM pending_entities WHERE seq = ?", keyColumns: 1),
         Keyed(table: "components", keys: "SELECT entity_num, type_id, entity_num FROM components",
               lookup: "SELECT * FROM components WHERE entity_num = ? AND type_id = ?", keyColumns: 2),
         Keyed(table: "segments", keys: "SELECT id, NULL FROM segments", lookup: "SELECT * FROM segments WHERE id = ?", keyColumns: 1),
