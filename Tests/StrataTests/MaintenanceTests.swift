@@ -188,7 +188,7 @@ import Testing
         #expect(engine.flushNow(reason: .majorAction))
         #expect(engine.metrics.maintenanceRounds == 0, "the round goes on after the commit")
         #expect(engine.metrics.maintenanceSteps < 100)
-        #expect(try fixture.count("SELECT count(*) FROM entities") == 102)
+        #expect(try fixture.entityCount() == 102)
 
         #expect(eventually(timeout: .seconds(60)) { engine.metrics.maintenanceRounds == 1 })
         #expect(engine.metrics.retentionRowsDeleted == 100)

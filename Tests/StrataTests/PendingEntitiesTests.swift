@@ -231,9 +231,11 @@ import Testing
         #expect(engine.flushNow())
         engine.world.despawn(brief)
         #expect(engine.flushNow())
-        #expect(try fixture.count(Self.waitingSpawns) == 1)
+        #expect(try fixture.count(Self.waitingSpawns) == 2, "its row stays: the despawn's is appended beside it")
         #expect(try fixture.count(Self.waitingDespawns) == 1)
         #expect(try fixture.entityCount() == 1)
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 1)
+        #expect(throws: (any Error).self, "no job for it") { try engine.jobs.enqueue("render", for: briefID, timeout: .milliseconds(50)) }
         try engine.shutdown()
 
         engine = try fixture.open()

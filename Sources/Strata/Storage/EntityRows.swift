@@ -45,7 +45,7 @@ final class EntityRowsPart: BatchPart {
                     try stepDone(delete, db)
                 }
             } else {
-                note(try PendingEntities.recordDespawns(batch.entityDeletes, db))
+                pendingChange.despawns += try PendingEntities.recordDespawns(batch.entityDeletes, db)
             }
             counts.entityDeletes += batch.entityDeletes.count
         }

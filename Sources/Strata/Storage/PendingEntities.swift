@@ -15,8 +15,9 @@ import GRDBSQLite
 /// - **A despawn waits** (`id` NULL): the entity's number only. Its jobs and asset files go
 ///   at once; compaction deletes its row and base rows later (``applyDespawns(limit:_:)``),
 ///   where deleting them at once cost three random leaves a despawn. A spawn that waits
-///   here and is despawned becomes a waiting despawn (its number stays: the log's records
-///   that name it are dropped with it).
+///   here and is despawned gets a despawn row beside its own (appended, not an update of
+///   an older leaf); every reader takes the despawn row's word, and compaction deletes both
+///   (the log's records that name the number are dropped with them).
 ///
 /// Every reader sees the world through both: the reload, `strata inspect` and the digest,
 /// the history's queries, the job and asset lookups by id, compaction (``Layout``). A
@@ -41,7 +42,8 @@ enum PendingEntities {
             despawns.map { "\(column) NOT IN (\($0))" } ?? "1"
         }
 
-        /// `(num, id)` of the spawns that wait, created by `asOf` (`?1`) if given; nil if none can.
+        /// `(num, id)` of the spawns that wait, created by `asOf` (`?1`) if given (a number
+        /// with a despawn row too is for the caller to leave out); nil if none can.
         func spawnRows(asOf: Bool) -> String? {
             guard spawns else { return nil }
             return "SELECT num, id FROM pending_entities WHERE id IS NOT NULL" + (asOf ? " AND created_at <= ?1" : "")
@@ -60,7 +62,16 @@ enum PendingEntities {
         return Set(try EntityNumber.fetchAll(db, sql: sql))
     }
 
-    /// How many spawns and despawns wait (the writer's ``SegmentLog`` counts).
+    /// Entities whose spawn waits and was not despawned since (`strata inspect`'s count).
+    static func liveSpawnCount(_ db: Database) throws -> Int {
+        guard try db.tableExists("pending_entities") else { return 0 }
+        return try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM pending_entities WHERE id IS NOT NULL AND \(Layout.current.live("num"))
+            """) ?? 0
+    }
+
+    /// How many spawn rows and despawn rows wait (the writer's ``SegmentLog`` counts: the
+    /// work compaction has left; a spawn despawned while it waits has both).
     static func counts(_ db: Database) throws -> (spawns: Int, despawns: Int) {
         guard try db.tableExists("pending_entities") else { return (0, try despawnNumbers(db).count) }
         let row = try Row.fetchOne(db, sql: "SELECT count(id), count(*) - count(id) FROM pending_entities")
@@ -85,34 +96,26 @@ enum PendingEntities {
     /// Records the despawns of a commit, and deletes what they own that must not outlive
     /// them: their jobs (a worker must not run one) and their assets (the trigger moves
     /// their files to the trash, removed after the commit). Lookups through indexes: an
-    /// entity with neither writes nothing there. A waiting spawn becomes a waiting despawn.
-    /// Returns the change to the counts of waiting spawns and despawns.
-    static func recordDespawns(_ numbers: [EntityNumber], _ db: Database) throws -> (spawns: Int, despawns: Int) {
-        var change = (spawns: 0, despawns: 0)
+    /// entity with neither writes nothing there (a waiting spawn has neither: they would
+    /// have made it a row). Returns how many despawn rows were added.
+    static func recordDespawns(_ numbers: [EntityNumber], _ db: Database) throws -> Int {
         // What waits already, read once (the table has no index by number).
         var waitingSpawns = Set<EntityNumber>(), waitingDespawns = Set<EntityNumber>()
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT num, id IS NULL FROM pending_entities")) {
             if row[1] as Bool { waitingDespawns.insert(row[0]) } else { waitingSpawns.insert(row[0]) }
         }
-        let spawned = try db.cachedStatement(sql: "UPDATE pending_entities SET id = NULL, created_at = NULL WHERE num = ?").sqliteStatement
         let insert = try db.cachedStatement(sql: "INSERT INTO pending_entities (num) VALUES (?)").sqliteStatement
         let jobs = try db.cachedStatement(sql: "DELETE FROM jobs WHERE entity_num = ?").sqliteStatement
         let assets = try db.cachedStatement(sql: "DELETE FROM assets WHERE entity_num = ?").sqliteStatement
-        for number in numbers where !waitingDespawns.contains(number) {
-            waitingDespawns.insert(number)
-            change.despawns += 1
-            if waitingSpawns.remove(number) != nil {
-                sqlite3_bind_int64(spawned, 1, number)
-                try stepDone(spawned, db)
-                change.spawns -= 1
-                continue   // never in `entities`: no jobs, no assets
-            }
-            for statement in [insert, jobs, assets] {
+        var added = 0
+        for number in numbers where waitingDespawns.insert(number).inserted {
+            added += 1
+            for statement in waitingSpawns.contains(number) ? [insert] : [insert, jobs, assets] {
                 sqlite3_bind_int64(statement, 1, number)
                 try stepDone(statement, db)
             }
         }
-        return change
+        return added
     }
 
     /// Inserts rows into `entities`, in id order (the id index then takes them page by
@@ -150,16 +153,16 @@ enum PendingEntities {
         return true
     }
 
-    /// Moves every waiting spawn into `entities`. Returns how many spawns moved and how
-    /// many waiting despawns that applied.
+    /// Moves every waiting spawn that was not despawned since into `entities`. Returns the
+    /// change to the waiting counts.
     static func promoteSpawns(_ db: Database) throws -> (spawns: Int, despawns: Int) {
-        try promote(where: "id IS NOT NULL", [], db)
+        try promote(where: "id IS NOT NULL AND \(Layout.current.live("num"))", [], db)
     }
 
-    /// Moves the waiting spawn of `id` into `entities`, if one waits (a job or an asset is
-    /// about to name it). Returns the change to the waiting counts.
+    /// Moves the waiting spawn of `id` into `entities`, if one waits and was not despawned
+    /// since (a job or an asset is about to name it). Returns the change to the waiting counts.
     static func promote(id: Data, _ db: Database) throws -> (spawns: Int, despawns: Int) {
-        try promote(where: "id = ?", [id], db)
+        try promote(where: "id = ? AND \(Layout.current.live("num"))", [id], db)
     }
 
     private static func promote(where condition: String, _ arguments: StatementArguments,
@@ -204,7 +207,8 @@ enum PendingEntities {
         let those = "SELECT num FROM pending_entities WHERE id IS NULL AND num <= \(last)"
         let baseRows = try Int.fetchOne(db, sql: "SELECT count(*) FROM components WHERE entity_num IN (\(those))") ?? 0
         try db.execute(sql: "DELETE FROM entities WHERE num IN (\(those))")
-        try db.execute(sql: "DELETE FROM pending_entities WHERE id IS NULL AND num <= ?", arguments: [last])
+        // Their rows here: the despawn's, and a spawn's that never became a row.
+        try db.execute(sql: "DELETE FROM pending_entities WHERE num IN (\(those))")
         return (numbers.count, baseRows)
     }
 }

@@ -142,7 +142,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 }
                 if try db.tableExists("entities") {
                     entityCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE \(live("num"))") ?? 0
-                    entityCount += try PendingEntities.counts(db).spawns
+                    entityCount += try PendingEntities.liveSpawnCount(db)
                 }
                 var inspection = header
                 inspection.entityCount = entityCount

@@ -54,7 +54,7 @@ struct EngineFixture {
     /// Live entities: despawned ones whose rows wait for compaction are left out, spawned ones counted.
     func entityCount() throws -> Int {
         try count("SELECT count(*) FROM entities WHERE \(PendingEntities.Layout.current.live("num"))")
-            + count("SELECT count(*) FROM pending_entities WHERE id IS NOT NULL")
+            + count("SELECT count(*) FROM pending_entities WHERE id IS NOT NULL AND \(PendingEntities.Layout.current.live("num"))")
     }
 
     /// The file as a reload would read it.
