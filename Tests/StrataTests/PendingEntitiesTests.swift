@@ -134,7 +134,11 @@ import Testing
         let entities = (0 ..< count).map { engine.world.spawn(Title("t\($0)")) }
         #expect(engine.flushNow())
         #expect(engine.compactNow())
-        for entity in entities { engine.world.despawn(entity) }
+        // In commits of a few despawns each (a commit of many deletes its rows at once).
+        for chunk in stride(from: 0, to: count, by: EntityRowsPart.waitingDespawnsPerCommit) {
+            for entity in entities[chunk ..< min(count, chunk + EntityRowsPart.waitingDespawnsPerCommit)] { engine.world.despawn(entity) }
+            #expect(engine.flushNow())
+        }
         if withRecords { engine.world.spawn(Title("a record in the log")) }
         #expect(engine.flushNow())
         #expect(try fixture.count(Self.waitingDespawns) == count)
@@ -327,5 +331,39 @@ import Testing
         #expect(engine.compactNow())
         #expect(try fixture.count("SELECT count(*) FROM entities") == 1)
         #expect(try fixture.count("SELECT count(*) FROM pending_entities") == 0)
+    }
+
+    /// A commit of many despawns (a level unloaded) deletes their rows at once, a waiting
+    /// spawn among them included: the table of waiting entities stays small.
+    @Test func aCommitOfManyDespawnsDeletesTheirRowsAtOnce() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        let count = EntityRowsPart.waitingDespawnsPerCommit * 3
+        let old = (0 ..< count).map { i in engine.world.spawn(Position(x: Float(i), y: 0)) }
+        #expect(engine.flushNow())
+        #expect(engine.compactNow())
+        let oldID = engine.world.id(of: old[0])!
+        _ = try engine.jobs.enqueue("render", for: oldID)
+        let waiting = engine.world.spawn(Position(x: -1, y: 0))
+        let waitingID = engine.world.id(of: waiting)!
+        #expect(engine.flushNow())
+        #expect(try fixture.count(Self.waitingSpawns) == 1)
+        let kept = engine.world.spawn(Title("kept"))
+        let keptID = engine.world.id(of: kept)!
+        for entity in old + [waiting] { engine.world.despawn(entity) }
+        #expect(engine.flushNow())
+        #expect(try fixture.count("SELECT count(*) FROM entities") == 0, "deleted at once")
+        #expect(try fixture.count("SELECT count(*) FROM components") == 0, "their base rows by cascade")
+        #expect(try fixture.count(Self.waitingDespawns) == 0)
+        #expect(try fixture.count(Self.waitingSpawns) == 1, "the kept entity's, spawned in the same commit")
+        #expect(try engine.jobs.jobs().isEmpty)
+        #expect(try fixture.entityCount() == 1)
+        try engine.shutdown()
+
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.entity(for: oldID) == nil && engine.world.entity(for: waitingID) == nil)
+        #expect(engine.world.entity(for: keptID) != nil)
+        #expect(engine.recovery.loaded.orphanRows == 0)
     }
 }

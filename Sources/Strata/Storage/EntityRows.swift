@@ -5,11 +5,11 @@ import GRDBSQLite
 /// them to `pending_entities`, and compaction moves them into `entities` later; a commit of
 /// many inserts them into `entities` at once, in id order (the `UNIQUE` index on the ids
 /// then takes them page by page instead of at random: a world of a million growing by
-/// 200,000 a second had every commit rewrite the whole index, many times over). A despawn
-/// records the entity's number in `pending_entities`, and compaction deletes its row later
-/// (its base rows go by `ON DELETE CASCADE`, and every segment record that names its number
-/// is ignored from the despawn on). With `[history]`, spawns and despawns write `entities`
-/// at once. Writer thread.
+/// 200,000 a second had every commit rewrite the whole index, many times over). A commit of
+/// a few despawns records their numbers in `pending_entities`, and compaction deletes the
+/// rows later; a commit of many deletes them at once (base rows go by `ON DELETE CASCADE`,
+/// and every segment record that names a despawned number is ignored from the despawn on).
+/// With `[history]`, spawns and despawns write `entities` at once. Writer thread.
 final class EntityRowsPart: BatchPart {
     let sections: [BatchSection] = [.entityDeletes, .entityInserts]
     /// `[history]` is kept: a despawned entity's row and base rows are copied first
@@ -24,6 +24,11 @@ final class EntityRowsPart: BatchPart {
     /// sorted: there they fill pages of their own, and the waiting table stays a few pages
     /// (lookups by id read all of it).
     static let waitingSpawnsPerCommit = 64
+    /// The most despawns a commit records in `pending_entities`; more (a level unloaded)
+    /// delete their rows at once, in number order, as a despawn did before schema 15: the
+    /// table stays a few pages, so that reading all of it (a lookup, a compaction step)
+    /// stays cheap.
+    static let waitingDespawnsPerCommit = 64
 
     init(history: Bool = false, log: SegmentLog? = nil) {
         self.history = history
@@ -35,12 +40,13 @@ final class EntityRowsPart: BatchPart {
 
     func write(_ batch: WriteBatch, _ db: Database, _ counts: inout CommitCounts) throws {
         if !batch.entityDeletes.isEmpty {
-            if history {
-                // Spawns left waiting by a session without history are rows first.
+            if history || batch.entityDeletes.count > Self.waitingDespawnsPerCommit {
+                // Spawns still waiting (one of these among them, or left by a session
+                // without history) are rows first.
                 note(try PendingEntities.promoteSpawns(db))
-                try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db)
+                if history { try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db) }
                 let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
-                for number in batch.entityDeletes {
+                for number in batch.entityDeletes.sorted() {
                     sqlite3_bind_int64(delete, 1, number)
                     try stepDone(delete, db)
                 }
