@@ -90,6 +90,7 @@ public actor PostgresTransport: SyncTransport {
             for row in rows {
                 guard row.count == 7, let position = row[0].flatMap({ Int64($0) }), let id = row[1].flatMap(UUID.init(uuidString:)),
                       let from = row[2].flatMap(UUID.init(uuidString:)), let seq = row[3].flatMap({ Int64($0) }),
+                      seq > 0, seq <= 1 << 62,
                       let hlc = row[4].flatMap({ Int64($0) }), let kind = row[5], let payload = row[6]
                 else { throw SyncError(.failed, "the server sent an operation this build cannot read") }
                 operations.append(LoggedOperation(id: EntityID(id), node: NodeID(from), seq: seq, timestamp: HybridTimestamp(rawValue: hlc),

@@ -708,8 +708,86 @@ import Testing
         #expect(engine.world.entityCount == 3)
         #expect(engine.recovery.loaded.malformedEntityRows == 1, "\(engine.recovery)")
         #expect(engine.recovery.loaded.orphanRows == 1, "\(engine.recovery)")
-        #expect(engine.recovery.description.contains("kept 1 entity rows with a malformed or repeated id"), "\(engine.recovery)")
+        #expect(engine.recovery.description.contains("kept 1 entity rows with a malformed or repeated id or number"), "\(engine.recovery)")
         #expect(engine.recovery.description.contains("kept 1 component rows of no entity"), "\(engine.recovery)")
+    }
+}
+
+/// Entity numbers read from disk past the highest a file may hold (a damaged page, another
+/// tool) are kept and reported, and counting on from them never overflows.
+@Suite struct EntityNumberBoundTests {
+    @Test func numbersPastTheHighestAreKeptReportedAndNeverCountedOn() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            engine.world.spawn(Title("a"))
+            #expect(engine.flushNow())
+            #expect(engine.compactNow())
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (9223372036854775807, randomblob(16), 0)")
+            try db.execute(sql: "INSERT INTO pending_entities (num, id, created_at) VALUES (9223372036854775806, randomblob(16), 0)")
+            try db.execute(sql: "INSERT INTO pending_entities (num) VALUES (9223372036854775805)")
+        }
+        try queue.close()
+        var engine = try fixture.open()
+        #expect(engine.world.entityCount == 1)
+        #expect(engine.recovery.loaded.malformedEntityRows == 2, "\(engine.recovery)")
+        #expect(engine.world.nextEntityNumber <= World.highestEntityNumber)
+        let b = engine.world.spawn(Title("b"))
+        let bID = engine.world.id(of: b)!
+        #expect(engine.flushNow())
+        #expect(engine.compactNow())
+        try engine.shutdown()
+
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.entityCount == 2)
+        #expect(engine.world.get(Title.self, for: try #require(engine.world.entity(for: bID))) == Title("b"))
+    }
+}
+
+/// Sequence numbers read from disk past the highest a log may hold are damage, never
+/// counted on; a large gap the server reports is skipped without walking every number in it.
+@Suite struct SequenceBoundTests {
+    func document(_ fixture: EngineFixture, _ damage: String) throws -> NodeID {
+        let node: NodeID
+        do {
+            let engine = try fixture.open()
+            for _ in 0 ..< 3 { engine.appendOperation(kind: "k", payload: []) }
+            #expect(engine.flushNow())
+            node = engine.nodeID
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in try db.execute(sql: damage, arguments: [node.withBytes { Data($0) }]) }
+        try queue.close()
+        return node
+    }
+
+    @Test func numbersPastTheHighestAreNotCountedOn() throws {
+        let fixture = EngineFixture()
+        _ = try document(fixture, """
+            INSERT INTO local_operations (seq, id, timestamp, kind, payload, logged_at) VALUES (9223372036854775807, randomblob(16), 1, 'k', x'', 0);
+            INSERT INTO operation_floor (node, seq) VALUES (randomblob(16), 9223372036854775807);
+            INSERT INTO sync_state (id, server, pushed_through) VALUES (1, 'x', 9223372036854775000);
+            SELECT ?
+            """)
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.operationLog.nextSequence == 4)
+        #expect(engine.appendOperation(kind: "k", payload: []).seq == 4)
+    }
+
+    @Test func aLargeGapIsSkippedWithoutWalkingIt() throws {
+        let fixture = EngineFixture()
+        _ = try document(fixture, "INSERT INTO sync_state (id, server, pushed_through) VALUES (1, 'x', \(Int64(1) << 61)); SELECT ?")
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.operationLog.nextSequence == (Int64(1) << 61) + 1)
+        #expect(engine.recovery.description.contains("4…\(Int64(1) << 61)"), "\(engine.recovery)")
     }
 }
 

@@ -58,6 +58,9 @@ public final class OperationLog {
 
     /// The sequence number the next local operation gets: above every one this replica used.
     public var nextSequence: Int64 { max(vectorClock[node] ?? 0, highestOwn) + 1 }
+    /// The highest sequence a log may hold: one past it, read from a file or a server, is
+    /// damage, never counted on (so no clock overflows counting on from it).
+    static let highestSequence: Int64 = 1 << 62
 
     /// Logs a local operation: the next sequence of this node, a new id, a timestamp.
     func append(kind: String, payload: [UInt8]) -> LoggedOperation {

@@ -29,27 +29,29 @@ extension Store {
     /// ones (`highest`). Returns that, and the line that says what was lost (nil: nothing).
     static func skipLostOwnSequences(of node: NodeID, clock: inout [NodeID: Int64], beyond: inout [NodeID: Set<Int64>],
                                      floor: Int64, parked: Set<Int64>, _ db: Database) throws -> (highest: Int64, lost: String?) {
+        // A number past the highest a log may hold is damage: not counted on.
         let pushed = try db.tableExists("sync_state")
-            ? try Int64.fetchOne(db, sql: "SELECT pushed_through FROM sync_state WHERE id = 1") ?? 0 : 0
+            ? try Int64.fetchOne(db, sql: "SELECT pushed_through FROM sync_state WHERE id = 1 AND pushed_through <= ?",
+                                 arguments: [OperationLog.highestSequence]) ?? 0 : 0
+        let parked = parked.filter { $0 <= OperationLog.highestSequence }
         let above = beyond[node] ?? []
         let contiguous = clock[node] ?? 0
         let highest = max(contiguous, above.max() ?? 0, floor, pushed, parked.max() ?? 0)
-        var missing: [String] = []
-        var count: Int64 = 0
-        var start: Int64?
-        for seq in contiguous + 1 ... highest + 1 {
-            let lost = seq <= highest && !above.contains(seq) && !parked.contains(seq)
-            if lost, start == nil { start = seq }
-            if !lost, let first = start {
-                missing.append(seq - 1 == first ? "\(first)" : "\(first)…\(seq - 1)")
-                count += seq - first
-                start = nil
-            }
+        // The holes between the numbers logged or parked above the prefix, up to `highest`:
+        // a walk over those numbers, not over every number in between.
+        var holes: [ClosedRange<Int64>] = []
+        var next = contiguous + 1
+        for seq in above.union(parked).filter({ $0 >= next && $0 <= highest }).sorted() {
+            if seq > next { holes.append(next ... seq - 1) }
+            next = seq + 1
         }
-        guard count > 0 else { return (highest, nil) }
+        if next <= highest { holes.append(next ... highest) }
+        guard !holes.isEmpty else { return (highest, nil) }
+        let count = holes.reduce(Int64(0)) { $0 + $1.upperBound - $1.lowerBound + 1 }
+        var missing = holes.prefix(10).map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)…\($0.upperBound)" }
+        if holes.count > 10 { missing.append("and \(holes.count - 10) more runs") }
         // The prefix stops at the first parked hole; what is above it counts as logged.
-        var prefix = contiguous
-        while prefix < highest && !parked.contains(prefix + 1) { prefix += 1 }
+        let prefix = parked.filter { $0 > contiguous && $0 <= highest }.min().map { $0 - 1 } ?? highest
         clock[node] = prefix
         let rest = prefix < highest ? Set((prefix + 1 ... highest).filter { !parked.contains($0) }) : []
         beyond[node] = rest.isEmpty ? nil : rest
@@ -96,7 +98,8 @@ extension Store {
                 // Operations dropped by retention count as logged: a node's prefix starts above its floor.
                 var floors: [NodeID: Int64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
-                    if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = row["seq"] }
+                    guard let seq = row["seq"] as Int64?, seq >= 0, seq <= OperationLog.highestSequence else { continue }   // damage
+                    if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = seq }
                 }
                 // The newest timestamp, not one beyond the allowed skew (a peer's wrong clock: see
                 // OperationLog.receive); then the keys alone.
@@ -127,8 +130,9 @@ extension Store {
                         let n = current!.id
                         let seq = sqlite3_column_int64(rows, 1)
                         counts[n, default: 0] += 1
-                        // At or below the floor: a tombstone retention kept (its sequence is counted already).
-                        if seq <= (floors[n] ?? 0) { continue }
+                        // At or below the floor: a tombstone retention kept (its sequence is counted
+                        // already); past the highest a log may hold: damage, not counted on.
+                        if seq <= (floors[n] ?? 0) || seq > OperationLog.highestSequence { continue }
                         if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
                     }
                     finish()

@@ -41,7 +41,7 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         if loaded.undecodableRows > 0 { loadedLine += "; kept \(loaded.undecodableRows) rows that did not decode" }
         if loaded.olderPayloadRows > 0 { loadedLine += "; \(loaded.olderPayloadRows) in an older payload version" }
         if loaded.settings > 0 { loadedLine += "; \(loaded.settings) settings" }
-        if loaded.malformedEntityRows > 0 { loadedLine += "; kept \(loaded.malformedEntityRows) entity rows with a malformed or repeated id" }
+        if loaded.malformedEntityRows > 0 { loadedLine += "; kept \(loaded.malformedEntityRows) entity rows with a malformed or repeated id or number" }
         if loaded.orphanRows > 0 { loadedLine += "; kept \(loaded.orphanRows) component rows of no entity" }
         if loaded.unreadableSettings > 0 { loadedLine += "; kept \(loaded.unreadableSettings) settings this build cannot read" }
         lines.append(loadedLine)

@@ -92,8 +92,10 @@ extension Store {
         while sqlite3_step(entities) == SQLITE_ROW {
             if !despawning.isEmpty, despawning.contains(sqlite3_column_int64(entities, 0)) { continue }
             guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil,
-                  sqlite3_column_int64(entities, 0) > numbers.last ?? .min else {
-                // A number twice (in `entities` and waiting) is a damaged file's: the first is kept.
+                  sqlite3_column_int64(entities, 0) > numbers.last ?? 0,
+                  sqlite3_column_int64(entities, 0) <= World.highestEntityNumber else {
+                // A number twice (in `entities` and waiting) is a damaged file's (the first is
+                // kept), and so is one that is not positive or past the highest a file may hold.
                 summary.malformedEntityRows += 1
                 continue
             }
@@ -152,15 +154,19 @@ extension Store {
         summary.segmentRecords = replay.records
         summary.unreadableSegments = replay.unreadableRows
         // Numbers are never reused while a record or the history window may name them.
-        let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities") ?? 0
-        let waitingMax = layout.spawns ? try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM pending_entities") ?? 0 : despawning.max() ?? 0
+        // Past the highest a file may hold: damage, not counted (the + 1 below never overflows).
+        let highest = World.highestEntityNumber
+        let despawned = try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM despawned_entities WHERE num <= ?", arguments: [highest]) ?? 0
+        let waitingMax = layout.spawns
+            ? try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM pending_entities WHERE num <= ?", arguments: [highest]) ?? 0
+            : despawning.filter { $0 <= highest }.max() ?? 0
         world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax) + 1
         summary.unknownTypeRows = loader.unknownTypeRows
         summary.undecodableRows = loader.undecodableRows
         summary.olderPayloadRows = loader.olderPayloads.count
         world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
         if asOf == nil, summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
-            logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id and \(summary.orphanRows) component rows of no entity")
+            logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id or number and \(summary.orphanRows) component rows of no entity")
         }
         let settings = try Store.readSettings(db)
         world.loadSettings(settings.values)

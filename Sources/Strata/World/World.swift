@@ -69,6 +69,10 @@ public final class World {
     /// The number the next spawn gets. Numbers are never reused while a record in the
     /// file may still refer to them: the reload starts above every number it saw.
     var nextEntityNumber: EntityNumber = 1
+    /// The highest entity number a file may hold: a number above it read from disk is
+    /// damage (kept, not loaded), so that counting on from the highest one seen never
+    /// overflows (2^62: a spawn a nanosecond for 146 years).
+    static let highestEntityNumber: EntityNumber = 1 << 62
     /// Keys the reload found written with an older payload version, the next to rewrite
     /// last (`Engine+Maintenance.swift`; `[maintenance] rewrite_old_payloads`).
     var olderPayloads: [OlderPayload] = []

@@ -49,7 +49,9 @@ enum SegmentReplay {
                         format: Int(sqlite3_column_int64(rows, 1)), recordCount: count,
                         checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
                     ) { record in
-                        outcome.highestEntityNumber = max(outcome.highestEntityNumber, record.key.entity)
+                        if record.key.entity <= World.highestEntityNumber {   // above: no entity's, ignored
+                            outcome.highestEntityNumber = max(outcome.highestEntityNumber, record.key.entity)
+                        }
                         try apply(record, seq)
                     }
                     outcome.records += count
