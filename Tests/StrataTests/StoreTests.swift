@@ -789,6 +789,26 @@ import Testing
         #expect(engine.world.operationLog.nextSequence == (Int64(1) << 61) + 1)
         #expect(engine.recovery.description.contains("4…\(Int64(1) << 61)"), "\(engine.recovery)")
     }
+
+    /// A parked operation below such a gap: its hole closes with the rest (the clock would
+    /// keep every number above it), and its replay still logs it.
+    @Test func aParkedOperationBelowALargeGapIsLoggedByItsReplay() throws {
+        let fixture = EngineFixture()
+        let node = try document(fixture, """
+            INSERT INTO sync_state (id, server, pushed_through) VALUES (1, 'x', \(Int64(1) << 61));
+            INSERT INTO rejected_writes (rejected_at, error, kind, entity, name, number, payload, operation_id, timestamp)
+            VALUES (0, 'refused', 'operation', ?1, 'k', 4, x'01', randomblob(16), 1)
+            """)
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.operationLog.nextSequence == (Int64(1) << 61) + 1)
+        #expect(engine.recovery.description.contains("counted as logged too"), "\(engine.recovery)")
+        let report = try engine.replayRejectedWrites()
+        #expect(report.replayed == 1, "\(report.kept)")
+        #expect(engine.flushNow())
+        #expect(try fixture.count("SELECT count(*) FROM local_operations WHERE seq = 4") == 1)
+        _ = node
+    }
 }
 
 /// A clean start checks the tables it does not read once the file's last check is old

@@ -51,13 +51,24 @@ extension Store {
         var missing = holes.prefix(10).map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)…\($0.upperBound)" }
         if holes.count > 10 { missing.append("and \(holes.count - 10) more runs") }
         // The prefix stops at the first parked hole; what is above it counts as logged.
-        let prefix = parked.filter { $0 > contiguous && $0 <= highest }.min().map { $0 - 1 } ?? highest
+        // Above it, the clock keeps each number one by one: past a million, the parked holes
+        // close too (their replay still logs them: a number counted already is queued again).
+        var prefix = parked.filter { $0 > contiguous && $0 <= highest }.min().map { $0 - 1 } ?? highest
+        var closed = ""
+        if highest - prefix > Self.mostNumbersAboveAParkedHole {
+            closed = "; the parked ones among them are counted as logged too (their replay logs them)"
+            prefix = highest
+        }
         clock[node] = prefix
         let rest = prefix < highest ? Set((prefix + 1 ... highest).filter { !parked.contains($0) }) : []
         beyond[node] = rest.isEmpty ? nil : rest
         return (highest, "this replica's operations \(missing.joined(separator: ", ")) (\(count)) are missing from the log and "
-            + "not parked: their numbers are not used again, the next operation is \(highest + 1)")
+            + "not parked: their numbers are not used again, the next operation is \(highest + 1)\(closed)")
     }
+
+    /// The most numbers ``skipLostOwnSequences(of:clock:beyond:floor:parked:_:)`` keeps one
+    /// by one above a parked hole.
+    static let mostNumbersAboveAParkedHole: Int64 = 1 << 20
 
     /// The sequences of this replica's parked operations (`rejected_writes` and the side
     /// file): holes in its log that a replay fills.
