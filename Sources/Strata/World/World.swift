@@ -204,7 +204,8 @@ public final class World {
 
     /// Despawns the entity: drops its pending writes; the next critical flush records the
     /// despawn (from then on no reader of the file sees the entity, and its jobs and asset
-    /// files go) and compaction deletes its rows later, components and all.
+    /// files go) and compaction deletes its rows later, components and all (a flush of
+    /// many despawns, a level unloaded, deletes them at once).
     /// Returns false if the handle was already dead.
     ///
     /// An entity that carries replicated components is despawned on every device of the
