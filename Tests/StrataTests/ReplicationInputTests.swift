@@ -182,16 +182,55 @@ import Testing
         state.hold("c", HeldValue(stamp: OperationStamp(timestamp: 11, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion))
         var writer = PayloadWriter()
         state.encode(to: &writer)
-        let read = try writer.bytes.withUnsafeBytes { raw in
-            var reader = PayloadReader(raw)
-            return try ReplicaState(from: &reader, version: 1)
+        #expect(try Self.decode(writer.bytes, version: ReplicaState.payloadVersion) == state)
+        for cut in 1 ..< writer.bytes.count {
+            #expect(throws: (any Error).self, "cut at \(cut)") { try Self.decode(Array(writer.bytes.prefix(cut)), version: 2) }
         }
-        #expect(read == state)
-        #expect(throws: (any Error).self) {
-            try [UInt8](writer.bytes.dropLast()).withUnsafeBytes { raw in
-                var reader = PayloadReader(raw)
-                return try ReplicaState(from: &reader, version: 1)
-            }
+    }
+
+    @Test func aReplicaStateOfVersionOneStillReads() throws {
+        // Version 1, as schema 16's builds wrote it: ["canvas.a": (timestamp 7, node 0…01)], no held value.
+        let node = [UInt8](repeating: 0, count: 15) + [1]
+        var writer = PayloadWriter()
+        writer.write(UInt64(1)); writer.write("canvas.a"); writer.write(Int64(7))
+        let bytes = writer.bytes + node + [0]
+        let state = try Self.decode(bytes, version: 1)
+        #expect(state.stamp(of: "canvas.a") == OperationStamp(timestamp: 7, nodeHigh: 0, nodeLow: 1) && state.held.isEmpty)
+    }
+
+    @Test func aShapesStampsFitOnA512BytePage() throws {
+        // A `components` row keeps at most 102 bytes on a 512-byte page; the key and the
+        // record's header take about 10 of them.
+        var state = ReplicaState()
+        let node = OperationStamp(timestamp: 0, nodeHigh: .max, nodeLow: .max)
+        let now = Int64(1_800_000_000_000) << 16
+        state.applied("canvas.shape_style", stamp: OperationStamp(timestamp: now, nodeHigh: node.nodeHigh, nodeLow: node.nodeLow))
+        state.applied("canvas.transform", stamp: OperationStamp(timestamp: now + (600_000 << 16), nodeHigh: node.nodeHigh, nodeLow: node.nodeLow))
+        #expect(state.encodedForTest.count <= 70)
+        state.applied("canvas.transform", stamp: OperationStamp(timestamp: now + (900_000 << 16), nodeHigh: 1, nodeLow: 2))
+        #expect(state.encodedForTest.count <= 88, "moved on another device")
+        #expect(try Self.decode(state.encodedForTest, version: 2) == state)
+        // A stroke's: the last name shares more bytes with the one before it than are left to read.
+        var stroke = ReplicaState()
+        stroke.applied("canvas.stroke_points", stamp: OperationStamp(timestamp: now, nodeHigh: 1, nodeLow: 2))
+        stroke.applied("canvas.stroke_style", stamp: OperationStamp(timestamp: now, nodeHigh: 1, nodeLow: 2))
+        #expect(try Self.decode(stroke.encodedForTest, version: 2) == stroke)
+    }
+
+    @Test func aDamagedReplicaStateIsRefusedNotMisread() {
+        // A name sharing more than the name before it has, a node index past the list.
+        var writer = PayloadWriter()
+        writer.write(UInt64(0)); writer.write(UInt64(1)); writer.write(UInt64(3)); writer.write("a")
+        #expect(throws: PayloadError.self) { try Self.decode(writer.bytes + [0, 0, 0], version: 2) }
+        writer = PayloadWriter()
+        writer.write(UInt64(0)); writer.write(UInt64(1)); writer.write(UInt64(0)); writer.write("a"); writer.write(Int64(1)); writer.write(UInt64(0))
+        #expect(throws: PayloadError.self) { try Self.decode(writer.bytes + [0], version: 2) }
+    }
+
+    private static func decode(_ bytes: [UInt8], version: Int) throws -> ReplicaState {
+        try bytes.withUnsafeBytes { raw in
+            var reader = PayloadReader(raw)
+            return try ReplicaState(from: &reader, version: version)
         }
     }
 }

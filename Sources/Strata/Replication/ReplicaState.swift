@@ -9,13 +9,15 @@
 struct ReplicaState: Component {
     static let typeName = "strata.replica"
     static let tier = Tier.critical
+    /// 2: node ids listed once, names and timestamps as deltas (`ReplicaState+Encoding.swift`).
+    static let payloadVersion = 2
 
     /// Per type name, in name order: the stamp of the operation whose value the entity
     /// holds (or whose removal it applied). Arrays, not dictionaries: an entity has a few
     /// replicated types, and a pulled operation reads and writes this (no hashing).
-    private(set) var stamps: [(type: String, stamp: OperationStamp)] = []
+    var stamps: [(type: String, stamp: OperationStamp)] = []
     /// Per type name, in name order: the newest operation held back, with why.
-    private(set) var held: [(type: String, value: HeldValue)] = []
+    var held: [(type: String, value: HeldValue)] = []
 
     init() {}
 
@@ -44,7 +46,7 @@ struct ReplicaState: Component {
     }
 
     /// Sets (or with nil, removes) `type`'s entry of a name-ordered list.
-    private static func set<V>(_ list: inout [(type: String, value: V)], _ type: String, _ value: V?) {
+    static func set<V>(_ list: inout [(type: String, value: V)], _ type: String, _ value: V?) {
         let index = list.firstIndex { $0.type >= type } ?? list.endIndex
         let present = index < list.endIndex && list[index].type == type
         switch (value, present) {
@@ -55,7 +57,7 @@ struct ReplicaState: Component {
         }
     }
 
-    private static func set(_ list: inout [(type: String, stamp: OperationStamp)], _ type: String, _ stamp: OperationStamp) {
+    static func set(_ list: inout [(type: String, stamp: OperationStamp)], _ type: String, _ stamp: OperationStamp) {
         if let index = list.firstIndex(where: { $0.type >= type }) {
             if list[index].type == type { list[index].stamp = stamp } else { list.insert((type, stamp), at: index) }
         } else {
@@ -66,52 +68,6 @@ struct ReplicaState: Component {
     static func == (a: ReplicaState, b: ReplicaState) -> Bool {
         a.stamps.elementsEqual(b.stamps) { $0.type == $1.type && $0.stamp == $1.stamp }
             && a.held.elementsEqual(b.held) { $0.type == $1.type && $0.value == $1.value }
-    }
-
-    func encode(to payload: inout PayloadWriter) {
-        payload.write(UInt64(stamps.count))
-        for (type, stamp) in stamps {
-            payload.write(type)
-            Self.write(stamp, to: &payload)
-        }
-        payload.write(UInt64(held.count))
-        for (type, value) in held {
-            payload.write(type)
-            Self.write(value.stamp, to: &payload)
-            payload.write(value.version)
-            payload.write(value.reason.rawValue)
-            payload.write(value.payload != nil)
-            if let bytes = value.payload { payload.write(bytes) }
-        }
-    }
-
-    init(from payload: inout PayloadReader, version: Int) throws {
-        for _ in 0 ..< (try payload.readCount()) {
-            let type: String = try payload.read()
-            Self.set(&stamps, type, try Self.readStamp(&payload))
-        }
-        for _ in 0 ..< (try payload.readCount()) {
-            let type: String = try payload.read()
-            let stamp = try Self.readStamp(&payload)
-            let version: Int = try payload.read()
-            let raw: UInt8 = try payload.read()
-            guard let reason = HeldValue.Reason(rawValue: raw) else { throw PayloadError.invalid("held reason \(raw)") }
-            let present: Bool = try payload.read()
-            Self.set(&held, type, HeldValue(stamp: stamp, version: version, payload: present ? try payload.read() as [UInt8] : nil, reason: reason))
-        }
-    }
-
-    private static func write(_ stamp: OperationStamp, to payload: inout PayloadWriter) {
-        payload.write(stamp.timestamp)
-        withUnsafeBytes(of: stamp.nodeHigh.bigEndian) { payload.append($0) }
-        withUnsafeBytes(of: stamp.nodeLow.bigEndian) { payload.append($0) }
-    }
-
-    private static func readStamp(_ payload: inout PayloadReader) throws -> OperationStamp {
-        let timestamp: Int64 = try payload.read()
-        let high = UInt64(bigEndian: try payload.readBytes(count: 8).loadUnaligned(as: UInt64.self))
-        let low = UInt64(bigEndian: try payload.readBytes(count: 8).loadUnaligned(as: UInt64.self))
-        return OperationStamp(timestamp: timestamp, nodeHigh: high, nodeLow: low)
     }
 }
 
