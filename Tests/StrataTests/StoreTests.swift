@@ -302,6 +302,46 @@ import Testing
         #expect(try fixture.count("SELECT count(*) FROM operation_log WHERE node = x'\(local.description.replacingOccurrences(of: "-", with: ""))'") == 4)
     }
 
+    /// Schema 17 stores this replica's operations in shorter rows: Strata's kinds as integer
+    /// codes, a host's as text, no `logged_at` (the view computes it from the timestamp).
+    @Test func aSchema16DocumentsOperationsTakeShorterRowsAndReadTheSame() throws {
+        let fixture = EngineFixture()
+        let (local, peer, shape) = (NodeID(), NodeID(), EntityID())
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try Store.migrator.migrate(queue, upTo: "v16: spawns wait for compaction too, in one table with the despawns")
+        let despawn = [UInt8(1)] + shape.withBytes { Array($0) }
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, 0)", arguments: [local.withBytes { Data($0) }])
+            for (seq, kind) in [(1, "note"), (2, ReplicatedOperation.componentKind), (3, ReplicatedOperation.despawnKind)] {
+                try db.execute(sql: """
+                    INSERT INTO local_operations (seq, id, timestamp, kind, payload, logged_at) VALUES (?, randomblob(16), ?, ?, ?, ?)
+                    """, arguments: [seq, Int64(1_700_000_000_000 + seq) << 16, kind, Data(kind == ReplicatedOperation.despawnKind ? despawn : [9]), 1_700_000_000_000 + seq])
+            }
+            try db.execute(sql: "INSERT INTO session_state (id, clean_shutdown, session_id, started_at) VALUES (1, 1, x'00', 0)")
+        }
+        try queue.close()
+
+        let engine = try Engine.open(config: fixture.config, components: replicatedTestComponents, logger: quietLogger, options: fixture.options)
+        #expect(engine.vectorClock[local] == 3)
+        engine.receiveOperation(LoggedOperation(node: peer, seq: 1, timestamp: HybridTimestamp(milliseconds: 5), kind: "chat", payload: [1]))
+        engine.appendOperation(kind: "after", payload: [2])
+        #expect(engine.flushNow())
+        let despawns = try engine.store.readReplicaTombstones()
+        let (stored, logged, plan) = try engine.store.withConnection { db in
+            (try Row.fetchAll(db, sql: "SELECT seq, typeof(kind) AS type, CAST(kind AS TEXT) AS kind FROM local_operations ORDER BY seq").map { "\($0["seq"] as Int64) \($0["type"] as String) \($0["kind"] as String)" },
+             try Row.fetchAll(db, sql: "SELECT seq, kind, logged_at FROM operation_log WHERE node = ? ORDER BY seq", arguments: [local.withBytes { Data($0) }])
+                .map { "\($0["seq"] as Int64) \($0["kind"] as String) \(($0["logged_at"] as Int64) - 1_700_000_000_000)" },
+             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN SELECT payload FROM local_operations WHERE \(OperationKindCode.despawnSQL)").map { $0["detail"] as String }.joined())
+        }
+        #expect(stored == ["1 text note", "2 integer 1", "3 integer 2", "4 text after"], "Strata's kinds as codes, a host's as text")
+        #expect(Array(logged.prefix(3)) == ["1 note 1", "2 strata.component 2", "3 strata.despawn 3"], "the view reads the kinds and the times back")
+        #expect(despawns == [shape], "the tombstone, through the despawns' index")
+        #expect(plan.contains("local_operations_despawns"), "\(plan)")
+        #expect(try engine.store.withConnection { try Int.fetchOne($0, sql: "SELECT count(*) FROM operation_log WHERE kind = 'chat' AND logged_at > 0") } == 1,
+                "received operations keep their own logged_at")
+        try engine.shutdown()
+    }
+
     @Test func aCorruptPageOfThisReplicasOperationsCostsOnlyItsOwnOperations() throws {
         // Keyed by their sequence, like the integer-keyed tables: the salvage finds the first
         // sequence past the damaged page and goes on from there; the range it skipped is
@@ -770,7 +810,7 @@ import Testing
     @Test func numbersPastTheHighestAreNotCountedOn() throws {
         let fixture = EngineFixture()
         _ = try document(fixture, """
-            INSERT INTO local_operations (seq, id, timestamp, kind, payload, logged_at) VALUES (9223372036854775807, randomblob(16), 1, 'k', x'', 0);
+            INSERT INTO local_operations (seq, id, timestamp, kind, payload) VALUES (9223372036854775807, randomblob(16), 1, 'k', x'');
             INSERT INTO operation_floor (node, seq) VALUES (randomblob(16), 9223372036854775807);
             INSERT INTO sync_state (id, server, pushed_through) VALUES (1, 'x', 9223372036854775000);
             SELECT ?

@@ -55,9 +55,12 @@ extension Backup {
                 // The backup's own operations become another node's: the new node starts its
                 // sequence at 1, and peers still know the old one's.
                 if try db.tableExists("local_operations") {
+                    // A backup of schema 17 on stores Strata's kinds as codes and no `logged_at`.
+                    let loggedAt = try db.columns(in: "local_operations").contains { $0.name == "logged_at" } ? "logged_at" : "timestamp >> 16"
                     try db.execute(sql: """
                         INSERT INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
-                            SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, kind, payload, logged_at
+                            SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, \(OperationKindCode.decodeSQL("kind")),
+                                   payload, \(loggedAt)
                             FROM local_operations ORDER BY seq;
                         DELETE FROM local_operations;
                         """)

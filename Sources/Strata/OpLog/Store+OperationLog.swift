@@ -185,8 +185,11 @@ extension Store {
     func readReplicaTombstones() throws -> Set<EntityID> {
         try queue.read { db in
             var ids = Set<EntityID>()
-            for payload in try Data.fetchAll(db, sql: "SELECT payload FROM operation_log WHERE kind = ?",
-                                             arguments: [ReplicatedOperation.despawnKind]) {
+            // The tables, not the view: each one's despawns' partial index answers its half.
+            for payload in try Data.fetchAll(db, sql: """
+                SELECT payload FROM local_operations WHERE \(OperationKindCode.despawnSQL)
+                UNION ALL SELECT payload FROM received_operations WHERE kind = ?
+                """, arguments: [ReplicatedOperation.despawnKind]) {
                 if let operation = try? ReplicatedOperation(kind: ReplicatedOperation.despawnKind, payload: Array(payload)) {
                     ids.insert(operation.entity)
                 }

@@ -25,13 +25,13 @@ final class OperationRowsPart: BatchPart {
             let local = try localNode(db)
             // Bound by hand, like the entity rows: no Data or StatementArguments per row.
             let insertLocal = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload, logged_at) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload) VALUES (?, ?, ?, ?, ?)
                 """).sqliteStatement
             let insertReceived = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """).sqliteStatement
-            let now = unixMilliseconds()
+            let now = counts.committedAt
             for operation in batch.operations {
                 let isLocal = operation.node == local
                 let insert = isLocal ? insertLocal : insertReceived
@@ -45,9 +45,14 @@ final class OperationRowsPart: BatchPart {
                                 sqlite3_bind_int64(insert, first, operation.seq)
                                 try bindBlob(insert, first + 1, id)
                                 sqlite3_bind_int64(insert, first + 2, operation.timestamp.rawValue)
-                                try checkBind(sqlite3_bind_text(insert, first + 3, kind, -1, SQLITE_STATIC), first + 3)
+                                // This replica's rows: Strata's kinds as codes, no `logged_at` (schema 17).
+                                if isLocal, let code = OperationKindCode.code(of: operation.kind) {
+                                    sqlite3_bind_int64(insert, first + 3, code)
+                                } else {
+                                    try checkBind(sqlite3_bind_text(insert, first + 3, kind, -1, SQLITE_STATIC), first + 3)
+                                }
                                 try bindBlob(insert, first + 4, payload)
-                                sqlite3_bind_int64(insert, first + 5, now)
+                                if !isLocal { sqlite3_bind_int64(insert, first + 5, now) }
                                 try stepDone(insert, db)
                             }
                         }
@@ -76,7 +81,9 @@ final class OperationRowsPart: BatchPart {
                 try upsert.execute(arguments: [ack.peer.withBytes { Data($0) }, ack.node.withBytes { Data($0) }, ack.seq])
             }
             if retention.retention == .acknowledged {
-                counts.operationsDropped += try dropAcknowledged(db, olderThan: unixMilliseconds() - Int64(retention.retentionMinAge.milliseconds))
+                // The commit's wall clock: the one this replica's timestamps (whose milliseconds
+                // are its operations' `logged_at`) come from.
+                counts.operationsDropped += try dropAcknowledged(db, olderThan: counts.committedAt - Int64(retention.retentionMinAge.milliseconds))
             }
         }
     }
@@ -111,8 +118,8 @@ final class OperationRowsPart: BatchPart {
             // A replicated entity's despawn is its tombstone: it stays (below the floor, where
             // the clock's rebuild and the log's summary do not look for sequences).
             if node.withUnsafeBytes({ NodeID(bytes: $0) }) == (try localNode(db)) {
-                try db.execute(sql: "DELETE FROM local_operations WHERE seq <= ? AND kind <> ?",
-                               arguments: [cut, ReplicatedOperation.despawnKind])
+                try db.execute(sql: "DELETE FROM local_operations WHERE seq <= ? AND NOT (\(OperationKindCode.despawnSQL))",
+                               arguments: [cut])
             } else {
                 try db.execute(sql: "DELETE FROM received_operations WHERE node = ? AND seq <= ? AND kind <> ?",
                                arguments: [node, cut, ReplicatedOperation.despawnKind])

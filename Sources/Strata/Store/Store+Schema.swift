@@ -187,6 +187,7 @@ extension Store {
                 """)
         }
         registerFromV6(&migrator)
+        registerFromV17(&migrator)
         return migrator
     }
 

@@ -225,7 +225,7 @@ extension Store {
                 DROP TABLE operation_log;
                 CREATE INDEX local_operations_despawns ON local_operations (kind) WHERE kind = 'strata.despawn';
                 CREATE INDEX received_operations_despawns ON received_operations (kind) WHERE kind = 'strata.despawn';
-                \(Store.operationLogView)
+                \(Store.operationLogViewV14)
                 PRAGMA user_version = 14;
                 """)
         }
@@ -262,19 +262,6 @@ extension Store {
                 """)
         }
     }
-}
-
-extension Store {
-    /// Every operation, this replica's and the received, as one table of
-    /// `(node, seq, id, timestamp, kind, payload, logged_at)`: what readers query. SQLite
-    /// pushes a query's conditions into both halves (a `node = ? AND seq > ?` is a range of
-    /// each, merged in `seq` order).
-    static let operationLogView = """
-        CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
-            SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, kind, payload, logged_at FROM local_operations
-            UNION ALL
-            SELECT node, seq, id, timestamp, kind, payload, logged_at FROM received_operations;
-        """
 }
 
 extension Database {

@@ -53,8 +53,11 @@ struct EngineFixture {
 
     /// Live entities: despawned ones whose rows wait for compaction are left out, spawned ones counted.
     func entityCount() throws -> Int {
-        try count("SELECT count(*) FROM entities WHERE \(PendingEntities.Layout.current.live("num"))")
-            + count("SELECT count(*) FROM pending_entities WHERE id IS NOT NULL AND \(PendingEntities.Layout.current.live("num"))")
+        // One statement, one snapshot: compaction may move a waiting spawn into `entities` between two.
+        try count("""
+            SELECT (SELECT count(*) FROM entities WHERE \(PendingEntities.Layout.current.live("num")))
+                 + (SELECT count(*) FROM pending_entities WHERE id IS NOT NULL AND \(PendingEntities.Layout.current.live("num")))
+            """)
     }
 
     /// The file as a reload would read it.
