@@ -80,7 +80,7 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(object["entity_count"] as? Int == 1)
         #expect(object["clean_shutdown"] as? Bool == true)
-        #expect(object["page_size"] as? Int == 1024)
+        #expect(object["page_size"] as? Int == 512)
         #expect(object["schema_version"] as? Int == Store.schemaVersion)
         #expect(object["node_id"] as? String == node)
         #expect(object["operation_log"] as? [String: Int] == [node: 2])

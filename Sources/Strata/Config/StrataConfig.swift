@@ -116,10 +116,10 @@ public struct DatabaseConfig: Sendable, Equatable {
     /// `path`: the database file (one per document). Relative paths are relative to
     /// the working directory.
     public var path = "strata.db"
-    /// `page_size`: applied before the first table; a power of two, 512…65536. 1 KiB:
-    /// a commit rewrites the last page of each B-tree it appends to, so the page is the
-    /// unit every commit pays (docs/storage.md, "Settings that matter here").
-    public var pageSize = 1024
+    /// `page_size`: applied before the first table; a power of two, 512…65536. 512: a
+    /// commit rewrites the last page of each B-tree it appends to, so the page is the unit
+    /// every commit pays (docs/storage.md, "Settings that matter here").
+    public var pageSize = 512
     /// `auto_vacuum`: applied when the file is created, like the page size.
     public var autoVacuum = AutoVacuum.incremental
 

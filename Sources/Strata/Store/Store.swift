@@ -34,7 +34,7 @@ package final class Store: Sendable {
 
     /// Options that tests and tools add to the writer connection.
     public struct Options: Sendable {
-        public var pageSize = 1024
+        public var pageSize = DatabaseConfig().pageSize
         /// Applied to a new file only (`[database] auto_vacuum`).
         public var autoVacuum = AutoVacuum.incremental
         public var busyTimeout: Duration = .milliseconds(100)
