@@ -152,7 +152,7 @@ struct DiskFullTorture {
         guard statvfs(folder, &stats) == 0 else { return }
         let available = Int(stats.f_bavail) * Int(stats.f_frsize)
         let size = max(0, available - free)
-        FileManager.default.createFile(atPath: path, contents: Data(count: size))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(count: size))
     }
 
     @discardableResult
