@@ -8,30 +8,37 @@
 /// full) took 88: a `components` row of a `WITHOUT ROWID` table keeps at most 102 bytes on a
 /// 512-byte page, and a longer one takes an overflow page of its own (docs/storage.md).
 extension ReplicaState {
+    /// No allocation: the node list is on the stack, names are compared and copied as UTF-8
+    /// in place (the drain encodes a state per changed replicated entity).
     func encode(to payload: inout PayloadWriter) {
-        var nodes: [OperationStamp] = []
-        func note(_ stamp: OperationStamp) {
-            if !nodes.contains(where: { $0.sameNode(as: stamp) }) { nodes.append(stamp) }
-        }
-        for (_, stamp) in stamps { note(stamp) }
-        for (_, value) in held { note(value.stamp) }
-        payload.write(UInt64(nodes.count))
-        for node in nodes {
-            withUnsafeBytes(of: node.nodeHigh.bigEndian) { payload.append($0) }
-            withUnsafeBytes(of: node.nodeLow.bigEndian) { payload.append($0) }
-        }
-        var previous = Previous()
-        payload.write(UInt64(stamps.count))
-        for (type, stamp) in stamps {
-            previous.write(type, stamp, nodes: nodes, to: &payload)
-        }
-        payload.write(UInt64(held.count))
-        for (type, value) in held {
-            previous.write(type, value.stamp, nodes: nodes, to: &payload)
-            payload.write(value.version)
-            payload.write(value.reason.rawValue)
-            payload.write(value.payload != nil)
-            if let bytes = value.payload { payload.write(bytes) }
+        withUnsafeTemporaryAllocation(of: OperationStamp.self, capacity: max(1, stamps.count + held.count)) { buffer in
+            var distinct = 0
+            func note(_ stamp: OperationStamp) {
+                for index in 0 ..< distinct where buffer[index].sameNode(as: stamp) { return }
+                buffer.initializeElement(at: distinct, to: stamp)
+                distinct += 1
+            }
+            for (_, stamp) in stamps { note(stamp) }
+            for (_, value) in held { note(value.stamp) }
+            let nodes = UnsafeBufferPointer(rebasing: buffer[..<distinct])
+            payload.write(UInt64(distinct))
+            for node in nodes {
+                withUnsafeBytes(of: node.nodeHigh.bigEndian) { payload.append($0) }
+                withUnsafeBytes(of: node.nodeLow.bigEndian) { payload.append($0) }
+            }
+            var previous = Previous()
+            payload.write(UInt64(stamps.count))
+            for (type, stamp) in stamps {
+                previous.write(type, stamp, nodes: nodes, to: &payload)
+            }
+            payload.write(UInt64(held.count))
+            for (type, value) in held {
+                previous.write(type, value.stamp, nodes: nodes, to: &payload)
+                payload.write(value.version)
+                payload.write(value.reason.rawValue)
+                payload.write(value.payload != nil)
+                if let bytes = value.payload { payload.write(bytes) }
+            }
         }
     }
 
@@ -56,19 +63,27 @@ extension ReplicaState {
         }
     }
 
-    /// The name and timestamp the next entry is written against.
+    /// The name and timestamp the next entry is written against (or was read against).
     private struct Previous {
+        var written = ""
         var name: [UInt8] = []
         var timestamp: Int64 = 0
 
-        mutating func write(_ type: String, _ stamp: OperationStamp, nodes: [OperationStamp], to payload: inout PayloadWriter) {
-            let name = Array(type.utf8)
-            let shared = zip(self.name, name).prefix { $0 == $1 }.count
+        mutating func write(_ type: String, _ stamp: OperationStamp, nodes: UnsafeBufferPointer<OperationStamp>, to payload: inout PayloadWriter) {
+            var shared = 0
+            var before = written.utf8.makeIterator(), now = type.utf8.makeIterator()
+            while let a = before.next(), let b = now.next(), a == b { shared += 1 }
             payload.write(UInt64(shared))
-            payload.write(Array(name[shared...]))
+            var type = type
+            type.withUTF8 { utf8 in
+                payload.write(UInt64(utf8.count - shared))
+                payload.append(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(utf8)[shared...]))
+            }
             payload.write(stamp.timestamp &- timestamp)
-            payload.write(UInt64(nodes.firstIndex { $0.sameNode(as: stamp) } ?? 0))
-            (self.name, timestamp) = (name, stamp.timestamp)
+            var index = 0
+            while index < nodes.count, !nodes[index].sameNode(as: stamp) { index += 1 }
+            payload.write(UInt64(index))
+            (written, timestamp) = (type, stamp.timestamp)
         }
 
         mutating func read(_ payload: inout PayloadReader, nodes: [(high: UInt64, low: UInt64)]) throws -> (String, OperationStamp) {
