@@ -109,6 +109,8 @@ package struct StrategyResult: Codable, Sendable {
     package var checkpoints: Int?
     package var operationsPerSec: Double?
     package var alerts: [String]?
+    /// Strata: of `persistedPayloadBytes`, the replicated entities' stamps (the engine's own).
+    package var stampPayloadBytes: Int?
 }
 
 /// A whole run.

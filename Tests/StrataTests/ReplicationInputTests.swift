@@ -188,6 +188,24 @@ import Testing
         }
     }
 
+    /// The metrics say which share of the payload is the engine's stamps (the reports print
+    /// the bytes written per payload byte with and without them).
+    @Test func theStampsShareOfThePayloadIsCounted() throws {
+        let a = try Replica("stamps-a")
+        a.world.spawn(Position(x: 1, y: 2))
+        #expect(a.engine.flushNow())
+        #expect(a.engine.metrics.stampPayloadBytesWritten == 0, "a local type has no stamps")
+        let before = a.engine.metrics
+        a.world.spawn(SharedPosition(x: 1, y: 2))
+        #expect(a.engine.flushNow())
+        let after = a.engine.metrics
+        let stamps = after.stampPayloadBytesWritten - before.stampPayloadBytesWritten
+        let state = try #require(a.world.entities(with: ReplicaState.self).first?.1)
+        #expect(stamps == state.encodedForTest.count, "the replicated entity's stamps, as encoded")
+        #expect(after.payloadBytesWritten - before.payloadBytesWritten == stamps + SharedPosition(x: 1, y: 2).encodedForTest.count)
+        try a.engine.shutdown()
+    }
+
     @Test func aReplicaStateOfVersionOneStillReads() throws {
         // Version 1, as schema 16's builds wrote it: ["canvas.a": (timestamp 7, node 0…01)], no held value.
         let node = [UInt8](repeating: 0, count: 15) + [1]

@@ -19,6 +19,9 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var operationsDropped = 0
     /// Encoded payload bytes written (the specification's `bytes_written`; SQLite's own bytes are counted by the VFS).
     public var payloadBytesWritten = 0
+    /// Of `payloadBytesWritten`, the replicated entities' stamps (the engine's own component,
+    /// `strata.replica`), so that a report can say what the host's own values cost.
+    package var stampPayloadBytesWritten = 0
     /// Payload bytes of the operations logged (what the host encoded in each).
     public var operationPayloadBytes = 0
     /// Batches committed through a rollback journal for their size (`Writer+Bulk.swift`).

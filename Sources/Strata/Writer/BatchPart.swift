@@ -38,6 +38,8 @@ struct CommitCounts {
     var componentPuts = 0
     var componentRemovals = 0
     var payloadBytes = 0
+    /// Of `payloadBytes`, the replicated entities' stamps (`strata.replica`): the engine's own.
+    var stampPayloadBytes = 0
     var entityInserts = 0
     var entityDeletes = 0
     var segmentRows = 0

@@ -87,6 +87,7 @@ extension Writer {
             $0.vectorClockRowsWritten += counts.vectorClockRows
             $0.operationsDropped += counts.operationsDropped
             $0.payloadBytesWritten += counts.payloadBytes
+            $0.stampPayloadBytesWritten += counts.stampPayloadBytes
             $0.segmentsWritten += counts.segmentRows
             $0.segmentBytesWritten += counts.segmentBytes
             $0.recordBacklog(log)

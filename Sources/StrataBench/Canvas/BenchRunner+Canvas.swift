@@ -47,9 +47,14 @@ extension BenchRunner {
                 let snapshots = r == 0 ? snapshotEvery.map { CanvasSnapshot(every: $0, directory: folder, types: canvasComponents) } : []
                 progress("canvas of \(shapes) shapes: \(([run.name] + snapshots.map(\.name)).joined(separator: " with ")), \(options.seconds) s…")
                 for result in try runCanvas(run, snapshots: snapshots, shapes: shapes, options: options, folder: folder) {
-                    progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, %.2f syncs/s, %.2f bytes per payload byte",
+                    let withoutStamps = result.stampPayloadBytes.map { stamps in
+                        String(format: " (%.2f without the engine's stamps, %.0f %% of the payload)",
+                               Double(result.bytesWritten) / Double(max(1, result.persistedPayloadBytes - stamps)),
+                               100 * Double(stamps) / Double(max(1, result.persistedPayloadBytes)))
+                    } ?? ""
+                    progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, %.2f syncs/s, %.2f bytes per payload byte%@",
                                     result.name as NSString, result.setupSeconds, result.tickRateHz, result.bytesWrittenPerSec,
-                                    result.syncRequestsPerSec, result.bytesPerPayloadByte))
+                                    result.syncRequestsPerSec, result.bytesPerPayloadByte, withoutStamps as NSString))
                     results.append(result)
                 }
             }
@@ -157,6 +162,7 @@ extension BenchRunner {
         strata.checkpoints = checkpoints
         strata.operationsPerSec = Double(operations) / max(simulated, 0.001)
         strata.alerts = alerts
+        strata.stampPayloadBytes = endMetrics.stampPayloadBytesWritten - startMetrics.stampPayloadBytesWritten
 
         var results = [strata]
         for (i, snapshot) in snapshots.enumerated() {

@@ -63,9 +63,10 @@ struct StatusLine {
             String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
                    m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
             "  rows         \(m.componentRowsWritten) component writes, \(m.componentRowsDeleted) removals, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",
-            "  payload      \(megabytes(m.payloadBytesWritten)) of components, \(megabytes(m.operationPayloadBytes)) of operations"
+            "  payload      \(megabytes(m.payloadBytesWritten)) of components (\(megabytes(m.stampPayloadBytesWritten)) of them the engine's stamps), \(megabytes(m.operationPayloadBytes)) of operations"
                 + (m.vfs.map { vfs in
-                    String(format: "; %.1f bytes written per payload byte", Double(vfs.writeBytes) / Double(max(1, m.payloadBytesWritten + m.operationPayloadBytes)))
+                    String(format: "; %.1f bytes written per payload byte, %.1f without the stamps", Double(vfs.writeBytes) / Double(max(1, m.payloadBytesWritten + m.operationPayloadBytes)),
+                           Double(vfs.writeBytes) / Double(max(1, m.payloadBytesWritten - m.stampPayloadBytesWritten + m.operationPayloadBytes)))
                 } ?? ""),
             "  segment log  \(m.segmentsWritten) rows appended (\(megabytes(m.segmentBytesWritten)) of records); now \(m.segmentBacklogRows) rows, "
                 + "\(megabytes(m.segmentBacklogBytes)), \(megabytes(m.segmentLiveBytes)) live"
