@@ -63,15 +63,14 @@ extension ReplicaState {
         }
     }
 
-    /// The name and timestamp the next entry is written against (or was read against).
+    /// The name and timestamp the next entry is written or read against.
     private struct Previous {
-        var written = ""
-        var name: [UInt8] = []
+        var name = ""
         var timestamp: Int64 = 0
 
         mutating func write(_ type: String, _ stamp: OperationStamp, nodes: UnsafeBufferPointer<OperationStamp>, to payload: inout PayloadWriter) {
             var shared = 0
-            var before = written.utf8.makeIterator(), now = type.utf8.makeIterator()
+            var before = name.utf8.makeIterator(), now = type.utf8.makeIterator()
             while let a = before.next(), let b = now.next(), a == b { shared += 1 }
             payload.write(UInt64(shared))
             var type = type
@@ -83,19 +82,19 @@ extension ReplicaState {
             var index = 0
             while index < nodes.count, !nodes[index].sameNode(as: stamp) { index += 1 }
             payload.write(UInt64(index))
-            (written, timestamp) = (type, stamp.timestamp)
+            (name, timestamp) = (type, stamp.timestamp)
         }
 
         mutating func read(_ payload: inout PayloadReader, nodes: [(high: UInt64, low: UInt64)]) throws -> (String, OperationStamp) {
             // Not `readCount()`: what a name shares may be longer than what is left to read.
             let shared: UInt64 = try payload.read()
-            guard shared <= UInt64(name.count) else { throw PayloadError.invalid("a name sharing \(shared) bytes of \(name.count)") }
-            name = Array(name[..<Int(shared)]) + (try payload.read() as [UInt8])
+            guard shared <= UInt64(name.utf8.count) else { throw PayloadError.invalid("a name sharing \(shared) bytes of \(name.utf8.count)") }
+            name = String(decoding: Array(name.utf8.prefix(Int(shared))) + (try payload.read() as [UInt8]), as: UTF8.self)
             timestamp = timestamp &+ (try payload.read() as Int64)
             let index: UInt64 = try payload.read()
             guard index < UInt64(nodes.count) else { throw PayloadError.invalid("node \(index) of \(nodes.count)") }
             let node = nodes[Int(index)]
-            return (String(decoding: name, as: UTF8.self), OperationStamp(timestamp: timestamp, nodeHigh: node.high, nodeLow: node.low))
+            return (name, OperationStamp(timestamp: timestamp, nodeHigh: node.high, nodeLow: node.low))
         }
     }
 
