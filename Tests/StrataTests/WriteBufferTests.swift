@@ -31,7 +31,7 @@ import Testing
         #expect(next === first, "the committed batch is the next one to fill")
     }
 
-    @Test func aSubmissionWhileOneWaitsMergesAndKeepsItsStorage() {
+    @Test func aSubmissionWhileOneWaitsQueuesAndTheWriterMergesItAndKeepsItsStorage() {
         let buffer = WriteBuffer()
         var a = WriteBatch()
         a.writes = [write(1)]
@@ -42,13 +42,37 @@ import Testing
         b.writes = [write(2)]
         let result = buffer.submit(&b)
         #expect(result.merged)
-        #expect(b === newer && b.isEmpty, "the merged batch's storage is reused")
+        #expect(b !== newer && b.isEmpty, "the tick thread gets an empty batch at once")
+        #expect(newer.writes.count == 1, "queued as it was: not merged on the tick thread")
         guard case .batch(let taken) = buffer.take(for: nil) else {
             Issue.record("the merged batch should be waiting")
             return
         }
         #expect(taken === older && taken.writes.count == 2 && taken.sequence == 2)
+        #expect(newer.isEmpty, "merged into the taken batch by the writer, and emptied")
         #expect(buffer.flushCounts.flushes == 2 && buffer.flushCounts.merged == 1)
+        var c = WriteBatch()
+        c.writes = [write(3)]
+        buffer.submit(&c)
+        #expect(c === newer, "the merged batch's storage is reused")
+    }
+
+    @Test func pastTheQueueASubmissionMergesIntoTheNewestAndNothingIsLost() {
+        let buffer = WriteBuffer()
+        let submitted = 2 + WriteBuffer.queuedBatches
+        for entity in 1 ... submitted {
+            var batch = WriteBatch()
+            batch.writes = [write(Float(entity))]
+            buffer.submit(&batch)
+        }
+        guard case .batch(let taken) = buffer.take(for: nil) else {
+            Issue.record("the batches should be waiting")
+            return
+        }
+        #expect(taken.writes.compactMap { ($0.value as? Position)?.x }.sorted() == (1 ... submitted).map { Float($0) }, "every write, once")
+        #expect(taken.sequence == UInt64(submitted))
+        #expect(buffer.flushCounts.merged == submitted - 1)
+        if case .batch = buffer.take(for: .zero) { Issue.record("nothing should be left waiting") }
     }
 
     @Test func theWriterTakesAMergedBatchCoalesced() {

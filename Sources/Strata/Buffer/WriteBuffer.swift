@@ -5,13 +5,13 @@ import Foundation
 /// States of the single slot:
 ///
 ///     empty ──submit──▶ waiting ──take──▶ empty          (writer has the batch in flight)
-///     waiting ──submit──▶ waiting (merged)                (writer is behind)
-///     in flight ──putBack──▶ waiting (failed ⊕ waiting)  (a failed write keeps its batch)
+///     waiting ──submit──▶ waiting + newer                 (writer is behind: queued)
+///     in flight ──putBack──▶ waiting (failed ⊕ waiting ⊕ newer)  (a failed write keeps its batch)
 ///
 /// Batches are recycled: the writer returns a committed batch, emptied with its
-/// capacity kept, as the `spare`, and `submit` hands the spare back to the tick
-/// thread in exchange for the batch it queues. In steady state a flush tick allocates
-/// nothing, and the values of a committed batch are released on the writer thread.
+/// capacity kept, as a spare, and `submit` hands a spare back to the tick thread in
+/// exchange for the batch it queues. In steady state a flush tick allocates nothing,
+/// and the values of a committed batch are released on the writer thread.
 ///
 /// Waking the writer is a system call (a futex wake), which costs microseconds on the
 /// tick thread, more when its code has gone cold. So the writer, while batches keep
@@ -19,16 +19,19 @@ import Foundation
 /// wakes it only when it is *parked*: waiting for nothing but a wake.
 ///
 /// Invariants:
-/// 1. At most one batch waits; a submission while one waits merges into it
-///    (``WriteBatch/merge(newer:)``), so memory is bounded by distinct keys and
-///    critical work is never dropped. The merge sets the newer component writes aside;
-///    the writer coalesces the batch it takes (``WriteBatch/coalesce()``), outside the lock.
+/// 1. One batch waits, and up to ``queuedBatches`` newer ones queue behind it unmerged:
+///    the writer merges them into it as it takes it (``WriteBatch/merge(newer:)``), on its
+///    own thread and outside the lock, then coalesces it (``WriteBatch/coalesce()``). Past
+///    that, a submission merges into the newest on the spot, so memory stays bounded by
+///    distinct keys and critical work is never dropped. (Merging on the tick thread, a
+///    device applying a large pull while the writer commits its first parts spent a fifth
+///    of its tick time copying into the waiting batch.)
 /// 2. `submit` never waits for the writer: it holds the lock for O(batch) and returns.
 ///    It wakes the writer only if the writer is parked; a polling writer finds the
 ///    batch within its poll interval (which the flush lookahead includes).
 /// 3. Sequences only grow; `committedSequence` is the newest batch known durable
 ///    in the database, so ``waitForCommit(_:until:)`` can serve `flushNow()`.
-/// 4. The spare is empty, and only the buffer refers to it.
+/// 4. The spares are empty, and only the buffer refers to them.
 /// 5. Once the writer reports the file corrupt (``reportCorruption(_:)``) it writes no
 ///    more: batches wait in the slot, merged, until the engine replaces the file and
 ///    takes them (`Engine+StoreReplacement.swift`). `submit` says so, and commit waiters
@@ -37,7 +40,9 @@ final class WriteBuffer: @unchecked Sendable {
     // @unchecked Sendable: every stored property is guarded by `lock`.
     private let lock = Lock()
     private var waiting: WriteBatch?
-    private var spare: WriteBatch?
+    /// Submitted while `waiting` was there, oldest first, not merged into it yet.
+    private var newer: [WriteBatch] = []
+    private var spares: [WriteBatch] = []
     private var lastSequence: UInt64 = 0
     private var committedSequence: UInt64 = 0
     private var closed = false
@@ -68,7 +73,7 @@ final class WriteBuffer: @unchecked Sendable {
     }
 
     /// Queues `batch` for the writer and leaves an empty batch in its place (the
-    /// writer's spare, or a new one) for the next flush to fill. Returns the batch's
+    /// writer's spares, or a new one) for the next flush to fill. Returns the batch's
     /// sequence number, whether it merged into a batch that was still waiting (the
     /// writer is behind), and whether the writer has stopped on a corrupt file. Tick thread.
     @discardableResult
@@ -79,12 +84,12 @@ final class WriteBuffer: @unchecked Sendable {
             batch.sequence = lastSequence
             let merged = waiting != nil
             counts.record(batch.reasons, merged: merged)
-            if merged {
-                waiting!.merge(newer: batch)
+            if let newest = newer.last, newer.count >= Self.queuedBatches {
+                newest.merge(newer: batch)
                 batch.reset()
             } else {
-                waiting = batch
-                batch = spare.take() ?? WriteBatch()
+                if merged { newer.append(batch) } else { waiting = batch }
+                batch = spares.popLast() ?? WriteBatch()
             }
             if writerParked {
                 counts.wakes += 1
@@ -102,12 +107,30 @@ final class WriteBuffer: @unchecked Sendable {
     /// says how long; the condition waits that long in real time. Writer thread.
     func take(for wait: Duration?, parked: Bool = true) -> Take {
         let deadline = wait.map { Date(timeIntervalSinceNow: max(0, $0.seconds)) }
-        let taken = takeLocked(until: deadline, parked: parked)
-        if case .batch(let batch) = taken { batch.coalesce() }   // the writer's now: no lock held
+        var queued: [WriteBatch] = []
+        let taken = takeLocked(until: deadline, parked: parked, queued: &queued)
+        if case .batch(let batch) = taken { fold(queued, into: batch) }   // the writer's now: no lock held
         return taken
     }
 
-    private func takeLocked(until deadline: Date?, parked: Bool) -> Take {
+    /// Batches queued behind the waiting one, at most; a submission past them merges.
+    static let queuedBatches = 4
+
+    /// Merges `queued` into `batch`, oldest first, coalesces it, and keeps the emptied
+    /// ones as spares. Outside the lock.
+    private func fold(_ queued: [WriteBatch], into batch: WriteBatch) {
+        for newer in queued {
+            batch.merge(newer: newer)
+            newer.reset()
+        }
+        batch.coalesce()
+        guard !queued.isEmpty else { return }
+        lock.withLock {
+            for spare in queued where spares.count < Self.queuedBatches { spares.append(spare) }
+        }
+    }
+
+    private func takeLocked(until deadline: Date?, parked: Bool, queued: inout [WriteBatch]) -> Take {
         lock.withLock {
             // A writer that reported the file corrupt is on its way out: nothing more for it.
             if corruption != nil { return .timedOut }
@@ -123,6 +146,7 @@ final class WriteBuffer: @unchecked Sendable {
             nudged = false
             if let batch = waiting, corruption == nil {
                 waiting = nil
+                swap(&queued, &newer)
                 return .batch(batch)
             }
             if !requests.isEmpty && corruption == nil {
@@ -189,19 +213,20 @@ final class WriteBuffer: @unchecked Sendable {
     /// Returns a failed batch to the front; anything submitted meanwhile merges into it.
     func putBack(_ failed: WriteBatch) {
         lock.withLock {
-            if let newer = waiting { failed.merge(newer: newer) }
+            for batch in [waiting].compactMap({ $0 }) + newer { failed.merge(newer: batch) }
+            newer = []
             waiting = failed
         }
     }
 
     /// Records that every batch up to `batch.sequence` is in the database, and keeps
-    /// the batch, emptied, as the spare. Writer thread; the writer keeps no reference.
+    /// the batch, emptied, as a spare. Writer thread; the writer keeps no reference.
     func didCommit(_ batch: WriteBatch) {
         let sequence = batch.sequence
         batch.reset()
         lock.withLock {
             committedSequence = max(committedSequence, sequence)
-            if spare == nil { spare = batch }
+            if spares.count < Self.queuedBatches { spares.append(batch) }
             if commitWaiters > 0 { lock.broadcast() }
         }
     }
@@ -240,11 +265,13 @@ final class WriteBuffer: @unchecked Sendable {
     /// Takes the waiting batch, if any, without waiting (the engine, once the writer has
     /// stopped).
     func takeWaiting() -> WriteBatch? {
+        var queued: [WriteBatch] = []
         let taken: WriteBatch? = lock.withLock {
             defer { waiting = nil }
+            swap(&queued, &newer)
             return waiting
         }
-        taken?.coalesce()
+        if let taken { fold(queued, into: taken) }
         return taken
     }
 
