@@ -34,14 +34,14 @@ public final class World {
     // more than the rest of a change-marking). Component values stay checked: `mutate`
     // lends them to the caller's closure.
     @exclusivity(unchecked) @usableFromInline var records: [EntityRecord] = []
-    private var freeSlots: [UInt32] = []
-    private var indexByID: [EntityID: UInt32] = [:]
+    @exclusivity(unchecked) private var freeSlots: [UInt32] = []
+    @exclusivity(unchecked) private var indexByID = EntityIndex()
     /// Where new entity ids come from.
-    private var newIDs = TimeOrderedIDs()
+    @exclusivity(unchecked) private var newIDs = TimeOrderedIDs()
     @exclusivity(unchecked) @usableFromInline var columns: [any AnyComponentColumn] = []
     @usableFromInline var columnByType: [ObjectIdentifier: Int] = [:]
     /// Column index by ``Component/typeName`` (operations from other devices name types).
-    var columnByName: [String: Int] = [:]
+    @exclusivity(unchecked) var columnByName: [String: Int] = [:]
     /// Each column with its component type, by type index, for the drain: it calls the
     /// type's specialized drain directly (`ComponentColumn+Drain.swift`), not through
     /// the column's existential and its unspecialized generic method, whose code and
@@ -59,16 +59,16 @@ public final class World {
     /// Requests waiting to ride the next critical batch (``ride(_:)``).
     var riders: [WriterRequest] = []
     /// The replicated components' bookkeeping (`Sources/Strata/Replication`).
-    var replicas = ReplicaBook()
+    @exclusivity(unchecked) var replicas = ReplicaBook()
     /// The operation log's tick-thread side (a fresh, unpersisted node until a reload
     /// sets the document's). Feed it through ``Engine/appendOperation(kind:payload:)``.
-    public internal(set) var operationLog = OperationLog(node: NodeID())
+    @exclusivity(unchecked) public internal(set) var operationLog = OperationLog(node: NodeID())
     @usableFromInline let clock: any StrataClock
     @usableFromInline var owner = ThreadOwner()
-    public private(set) var entityCount = 0
+    @exclusivity(unchecked) public private(set) var entityCount = 0
     /// The number the next spawn gets. Numbers are never reused while a record in the
     /// file may still refer to them: the reload starts above every number it saw.
-    var nextEntityNumber: EntityNumber = 1
+    @exclusivity(unchecked) var nextEntityNumber: EntityNumber = 1
     /// The highest entity number a file may hold: a number above it read from disk is
     /// damage (kept, not loaded), so that counting on from the highest one seen never
     /// overflows (2^62: a spawn a nanosecond for 146 years).
@@ -138,7 +138,7 @@ public final class World {
     public func spawn(id: EntityID? = nil) -> Entity {
         owner.check("World")
         let id = id ?? newIDs.make()
-        precondition(indexByID[id] == nil, "spawn(id:): \(id) is already alive in this world")
+        precondition(indexByID.find(id, ids: recordID) == nil, "spawn(id:): \(id) is already alive in this world")
         return spawnUnchecked(id: id)
     }
 
@@ -156,16 +156,10 @@ public final class World {
     /// the id index for both (a pull spawns thousands).
     func entityOrSpawn(id: EntityID) -> (entity: Entity, spawned: Bool) {
         let next = freeSlots.last ?? UInt32(records.count)
-        var inserted = false
-        let index = Self.update(&indexByID[id, default: .max]) { index in
-            if index == .max { index = next; inserted = true }
-            return index
-        }
+        let (index, inserted) = indexByID.findOrInsert(id, slot: next, ids: recordID)
         guard inserted else { return (Entity(index: index, generation: records[Int(index)].generation), false) }
         return (spawnUnchecked(id: id, indexed: true), true)   // takes slot `next`, as the index says
     }
-
-    private static func update<V, R>(_ value: inout V, _ body: (inout V) -> R) -> R { body(&value) }
 
     /// Spawns an entity with its initial components, persisted together.
     @inlinable
@@ -177,11 +171,18 @@ public final class World {
     }
 
     /// Makes room for `count` more entities at once (a reload knows how many are coming):
-    /// the id index is not rehashed, nor the records regrown, on the way.
+    /// the id index is not rehashed, nor the records regrown, on the way. Grows at least
+    /// twofold when it grows at all: a pull calls this at every end of tick with a little
+    /// more to come, and an exact size would copy every record (and rehash the index) each time.
     func reserveEntities(_ count: Int) {
-        records.reserveCapacity(records.count + count)
-        indexByID.reserveCapacity(indexByID.count + count)
+        let records = records.count + count
+        if records > self.records.capacity { self.records.reserveCapacity(max(records, 2 * self.records.capacity)) }
+        indexByID.reserveCapacity(indexByID.count + count, ids: recordID)
     }
+
+    /// The id slot `index`'s record holds (what the id index compares against).
+    @inline(__always)
+    private func recordID(_ index: UInt32) -> EntityID { records[Int(index)].id }
 
     /// `indexed`: the id index has the entity's slot already.
     func makeEntity(id: EntityID, number: EntityNumber, spawnPending: Bool, indexed: Bool = false) -> Entity {
@@ -197,7 +198,7 @@ public final class World {
             index = UInt32(records.count)
             records.append(EntityRecord(id: id, number: number, generation: 0, alive: true, spawnPending: spawnPending))
         }
-        if !indexed { indexByID[id] = index }
+        if !indexed { _ = indexByID.findOrInsert(id, slot: index, ids: recordID) }   // the record holds `id` already
         entityCount += 1
         return Entity(index: index, generation: records[Int(index)].generation)
     }
@@ -230,7 +231,7 @@ public final class World {
         records[i].alive = false
         records[i].spawnPending = false
         records[i].generation &+= 1
-        indexByID[record.id] = nil
+        indexByID.remove(record.id, ids: recordID)
         freeSlots.append(entity.index)
         entityCount -= 1
         return true
@@ -249,7 +250,7 @@ public final class World {
 
     /// The live entity with this stable id, if any.
     public func entity(for id: EntityID) -> Entity? {
-        guard let index = indexByID[id] else { return nil }
+        guard let index = indexByID.find(id, ids: recordID) else { return nil }
         return Entity(index: index, generation: records[Int(index)].generation)
     }
 

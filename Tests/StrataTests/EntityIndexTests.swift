@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import Strata
+import StrataCanvas
+
+/// The world's id index (`EntityIndex`) against a `Dictionary` doing the same thing: inserts,
+/// lookups and removals in a random order keep every id findable, whatever runs they form.
+struct EntityIndexTests {
+    /// Slots and the ids they hold, as the world's records keep them.
+    private struct Records {
+        var ids: [EntityID] = []
+        func id(_ slot: UInt32) -> EntityID { ids[Int(slot)] }
+    }
+
+    @Test func randomInsertsLookupsAndRemovalsAgreeWithADictionary() {
+        var generator = SplitMix64(seed: 0x5EED)
+        var time = TimeOrderedIDs()
+        var records = Records()
+        var index = EntityIndex()
+        var expected: [EntityID: UInt32] = [:]
+        for step in 0 ..< 20_000 {
+            let roll = Int.random(in: 0 ..< 10, using: &generator)
+            if roll < 6 || expected.isEmpty {
+                // A new id: time-ordered (counting up within a millisecond) or random.
+                let id = roll % 2 == 0 ? time.make(milliseconds: Int64(step / 50)) : EntityID()
+                let slot = UInt32(records.ids.count)
+                records.ids.append(id)
+                let found = index.findOrInsert(id, slot: slot, ids: records.id)
+                #expect(found.inserted && found.slot == slot)
+                expected[id] = slot
+            } else if roll < 8 {
+                let (id, slot) = expected.randomElement(using: &generator)!
+                #expect(index.findOrInsert(id, slot: 0, ids: records.id) == (slot, false), "found, not inserted again")
+            } else {
+                let (id, slot) = expected.randomElement(using: &generator)!
+                #expect(index.remove(id, ids: records.id) == slot)
+                #expect(index.remove(id, ids: records.id) == nil, "removed once")
+                expected[id] = nil
+            }
+            #expect(index.count == expected.count)
+        }
+        for (id, slot) in expected { #expect(index.find(id, ids: records.id) == slot) }
+        #expect(index.find(EntityID(), ids: records.id) == nil)
+    }
+
+    @Test func reservingRoomKeepsEveryIdAndGrowsAtLeastTwofold() {
+        var records = Records()
+        var index = EntityIndex()
+        for slot in 0 ..< 100 as Range<UInt32> {
+            records.ids.append(EntityID())
+            _ = index.findOrInsert(records.ids[Int(slot)], slot: slot, ids: records.id)
+        }
+        let before = index.capacity
+        index.reserveCapacity(index.count + 1 + before - index.count, ids: records.id)
+        #expect(index.capacity >= 2 * before)
+        index.reserveCapacity(10, ids: records.id)
+        #expect(index.capacity >= 2 * before, "never shrinks")
+        for (slot, id) in records.ids.enumerated() { #expect(index.find(id, ids: records.id) == UInt32(slot)) }
+    }
+}
