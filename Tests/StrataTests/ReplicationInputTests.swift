@@ -132,7 +132,7 @@ import Testing
             label(ids[5], "after its despawn", at: 9),
         ]
         for operation in operations { single.engine.receiveOperation(operation) }
-        sliced.engine.receivePulled(operations)
+        sliced.engine.receiveOperations(operations)
         #expect(sliced.world.digest() == single.world.digest())
         #expect(sliced.world.get(SharedLabel.self, for: try #require(sliced.entity(ids[0]))) == SharedLabel("a, later"))
         #expect(sliced.world.get(SharedLabel.self, for: try #require(sliced.entity(ids[1]))) == SharedLabel("b"))

@@ -455,15 +455,21 @@ let benchmarks: @Sendable () -> Void = {
               setup: { logEngine = try! Engine.open(config: benchConfig(freshPath("oplog-writer.db")), logger: quiet) },
               teardown: { try! logEngine.shutdown() })
     // Another device's replicated values arriving: 10k `strata.component` operations,
-    // one new entity each, received, applied and handed to the writer (the tick thread's
-    // whole share; the writer's commit is not in it). What a device joining a document pays.
+    // one new entity each, received in batches of 100 (as the sync applies a pull),
+    // applied and handed to the writer (the tick thread's whole share; the writer's commit
+    // is not in it). What a device joining a document pays.
     Benchmark("Apply 10k pulled replicated values (tick thread: receive, apply, hand-off)",
               configuration: .init(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds, maxIterations: 30),
               closure: { benchmark in
                   let engine = try! Engine.open(config: benchConfig(freshPath("replicated-apply.db")), components: [Position.self], logger: quiet)
-                  let operations = replicatedOperations(10_000)
+                  var batches = stride(from: 0, to: 10_000, by: 100).map { _ in [LoggedOperation]() }
+                  for (i, operation) in replicatedOperations(10_000).enumerated() { batches[i / 100].append(operation) }
                   benchmark.startMeasurement()
-                  for operation in operations { engine.receiveOperation(operation) }
+                  for index in batches.indices {
+                      var batch: [LoggedOperation] = []
+                      swap(&batch, &batches[index])
+                      engine.receiveOperations(consume batch)
+                  }
                   engine.flush(reason: .documentSwitch)
                   benchmark.stopMeasurement()
                   try! engine.shutdown()

@@ -50,6 +50,16 @@ extension Engine {
         return receipt
     }
 
+    /// ``receiveOperation(_:)`` for a batch of peers' operations, as a host's own transport
+    /// brings them: each is logged, or found a duplicate, and applied or kept exactly as
+    /// one at a time, but the bookkeeping is done once for the batch and replicated values
+    /// of one type are decoded together. Returns how many were logged.
+    @discardableResult
+    public func receiveOperations(_ operations: consuming [LoggedOperation]) -> Int {
+        owner.check("Engine")
+        return receivePulled(consume operations, handing: nil)   // each moved into the log, not copied
+    }
+
     /// Logs a peer's operation and, when it is new, applies it (a replicated component's)
     /// or hands it to `hook`. The bookkeeping is the caller's (``noteReceived(_:)``), and
     /// so is ``finishApplyingReplicated()``: a replicated value may be staged.

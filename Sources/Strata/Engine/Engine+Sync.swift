@@ -77,7 +77,7 @@ extension Engine {
             let (operations, acknowledged, more) = client.inbox.take(limit: Self.syncApplySlice)
             let count = operations.count
             taken += count
-            receivePulled(operations)
+            receivePulled(operations, handing: syncApply)
             if let acknowledged, let server = client.serverNode {
                 recordAcknowledgement(from: server, clock: [nodeID: acknowledged])
             }
@@ -100,13 +100,15 @@ extension Engine {
     /// ``receiveOperation(_:)`` for a slice of pulled operations, with the bookkeeping done
     /// once for the slice (the critical tier, the vector-clock trigger, the flush event):
     /// each logged one is then applied (a replicated component's) or handed to the hook.
-    func receivePulled(_ operations: consuming [LoggedOperation]) {
+    @discardableResult
+    func receivePulled(_ operations: consuming [LoggedOperation], handing hook: ((LoggedOperation) -> Void)?) -> Int {
         var logged = 0
-        for index in operations.indices where logReceived(operations.moveOut(at: index), handing: syncApply) != .duplicate {
+        for index in operations.indices where logReceived(operations.moveOut(at: index), handing: hook) != .duplicate {
             logged += 1
         }
         finishApplyingReplicated()
         if logged > 0 { noteReceived(logged) }
+        return logged
     }
 
     /// Operations taken from the inbox at a time.

@@ -18,27 +18,33 @@ import Foundation
 /// 4. The vector clock rows drained with a batch claim nothing but operations in that
 ///    batch or an earlier one (the clock is read after the batch's operations are taken).
 public final class OperationLog {
+    // Its storage is never borrowed across a call out of this class: its accesses cannot
+    // overlap, so the dynamic exclusivity checks are skipped (a pull admits thousands of
+    // operations a tick, and they cost more than the admitting).
+
     /// This replica.
     public let node: NodeID
     /// Node → highest contiguous sequence logged.
-    public private(set) var vectorClock: [NodeID: Int64]
+    @exclusivity(unchecked) public private(set) var vectorClock: [NodeID: Int64]
     /// Sequences logged above a gap, per node.
-    private var beyond: [NodeID: Set<Int64>] = [:]
-    private var clock: HybridLogicalClock
-    private var ids = TimeOrderedIDs()
+    @exclusivity(unchecked) private var beyond: [NodeID: Set<Int64>] = [:]
+    @exclusivity(unchecked) private var clock: HybridLogicalClock
+    @exclusivity(unchecked) private var ids = TimeOrderedIDs()
     /// Operations waiting for the next critical drain, in order.
-    private(set) var pending: [LoggedOperation] = []
+    @exclusivity(unchecked) private(set) var pending: [LoggedOperation] = []
     /// Nodes whose vector-clock entry moved since the clock was last drained.
-    private var clockChanged: Set<NodeID> = []
+    @exclusivity(unchecked) private var clockChanged: Set<NodeID> = []
+    /// The node last looked up in `vectorClock`, with its entry (``clockEntry(of:)``).
+    @exclusivity(unchecked) private var lastEntry: (node: NodeID, index: [NodeID: Int64].Index)?
     /// The node last added to `clockChanged` (nil once it is drained).
-    private var lastClockChanged: NodeID?
+    @exclusivity(unchecked) private var lastClockChanged: NodeID?
     /// Acknowledgements received since the last critical drain: peer → node → sequence.
     private var pendingAcks: [NodeID: [NodeID: Int64]] = [:]
     private let wallClock: @Sendable () -> Int64
     /// `[sync] max_clock_skew_secs` in milliseconds: how far ahead of the wall clock a
     /// peer's timestamp may be and still move this replica's clock.
     var maxSkewMilliseconds: Int64 = 300_000 { didSet { lastSkewBound = .min } }
-    private var lastSkewBound: Int64 = .min
+    @exclusivity(unchecked) private var lastSkewBound: Int64 = .min
 
     init(node: NodeID, vectorClock: [NodeID: Int64] = [:], beyond: [NodeID: Set<Int64>] = [:], highestOwn: Int64 = 0,
          lastTimestamp: HybridTimestamp = HybridTimestamp(rawValue: 0),
@@ -54,7 +60,7 @@ public final class OperationLog {
 
     /// The highest sequence this replica has used, logged or not (a parked operation's, a
     /// lost one's: `Store.skipLostOwnSequences`): the next one goes above it.
-    private var highestOwn: Int64
+    @exclusivity(unchecked) private var highestOwn: Int64
 
     /// The sequence number the next local operation gets: above every one this replica used.
     public var nextSequence: Int64 { max(vectorClock[node] ?? 0, highestOwn) + 1 }
@@ -83,7 +89,8 @@ public final class OperationLog {
     /// (the clocks move); the caller then queues it (``queue(_:)``), after using it.
     func admit(_ operation: borrowing LoggedOperation) -> LoggedOperation.Receipt {
         precondition(operation.seq > 0, "operation sequences start at 1")
-        let contiguous = vectorClock[operation.node] ?? 0
+        let entry = clockEntry(of: operation.node)   // `count` writes through it
+        let contiguous = entry.map { vectorClock.values[$0] } ?? 0
         if operation.seq <= contiguous || (!beyond.isEmpty && beyond[operation.node]?.contains(operation.seq) == true) {
             return .duplicate
         }
@@ -92,7 +99,7 @@ public final class OperationLog {
         if operation.timestamp > clock.last, operation.timestamp.milliseconds <= skewBound(operation.timestamp.milliseconds) {
             clock.observe(operation.timestamp)
         }
-        count(node: operation.node, seq: operation.seq, contiguous: contiguous)
+        count(node: operation.node, seq: operation.seq, contiguous: contiguous, entry: entry)
         return operation.seq == contiguous + 1 ? .accepted : .acceptedAfterGap
     }
 
@@ -115,8 +122,19 @@ public final class OperationLog {
         pending.append(operation)
     }
 
-    /// Moves the clocks for operation `seq` of node `n`, whose contiguous prefix is `contiguous`.
-    private func count(node n: NodeID, seq: Int64, contiguous: Int64) {
+    /// `n`'s entry in the vector clock, if it has one. A pull brings runs of one node: the
+    /// last node's entry is kept, and its id is hashed once a run, not once an operation.
+    /// (An index stays valid until a key is inserted, and the clock only ever gains keys.)
+    private func clockEntry(of n: NodeID) -> [NodeID: Int64].Index? {
+        if let last = lastEntry, last.node == n { return last.index }
+        let entry = vectorClock.index(forKey: n)
+        if let entry { lastEntry = (n, entry) }
+        return entry
+    }
+
+    /// Moves the clocks for operation `seq` of node `n`, whose contiguous prefix is
+    /// `contiguous`; `entry`: `n`'s in the vector clock, if it has one.
+    private func count(node n: NodeID, seq: Int64, contiguous: Int64, entry: [NodeID: Int64].Index? = nil) {
         var contiguous = contiguous
         if seq == contiguous + 1 {
             contiguous += 1
@@ -125,7 +143,12 @@ public final class OperationLog {
                 while beyond[n]?.remove(contiguous + 1) != nil { contiguous += 1 }
                 if beyond[n]?.isEmpty == true { beyond[n] = nil }
             }
-            vectorClock[n] = contiguous
+            if let entry {
+                vectorClock.values[entry] = contiguous
+            } else {
+                vectorClock[n] = contiguous
+                lastEntry = nil   // an insertion may move every entry
+            }
             // A pull brings runs of one node: its entry is marked once.
             if lastClockChanged != n {
                 clockChanged.insert(n)

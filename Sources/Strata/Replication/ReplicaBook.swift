@@ -33,7 +33,9 @@ struct ReplicaBook {
     /// Operations held or malformed since the engine last reported them.
     var notices: [ReplicaNotice] = []
     /// The column of ``ReplicaState``, once looked up (every applied value writes it).
-    var stateColumn: ComponentColumn<ReplicaState>?
+    /// Unmanaged: the world's column list keeps it for the world's life (columns are only
+    /// added), and a strong reference would be retained and released by every use.
+    var stateColumn: Unmanaged<ComponentColumn<ReplicaState>>?
 }
 
 /// An operation that was not applied, and why, for the engine to report.

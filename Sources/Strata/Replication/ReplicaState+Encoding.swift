@@ -18,8 +18,8 @@ extension ReplicaState {
                 buffer.initializeElement(at: distinct, to: stamp)
                 distinct += 1
             }
-            for (_, stamp) in stamps { note(stamp) }
-            for (_, value) in held { note(value.stamp) }
+            for entry in stamps { note(entry.stamp) }
+            for entry in held { note(entry.value.stamp) }
             let nodes = UnsafeBufferPointer(rebasing: buffer[..<distinct])
             payload.write(UInt64(distinct))
             for node in nodes {
@@ -28,12 +28,13 @@ extension ReplicaState {
             }
             var previous = Previous()
             payload.write(UInt64(stamps.count))
-            for (type, stamp) in stamps {
-                previous.write(type, stamp, nodes: nodes, to: &payload)
+            for entry in stamps {
+                previous.write(entry.type, entry.stamp, nodes: nodes, to: &payload)
             }
             payload.write(UInt64(held.count))
-            for (type, value) in held {
-                previous.write(type, value.stamp, nodes: nodes, to: &payload)
+            for entry in held {
+                let value = entry.value
+                previous.write(entry.type, value.stamp, nodes: nodes, to: &payload)
                 payload.write(value.version)
                 payload.write(value.reason.rawValue)
                 payload.write(value.payload != nil)

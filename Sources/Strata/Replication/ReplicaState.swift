@@ -14,10 +14,21 @@ struct ReplicaState: Component {
 
     /// Per type name, in name order: the stamp of the operation whose value the entity
     /// holds (or whose removal it applied). Arrays, not dictionaries: an entity has a few
-    /// replicated types, and a pulled operation reads and writes this (no hashing).
-    var stamps: [(type: String, stamp: OperationStamp)] = []
+    /// replicated types, and a pulled operation reads and writes this (no hashing). Of
+    /// structs, not tuples: a tuple's copies go through runtime metadata.
+    var stamps: [Stamped] = []
     /// Per type name, in name order: the newest operation held back, with why.
-    var held: [(type: String, value: HeldValue)] = []
+    var held: [Held] = []
+
+    struct Stamped: Equatable {
+        var type: String
+        var stamp: OperationStamp
+    }
+
+    struct Held: Equatable {
+        var type: String
+        var value: HeldValue
+    }
 
     init() {}
 
@@ -45,29 +56,31 @@ struct ReplicaState: Component {
         Self.set(&held, type, value)
     }
 
-    /// Sets (or with nil, removes) `type`'s entry of a name-ordered list.
-    static func set<V>(_ list: inout [(type: String, value: V)], _ type: String, _ value: V?) {
+    /// Sets (or with nil, removes) `type`'s held value.
+    static func set(_ list: inout [Held], _ type: String, _ value: HeldValue?) {
         let index = list.firstIndex { $0.type >= type } ?? list.endIndex
         let present = index < list.endIndex && list[index].type == type
         switch (value, present) {
         case (let value?, true): list[index].value = value
-        case (let value?, false): list.insert((type, value), at: index)
+        case (let value?, false): list.insert(Held(type: type, value: value), at: index)
         case (nil, true): list.remove(at: index)
         case (nil, false): break
         }
     }
 
-    static func set(_ list: inout [(type: String, stamp: OperationStamp)], _ type: String, _ stamp: OperationStamp) {
-        if let index = list.firstIndex(where: { $0.type >= type }) {
-            if list[index].type == type { list[index].stamp = stamp } else { list.insert((type, stamp), at: index) }
+    /// Sets `type`'s stamp.
+    static func set(_ list: inout [Stamped], _ type: String, _ stamp: OperationStamp) {
+        if list.isEmpty {
+            list = [Stamped(type: type, stamp: stamp)]   // a new entity's: one allocation, sized
+        } else if let index = list.firstIndex(where: { $0.type >= type }) {
+            if list[index].type == type { list[index].stamp = stamp } else { list.insert(Stamped(type: type, stamp: stamp), at: index) }
         } else {
-            list.append((type, stamp))
+            list.append(Stamped(type: type, stamp: stamp))
         }
     }
 
     static func == (a: ReplicaState, b: ReplicaState) -> Bool {
-        a.stamps.elementsEqual(b.stamps) { $0.type == $1.type && $0.stamp == $1.stamp }
-            && a.held.elementsEqual(b.held) { $0.type == $1.type && $0.value == $1.value }
+        a.stamps == b.stamps && a.held == b.held
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The operations Strata itself logs for replicated components: what one device's
 /// change of a replicated (entity, type) is on every other device.
 ///
@@ -65,9 +67,19 @@ enum ReplicatedOperation: Equatable {
         return writer.bytes
     }
 
+    /// `known` if `bytes` spell it, else a new string of them.
+    private static func name(_ bytes: UnsafeRawBufferPointer, like known: String?) -> String {
+        if var known, known.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }) {
+            return known
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Decodes an operation of a replicated `kind`; throws on anything malformed (a
-    /// peer's bytes: never trusted).
-    init(kind: String, payload: [UInt8]) throws {
+    /// peer's bytes: never trusted). `knownType`: the type name the last operation named
+    /// (operations come in runs of one type): when this one names it too, its string is
+    /// shared rather than made again.
+    init(kind: String, payload: [UInt8], knownType: String? = nil) throws {
         self = try payload.withUnsafeBytes { bytes in
             var reader = PayloadReader(bytes)
             let format: UInt8 = try reader.read()
@@ -76,7 +88,8 @@ enum ReplicatedOperation: Equatable {
             let decoded: ReplicatedOperation
             switch kind {
             case Self.componentKind:
-                let type: String = try reader.read()
+                let name = try reader.readBytes()
+                let type = Self.name(name, like: knownType)
                 let version: Int = try reader.read()
                 guard !type.isEmpty, version >= 1 else { throw PayloadError.invalid("\(kind): type \"\(type)\" version \(version)") }
                 let present: Bool = try reader.read()

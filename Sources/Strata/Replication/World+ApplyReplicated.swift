@@ -20,12 +20,12 @@ extension World {
     func applyReplicated(_ operation: borrowing LoggedOperation) {
         let decoded: ReplicatedOperation
         do {
-            decoded = try ReplicatedOperation(kind: operation.kind, payload: operation.payload)
+            decoded = try ReplicatedOperation(kind: operation.kind, payload: operation.payload, knownType: replicas.lastType?.name)
         } catch {
             note(.malformed("\(error)"), of: operation.node, operation.seq)
             return
         }
-        switch decoded {
+        switch consume decoded {   // its payload taken, not copied (through a tuple's runtime witness)
         case .despawn(let id):
             applyStaged()
             note(applyDespawn(of: id), of: operation.node, operation.seq)
@@ -76,10 +76,10 @@ extension World {
     /// and nil returned: ``applyStaged()`` decides it.
     private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, payload: ArraySlice<UInt8>?,
                             releasing: Bool, staging source: (NodeID, Int64)? = nil) -> ReplicaOutcome? {
-        if replicas.tombstones.contains(id) { return .afterDespawn }
+        if !replicas.tombstones.isEmpty && replicas.tombstones.contains(id) { return .afterDespawn }
         let (entity, spawned) = entityOrSpawn(id: id)
         if !spawned && replicas.staged.contains(entity) { applyStaged() }   // its state must be current
-        let kept = Self.kept(replicaStates.denseIndex(entity.index).map { replicaStates.values[$0] }, type, releasing: releasing)
+        let kept = keptStamp(of: entity, type, releasing: releasing)
         guard value.stamp > kept else {
             if releasing { updateState(of: entity) { $0.hold(type, nil) } }
             return .superseded
@@ -144,11 +144,6 @@ extension World {
         return .held(reason)
     }
 
-    private static func kept(_ state: ReplicaState?, _ type: String, releasing: Bool) -> OperationStamp {
-        guard let state else { return .zero }
-        return releasing ? (state.stamp(of: type) ?? .zero) : state.kept(type)
-    }
-
     /// Keeps `change` for the host, if it listens.
     func report(_ change: @autoclosure () -> ReplicatedChange) {
         if replicas.reportsChanges { replicas.changes.append(change()) }
@@ -188,7 +183,7 @@ extension World {
         var waiting: [(id: EntityID, type: String, value: HeldValue)] = []
         forEach(ReplicaState.self) { entity, state in
             guard let id = id(of: entity) else { return }
-            for (type, value) in state.held { waiting.append((id, type, value)) }
+            for entry in state.held { waiting.append((id, entry.type, entry.value)) }
         }
         var outcomes: [ReplicaOutcome] = []
         for (id, type, value) in waiting {
@@ -203,7 +198,7 @@ extension World {
     func heldCounts() -> [String: Int] {
         var counts: [String: Int] = [:]
         forEach(ReplicaState.self) { _, state in
-            for (_, value) in state.held { counts[value.reason.description, default: 0] += 1 }
+            for entry in state.held { counts[entry.value.reason.description, default: 0] += 1 }
         }
         return counts
     }

@@ -71,23 +71,35 @@ extension World {
 
     /// Changes the entity's ``ReplicaState`` in place (no copy of its lists), or gives it one.
     func updateState(of entity: Entity, _ body: (inout ReplicaState) -> Void) {
-        let column = replicaStates
-        if let d = column.denseIndex(entity.index) {
-            body(&column.values[d])
-        } else {
-            var state = ReplicaState()
-            body(&state)
-            column.set(state, at: entity.index)
+        withStateColumn { column in
+            if let d = column.denseIndex(entity.index) {
+                body(&column.values[d])
+            } else {
+                var state = ReplicaState()
+                body(&state)
+                column.set(state, at: entity.index)
+            }
+            markDirty(column, entity.index)
         }
-        markDirty(column, entity.index)
     }
 
-    /// The column of ``ReplicaState``s (looked up once: every applied value writes it).
-    var replicaStates: ComponentColumn<ReplicaState> {
-        if let column = replicas.stateColumn { return column }
-        let column = column(ReplicaState.self)
-        replicas.stateColumn = column
-        return column
+    /// The stamp an operation on `type` of `entity` must beat (``ReplicaState/kept(_:)``;
+    /// `releasing` a held value: the applied stamp only), read in place.
+    func keptStamp(of entity: Entity, _ type: String, releasing: Bool) -> OperationStamp {
+        withStateColumn { column in
+            guard let d = column.denseIndex(entity.index) else { return .zero }
+            return column.values.withUnsafeBufferPointer { states in
+                releasing ? (states[d].stamp(of: type) ?? .zero) : states[d].kept(type)
+            }
+        }
+    }
+
+    /// Runs `body` with the column of ``ReplicaState``s (looked up once: every applied
+    /// value writes it), borrowed: neither retained nor released.
+    @inline(__always)
+    func withStateColumn<R>(_ body: (ComponentColumn<ReplicaState>) -> R) -> R {
+        if replicas.stateColumn == nil { replicas.stateColumn = Unmanaged.passUnretained(column(ReplicaState.self)) }
+        return replicas.stateColumn!._withUnsafeGuaranteedRef(body)
     }
 
     /// Operations logged for local changes since the last call (for the vector-clock trigger).

@@ -56,6 +56,9 @@ public protocol Component: Equatable, Sendable {
     /// is specialized for the type (`ComponentColumn+Drain.swift`). Provided by Strata;
     /// do not implement it.
     static func _strataDrain(_ column: AnyObject, _ context: UnsafeMutableRawPointer)
+    /// Strata's decoding of a run of this type's stored values, specialized the same way
+    /// (`ComponentColumn+Load.swift`). Provided by Strata; do not implement it.
+    static func _strataLoad(_ column: AnyObject, _ context: UnsafeMutableRawPointer)
 }
 
 extension Component {

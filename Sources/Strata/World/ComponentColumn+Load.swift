@@ -7,13 +7,24 @@ extension ComponentColumn {
     }
 
     /// Decodes a run of rows, at most one per entity, each from its `bytes[start..<start+count]`.
-    /// One call for many rows: this code runs unspecialized (through
-    /// ``AnyComponentColumn``), and the metadata of `C`'s arrays is looked up once per
-    /// call rather than once per row. Rows that do not decode are added to `failures`
-    /// and leave their entity's value as it was.
+    /// Rows that do not decode are added to `failures` and leave their entity's value as
+    /// it was. The loop runs in ``Component/_strataLoad(_:_:)``, specialized for `C` where
+    /// its conformance is compiled (as the drain's does, `ComponentColumn+Drain.swift`):
+    /// reached through ``AnyComponentColumn`` it would run unspecialized, every decode,
+    /// value copy and append going through `C`'s runtime metadata (a pull or a reload
+    /// decodes thousands of values).
     @usableFromInline
     func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure]) {
-        for (position, row) in rows.enumerated() {
+        var context = ColumnLoadContext(rows: rows, bytes: bytes, failures: [])
+        swap(&context.failures, &failures)
+        withUnsafeMutablePointer(to: &context) { C._strataLoad(self, UnsafeMutableRawPointer($0)) }
+        swap(&context.failures, &failures)
+    }
+
+    @inlinable @inline(__always)
+    func loadRun(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure]) {
+        for position in rows.indices {
+            let row = rows[position]
             do {
                 var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count]))
                 set(try C(from: &reader, version: row.version), at: row.entity)
@@ -24,14 +35,41 @@ extension ComponentColumn {
     }
 }
 
+/// What ``Component/_strataLoad(_:_:)`` works on, behind a raw pointer: the requirement
+/// is public, these types are not.
+@usableFromInline
+struct ColumnLoadContext {
+    @usableFromInline var rows: UnsafeBufferPointer<LoadedRow>
+    @usableFromInline var bytes: UnsafeRawBufferPointer
+    @usableFromInline var failures: [LoadFailure]
+
+    @usableFromInline
+    init(rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: [LoadFailure]) {
+        self.rows = rows
+        self.bytes = bytes
+        self.failures = failures
+    }
+}
+
+extension Component {
+    /// Strata's decoding of a run of stored values into a column of this type (see
+    /// `ComponentColumn+Load.swift`). Provided by Strata; do not implement it.
+    @inlinable
+    public static func _strataLoad(_ column: AnyObject, _ context: UnsafeMutableRawPointer) {
+        let context = context.assumingMemoryBound(to: ColumnLoadContext.self)
+        unsafeDowncast(column, to: ComponentColumn<Self>.self)
+            .loadRun(context.pointee.rows, bytes: context.pointee.bytes, failures: &context.pointee.failures)
+    }
+}
+
 /// One stored value waiting to be decoded into a column: its entity's index, its payload
 /// version, and where its payload sits in the run's bytes.
 @usableFromInline
 struct LoadedRow {
-    var entity: UInt32
-    var version: Int
-    var start: Int
-    var count: Int
+    @usableFromInline var entity: UInt32
+    @usableFromInline var version: Int
+    @usableFromInline var start: Int
+    @usableFromInline var count: Int
 }
 
 /// A row of a run that did not decode, by its position in the run.
@@ -39,4 +77,10 @@ struct LoadedRow {
 struct LoadFailure {
     var row: Int
     var error: any Error
+
+    @usableFromInline
+    init(row: Int, error: any Error) {
+        self.row = row
+        self.error = error
+    }
 }

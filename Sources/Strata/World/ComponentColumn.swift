@@ -18,7 +18,7 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
     /// `C.typeName`, read once.
     @usableFromInline let typeName: String
     @usableFromInline var values: [C] = []
-    @usableFromInline var owners: [UInt32] = []
+    @exclusivity(unchecked) @usableFromInline var owners: [UInt32] = []
     // Never borrowed across user code (see `World.records`): exclusivity checks skipped.
     @exclusivity(unchecked) @usableFromInline var slots: [Slot] = []
     /// Slots whose dirty bit was set, per persisted tier. Two arrays, not an array of

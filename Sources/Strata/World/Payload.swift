@@ -97,25 +97,49 @@ public struct PayloadWriter: Sendable {
 /// Reads a payload written by ``PayloadWriter``, failing cleanly on truncated input.
 ///
 /// A reader borrows the bytes it reads: use it only inside the closure that lent them.
+/// Its reads are inlinable: a component's decoder, in the host's module, reads its
+/// fields without a call each (a pull or a reload decodes thousands of values).
 public struct PayloadReader {
-    private let buffer: UnsafeRawBufferPointer
-    /// Read position in bytes.
-    public private(set) var offset = 0
+    @usableFromInline let buffer: UnsafeRawBufferPointer
+    @usableFromInline var position = 0
 
+    @inlinable
     public init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
 
-    /// Whether every byte has been read.
-    public var isAtEnd: Bool { offset >= buffer.count }
+    /// Read position in bytes.
+    @inlinable
+    public var offset: Int { position }
 
-    private mutating func take(_ count: Int) throws -> UnsafeRawBufferPointer {
-        guard count >= 0, buffer.count - offset >= count else {
-            throw PayloadError.truncated(needed: count, offset: offset, size: buffer.count)
-        }
-        defer { offset += count }
-        return UnsafeRawBufferPointer(rebasing: buffer[offset ..< offset + count])
+    /// Whether every byte has been read.
+    @inlinable
+    public var isAtEnd: Bool { position >= buffer.count }
+
+    @inlinable @inline(__always)
+    mutating func take(_ count: Int) throws -> UnsafeRawBufferPointer {
+        guard count >= 0, buffer.count &- position >= count else { throw truncated(needing: count) }
+        let start = position
+        position = start &+ count
+        return UnsafeRawBufferPointer(rebasing: buffer[start ..< start &+ count])
     }
 
+    @usableFromInline
+    func truncated(needing count: Int) -> PayloadError {
+        .truncated(needed: count, offset: position, size: buffer.count)
+    }
+
+    @inlinable
     public mutating func read() throws -> UInt64 {
+        guard position < buffer.count else { throw truncated(needing: 1) }
+        let first = buffer[position]
+        guard first >= 0x80 else {   // one byte: most counts, versions and flags
+            position &+= 1
+            return UInt64(first)
+        }
+        return try readLongVarint()
+    }
+
+    @usableFromInline
+    mutating func readLongVarint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -123,36 +147,44 @@ public struct PayloadReader {
             result |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 { return result }
             shift += 7
-            if shift > 63 { throw PayloadError.invalid("varint longer than 10 bytes at offset \(offset)") }
+            if shift > 63 { throw PayloadError.invalid("varint longer than 10 bytes at offset \(position)") }
         }
     }
 
+    @inlinable
     public mutating func read() throws -> Int64 {
         let raw: UInt64 = try read()
         return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
+    @inlinable
     public mutating func read() throws -> Int { Int(try read() as Int64) }
 
+    @inlinable
     public mutating func read() throws -> Int32 {
         let wide: Int64 = try read()
         guard let narrow = Int32(exactly: wide) else { throw PayloadError.invalid("\(wide) does not fit Int32") }
         return narrow
     }
 
+    @inlinable
     public mutating func read() throws -> UInt32 {
         let wide: UInt64 = try read()
         guard let narrow = UInt32(exactly: wide) else { throw PayloadError.invalid("\(wide) does not fit UInt32") }
         return narrow
     }
 
+    @inlinable
     public mutating func read() throws -> Bool { try take(1)[0] != 0 }
+    @inlinable
     public mutating func read() throws -> UInt8 { try take(1)[0] }
 
+    @inlinable
     public mutating func read() throws -> Float {
         Float(bitPattern: UInt32(littleEndian: try take(4).loadUnaligned(as: UInt32.self)))
     }
 
+    @inlinable
     public mutating func read() throws -> Double {
         Double(bitPattern: UInt64(littleEndian: try take(8).loadUnaligned(as: UInt64.self)))
     }
@@ -163,29 +195,32 @@ public struct PayloadReader {
     }
 
     /// A varint count, no larger than the bytes left (each element takes at least one).
+    @inlinable
     mutating func readCount() throws -> Int {
         let count: UInt64 = try read()
-        guard count <= UInt64(buffer.count - offset) else {
-            throw PayloadError.truncated(needed: Int(clamping: count), offset: offset, size: buffer.count)
-        }
+        guard count <= UInt64(buffer.count &- position) else { throw truncated(needing: Int(clamping: count)) }
         return Int(count)
     }
 
+    @inlinable
     public mutating func read() throws -> String {
         let utf8 = try take(try readCount())
         return String(decoding: utf8, as: UTF8.self)
     }
 
+    @inlinable
     public mutating func read() throws -> [UInt8] {
         Array(try take(try readCount()))
     }
 
     /// A length-prefixed byte string, borrowed from the buffer (no copy).
+    @inlinable
     mutating func readBytes() throws -> UnsafeRawBufferPointer {
         try take(try readCount())
     }
 
     /// The next `count` bytes, borrowed from the buffer (no copy).
+    @inlinable
     mutating func readBytes(count: Int) throws -> UnsafeRawBufferPointer {
         try take(count)
     }

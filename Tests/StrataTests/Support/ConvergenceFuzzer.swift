@@ -110,7 +110,7 @@ struct ConvergenceFuzzer {
             while !rest.isEmpty {
                 let slice = rest.prefix(Int(rng.next() % 40) + 1)
                 rest = rest.dropFirst(slice.count)
-                replica.engine.receivePulled(Array(slice))
+                replica.engine.receiveOperations(Array(slice))
             }
         }
         return chosen.count
