@@ -55,11 +55,14 @@ let package = Package(
             name: "CStrataVFS",
             dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
+        // A cache prefetch hint (the tick thread's pulls, `World+Prefetch.swift`).
+        .target(name: "CStrataPrefetch"),
         .target(
             name: "Strata",
             dependencies: [
                 "CStrataPower",
                 "CStrataNetwork",
+                "CStrataPrefetch",
                 "CStrataVFS",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

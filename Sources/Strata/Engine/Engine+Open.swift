@@ -110,9 +110,11 @@ extension Engine {
         }
         let jobs = JobQueue(buffer: buffer, config: config.jobs, wallClock: options.wallClock, logger: logger,
                             paused: world.setting(Engine.jobsPausedKey) == .boolean(true))
-        jobs.rideNextBatch = { [weak world] request in
-            if let world { world.ride(request) } else { request.finish(WriterRequestError.closed) }
-        }
+        // Strong, not weak: a weak reference gives an object a side table for good, and every
+        // retain and release of the world (thousands a tick applying a pull) would take the
+        // slow path through it. No cycle: the world refers to no queue. Once the engine
+        // stops, its buffer is closed and `enqueueSoon` refuses before it gets here.
+        jobs.rideNextBatch = { request in world.ride(request) }
         let assets = AssetStore(location: store.location, config: config.assets, lane: jobs.lane, wallClock: options.wallClock,
                                 logger: logger)
         buffer.setDeletionListener { [weak jobs, weak assets] numbers in

@@ -103,8 +103,9 @@ extension Engine {
     @discardableResult
     func receivePulled(_ operations: consuming [LoggedOperation], handing hook: ((LoggedOperation) -> Void)?) -> Int {
         var logged = 0
-        for index in operations.indices where logReceived(operations.moveOut(at: index), handing: hook) != .duplicate {
-            logged += 1
+        for index in operations.indices {
+            world.prefetch(ahead: operations, of: index)
+            if logReceived(operations.moveOut(at: index), handing: hook) != .duplicate { logged += 1 }
         }
         finishApplyingReplicated()
         if logged > 0 { noteReceived(logged) }

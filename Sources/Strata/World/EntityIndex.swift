@@ -1,3 +1,5 @@
+import CStrataPrefetch
+
 /// The world's index of live entities by stable id: id → slot. Tick thread (inside ``World``).
 ///
 /// An open-addressing table with linear probing. A cell is 8 bytes: the entity's slot and
@@ -84,6 +86,14 @@ struct EntityIndex {
         return nil
     }
 
+    /// Asks the cache for the home cell of the id whose two words are `words` (``EntityID``'s
+    /// `words`, read straight from a payload): a hint, nothing is read or changed.
+    func prefetch(_ words: (UInt64, UInt64)) {
+        guard count > 0 else { return }
+        let home = Int(truncatingIfNeeded: hash(words)) & (cells.count - 1)
+        cells.withUnsafeBufferPointer { strata_prefetch($0.baseAddress! + home) }
+    }
+
     /// Room for `total` ids without growing on the way (at least twice the room it had).
     mutating func reserveCapacity(_ total: Int, ids: (UInt32) -> EntityID) {
         if total > capacity { grow(to: total, ids: ids) }
@@ -123,9 +133,11 @@ struct EntityIndex {
     /// Both halves go through a 64-bit finalizer (MurmurHash3's), so that ids differing
     /// in a few bits (time-ordered ids of one millisecond count up) land far apart.
     @inline(__always)
-    private func hash(_ id: EntityID) -> UInt64 {
-        let (high, low) = id.words
-        return Self.mix(high ^ seed.0 ^ Self.mix(low ^ seed.1))
+    private func hash(_ id: EntityID) -> UInt64 { hash(id.words) }
+
+    @inline(__always)
+    private func hash(_ words: (UInt64, UInt64)) -> UInt64 {
+        Self.mix(words.0 ^ seed.0 ^ Self.mix(words.1 ^ seed.1))
     }
 
     @inline(__always)

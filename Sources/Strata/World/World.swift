@@ -138,7 +138,7 @@ public final class World {
     public func spawn(id: EntityID? = nil) -> Entity {
         owner.check("World")
         let id = id ?? newIDs.make()
-        precondition(indexByID.find(id, ids: recordID) == nil, "spawn(id:): \(id) is already alive in this world")
+        precondition(indexByID.find(id, ids: { self.records[Int($0)].id }) == nil, "spawn(id:): \(id) is already alive in this world")
         return spawnUnchecked(id: id)
     }
 
@@ -156,7 +156,7 @@ public final class World {
     /// the id index for both (a pull spawns thousands).
     func entityOrSpawn(id: EntityID) -> (entity: Entity, spawned: Bool) {
         let next = freeSlots.last ?? UInt32(records.count)
-        let (index, inserted) = indexByID.findOrInsert(id, slot: next, ids: recordID)
+        let (index, inserted) = indexByID.findOrInsert(id, slot: next, ids: { self.records[Int($0)].id })
         guard inserted else { return (Entity(index: index, generation: records[Int(index)].generation), false) }
         return (spawnUnchecked(id: id, indexed: true), true)   // takes slot `next`, as the index says
     }
@@ -170,6 +170,9 @@ public final class World {
         return entity
     }
 
+    /// A cache hint for the id index's cell of the id `words` (``World/prefetch(ahead:of:)``).
+    func prefetchIndexCell(_ words: (UInt64, UInt64)) { indexByID.prefetch(words) }
+
     /// Makes room for `count` more entities at once (a reload knows how many are coming):
     /// the id index is not rehashed, nor the records regrown, on the way. Grows at least
     /// twofold when it grows at all: a pull calls this at every end of tick with a little
@@ -177,12 +180,8 @@ public final class World {
     func reserveEntities(_ count: Int) {
         let records = records.count + count
         if records > self.records.capacity { self.records.reserveCapacity(max(records, 2 * self.records.capacity)) }
-        indexByID.reserveCapacity(indexByID.count + count, ids: recordID)
+        indexByID.reserveCapacity(indexByID.count + count, ids: { self.records[Int($0)].id })
     }
-
-    /// The id slot `index`'s record holds (what the id index compares against).
-    @inline(__always)
-    private func recordID(_ index: UInt32) -> EntityID { records[Int(index)].id }
 
     /// `indexed`: the id index has the entity's slot already.
     func makeEntity(id: EntityID, number: EntityNumber, spawnPending: Bool, indexed: Bool = false) -> Entity {
@@ -198,7 +197,7 @@ public final class World {
             index = UInt32(records.count)
             records.append(EntityRecord(id: id, number: number, generation: 0, alive: true, spawnPending: spawnPending))
         }
-        if !indexed { _ = indexByID.findOrInsert(id, slot: index, ids: recordID) }   // the record holds `id` already
+        if !indexed { _ = indexByID.findOrInsert(id, slot: index, ids: { self.records[Int($0)].id }) }   // the record holds `id` already
         entityCount += 1
         return Entity(index: index, generation: records[Int(index)].generation)
     }
@@ -231,7 +230,7 @@ public final class World {
         records[i].alive = false
         records[i].spawnPending = false
         records[i].generation &+= 1
-        indexByID.remove(record.id, ids: recordID)
+        indexByID.remove(record.id, ids: { self.records[Int($0)].id })
         freeSlots.append(entity.index)
         entityCount -= 1
         return true
@@ -250,7 +249,7 @@ public final class World {
 
     /// The live entity with this stable id, if any.
     public func entity(for id: EntityID) -> Entity? {
-        guard let index = indexByID.find(id, ids: recordID) else { return nil }
+        guard let index = indexByID.find(id, ids: { self.records[Int($0)].id }) else { return nil }
         return Entity(index: index, generation: records[Int(index)].generation)
     }
 
