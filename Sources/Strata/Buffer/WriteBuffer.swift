@@ -213,7 +213,8 @@ final class WriteBuffer: @unchecked Sendable {
     /// Returns a failed batch to the front; anything submitted meanwhile merges into it.
     func putBack(_ failed: WriteBatch) {
         lock.withLock {
-            for batch in [waiting].compactMap({ $0 }) + newer { failed.merge(newer: batch) }
+            if let waiting { failed.merge(newer: waiting) }
+            for batch in newer { failed.merge(newer: batch) }
             newer = []
             waiting = failed
         }
