@@ -1,10 +1,10 @@
 /// Pulled values of one component type waiting to be decoded in one call. Tick thread
 /// (inside ``World``'s ``ReplicaBook``).
 ///
-/// A column's code runs unspecialized behind ``AnyComponentColumn``, so decoding one
-/// value at a time pays the type's metadata lookups every time; a run of values (a pull
-/// brings thousands, in runs of one type) pays them once, as a reload does
-/// (`ComponentColumn+Load.swift`). Everything else about a value (its stamp, its
+/// A column is reached through ``AnyComponentColumn``, so decoding one value at a time
+/// pays a call through it, and the type's metadata, every time; a run of values (a pull
+/// brings thousands, in runs of one type) is decoded in one call, by a loop specialized for
+/// the type, as a reload's rows are (`ComponentColumn+Load.swift`). Everything else about a value (its stamp, its
 /// entity) is decided when it is staged; its decoding, and what follows, when the run
 /// is applied. An entity is staged at most once: an operation that touches it again
 /// applies the run first, so it reads that entity's state as it is.

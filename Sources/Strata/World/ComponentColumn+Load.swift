@@ -1,5 +1,6 @@
-/// A column's values decoded from stored payloads during a reload (opening thread,
-/// before the world is handed to the tick thread).
+/// A column's values decoded from payloads: stored rows during a reload (opening thread,
+/// before the world is handed to the tick thread), and pulled values of other devices
+/// (tick thread, `StagedValues.swift`).
 extension ComponentColumn {
     @usableFromInline
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws {
