@@ -172,13 +172,12 @@ import Testing
 
     @Test func theReplicaStateReadsBackWhatItWrote() throws {
         var state = ReplicaState()
-        state.applied("b", stamp: OperationStamp(timestamp: -1, nodeHigh: 0, nodeLow: .max))
-        state.applied("a", stamp: OperationStamp(timestamp: 5 << 16, nodeHigh: .max, nodeLow: 1))
+        ReplicaState.set(&state.stamps, "b", OperationStamp(timestamp: -1, nodeHigh: 0, nodeLow: .max))
+        ReplicaState.set(&state.stamps, "a", OperationStamp(timestamp: 5 << 16, nodeHigh: .max, nodeLow: 1))
         state.hold("d", HeldValue(stamp: .zero, version: 1, payload: nil, reason: .future))
         state.hold("c", HeldValue(stamp: OperationStamp(timestamp: 9, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion))
         #expect(state.stamps.map(\.type) == ["a", "b"] && state.held.map(\.type) == ["c", "d"], "kept in name order")
-        state.applied("c", stamp: OperationStamp(timestamp: 10, nodeHigh: 2, nodeLow: 3))
-        #expect(state.heldValue(of: "c") == nil && state.stamp(of: "c") != nil, "an applied value supersedes the held one")
+        ReplicaState.set(&state.stamps, "c", OperationStamp(timestamp: 10, nodeHigh: 2, nodeLow: 3))
         state.hold("c", HeldValue(stamp: OperationStamp(timestamp: 11, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion))
         var writer = PayloadWriter()
         state.encode(to: &writer)
@@ -196,11 +195,12 @@ import Testing
         #expect(a.engine.flushNow())
         #expect(a.engine.metrics.stampPayloadBytesWritten == 0, "a local type has no stamps")
         let before = a.engine.metrics
-        a.world.spawn(SharedPosition(x: 1, y: 2))
+        let shared = a.world.spawn(SharedPosition(x: 1, y: 2))
         #expect(a.engine.flushNow())
         let after = a.engine.metrics
         let stamps = after.stampPayloadBytesWritten - before.stampPayloadBytesWritten
-        let state = try #require(a.world.entities(with: ReplicaState.self).first?.1)
+        let state = a.world.replicaState(at: shared.index)
+        #expect(state.stamps.count == 1)
         #expect(stamps == state.encodedForTest.count, "the replicated entity's stamps, as encoded")
         #expect(after.payloadBytesWritten - before.payloadBytesWritten == stamps + SharedPosition(x: 1, y: 2).encodedForTest.count)
         try a.engine.shutdown()
@@ -222,16 +222,16 @@ import Testing
         var state = ReplicaState()
         let node = OperationStamp(timestamp: 0, nodeHigh: .max, nodeLow: .max)
         let now = Int64(1_800_000_000_000) << 16
-        state.applied("canvas.shape_style", stamp: OperationStamp(timestamp: now, nodeHigh: node.nodeHigh, nodeLow: node.nodeLow))
-        state.applied("canvas.transform", stamp: OperationStamp(timestamp: now + (600_000 << 16), nodeHigh: node.nodeHigh, nodeLow: node.nodeLow))
+        ReplicaState.set(&state.stamps, "canvas.shape_style", OperationStamp(timestamp: now, nodeHigh: node.nodeHigh, nodeLow: node.nodeLow))
+        ReplicaState.set(&state.stamps, "canvas.transform", OperationStamp(timestamp: now + (600_000 << 16), nodeHigh: node.nodeHigh, nodeLow: node.nodeLow))
         #expect(state.encodedForTest.count <= 70)
-        state.applied("canvas.transform", stamp: OperationStamp(timestamp: now + (900_000 << 16), nodeHigh: 1, nodeLow: 2))
+        ReplicaState.set(&state.stamps, "canvas.transform", OperationStamp(timestamp: now + (900_000 << 16), nodeHigh: 1, nodeLow: 2))
         #expect(state.encodedForTest.count <= 88, "moved on another device")
         #expect(try Self.decode(state.encodedForTest, version: 2) == state)
         // A stroke's: the last name shares more bytes with the one before it than are left to read.
         var stroke = ReplicaState()
-        stroke.applied("canvas.stroke_points", stamp: OperationStamp(timestamp: now, nodeHigh: 1, nodeLow: 2))
-        stroke.applied("canvas.stroke_style", stamp: OperationStamp(timestamp: now, nodeHigh: 1, nodeLow: 2))
+        ReplicaState.set(&stroke.stamps, "canvas.stroke_points", OperationStamp(timestamp: now, nodeHigh: 1, nodeLow: 2))
+        ReplicaState.set(&stroke.stamps, "canvas.stroke_style", OperationStamp(timestamp: now, nodeHigh: 1, nodeLow: 2))
         #expect(try Self.decode(stroke.encodedForTest, version: 2) == stroke)
     }
 

@@ -34,7 +34,11 @@ extension World {
                 withUnsafeMutablePointer(to: &context) { context in
                     for typeIndex in drainScratch {
                         let target = drainTargets[Int(typeIndex)]
-                        target.type._strataDrain(target.column, UnsafeMutableRawPointer(context))
+                        if target.type == ReplicaState.self {   // built from the stamp table: its values are not all of it
+                            drainReplicaStates(records: records, into: &context.pointee.writes)
+                        } else {
+                            target.type._strataDrain(target.column, UnsafeMutableRawPointer(context))
+                        }
                     }
                 }
                 swap(&context.writes, &batch.writes)

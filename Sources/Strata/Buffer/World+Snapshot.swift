@@ -14,9 +14,10 @@ extension World {
             batch.entityInserts.append(EntityInsert(number: record.number, id: record.id))
         }
         records.withUnsafeBufferPointer { records in
-            for column in columns where column.componentType.tier != .ephemeral {
+            for column in columns where column.componentType.tier != .ephemeral && column.componentType != ReplicaState.self {
                 column.snapshot(records: records, into: &batch.writes)
             }
+            snapshotReplicaStates(records: records, into: &batch.writes)
         }
     }
 }

@@ -27,6 +27,9 @@ public struct OperationStamp: Comparable, Hashable, Sendable, Codable {
     /// Before every operation.
     public static let zero = OperationStamp(timestamp: .min, nodeHigh: 0, nodeLow: 0)
 
+    /// Whether this is ``zero`` (no stamp), without loading the constant.
+    var isZero: Bool { timestamp == .min && nodeHigh == 0 && nodeLow == 0 }
+
     public static func < (a: OperationStamp, b: OperationStamp) -> Bool {
         (a.timestamp, a.nodeHigh, a.nodeLow) < (b.timestamp, b.nodeHigh, b.nodeLow)
     }

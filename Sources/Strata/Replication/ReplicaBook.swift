@@ -1,8 +1,10 @@
 /// The world's replication bookkeeping, beside the entities. Tick thread (inside ``World``).
 ///
-/// The stamps and held values of each entity are its ``ReplicaState`` component; this
-/// holds what is not per entity.
+/// The stamps are in ``stamps``; held values (and stamps of types this build does not
+/// know) in each entity's ``ReplicaState`` component.
 struct ReplicaBook {
+    /// The stamp of every replicated (entity, type).
+    var stamps = StampTable()
     /// Ids despawned on some device: edits of them are not applied, and the ids never
     /// come back. Read from the log's `strata.despawn` operations at open.
     var tombstones: Set<EntityID> = []
@@ -32,7 +34,7 @@ struct ReplicaBook {
     var staged = StagedValues()
     /// Operations held or malformed since the engine last reported them.
     var notices: [ReplicaNotice] = []
-    /// The column of ``ReplicaState``, once looked up (every applied value writes it).
+    /// The column of ``ReplicaState``, once looked up (every applied value marks it).
     /// Unmanaged: the world's column list keeps it for the world's life (columns are only
     /// added), and a strong reference would be retained and released by every use.
     var stateColumn: Unmanaged<ComponentColumn<ReplicaState>>?

@@ -1,11 +1,14 @@
-/// What a device keeps beside a replicated entity's values: the stamp of the last
-/// operation applied to each of its replicated types, and the operations it holds
-/// without applying them (a type this build does not know, a newer payload version, a
-/// payload that does not decode, a stamp too far ahead of the clock).
+/// What a replicated entity keeps, as stored: the stamp of the last operation applied
+/// to each of its replicated types, and the operations it holds without applying them (a
+/// type this build does not know, a newer payload version, a payload that does not
+/// decode, a stamp too far ahead of the clock).
 ///
-/// It is a component of the entity (critical, local), so it is written in the same
+/// Stored as a component of the entity (critical, local), it is written in the same
 /// commit as the values it stamps, goes through the segment log, compaction and the
-/// salvage like them, and goes with the entity when it is despawned. Tick thread.
+/// salvage like them, and goes with the entity when it is despawned. In the world, the
+/// column of this type keeps only what has no replicated column (held values, stamps of
+/// types this build does not know): the other stamps are in the ``StampTable``, and the
+/// drain writes the whole state (`World+ReplicaStates.swift`). Tick thread.
 struct ReplicaState: Component {
     static let typeName = "strata.replica"
     static let tier = Tier.critical
@@ -40,16 +43,8 @@ struct ReplicaState: Component {
         held.first { $0.type == type }?.value
     }
 
-    /// The stamp an operation on `type` must beat: the applied one, or a held one above it.
-    func kept(_ type: String) -> OperationStamp {
-        max(stamp(of: type) ?? .zero, heldValue(of: type)?.stamp ?? .zero)
-    }
-
-    /// `type`'s value now has `stamp`; a value held for it is superseded.
-    mutating func applied(_ type: String, stamp: OperationStamp) {
-        Self.set(&stamps, type, stamp)
-        if !held.isEmpty { Self.set(&held, type, nil) }
-    }
+    /// Nothing stamped, nothing held: no state to keep (or store).
+    var isEmpty: Bool { stamps.isEmpty && held.isEmpty }
 
     /// Holds `value` for `type` (nil: holds nothing).
     mutating func hold(_ type: String, _ value: HeldValue?) {

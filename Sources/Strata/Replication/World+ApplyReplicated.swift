@@ -3,8 +3,8 @@
 /// An operation on a value (entity, type) is applied only if its stamp (hybrid
 /// timestamp, then node id) is above the one the entity keeps for that type, so every
 /// device ends with the value of the highest stamp whatever order the operations came
-/// in. The value is queued critical and the new stamp written into the entity's
-/// ``ReplicaState``: both commit with the operation's own row. A despawn wins over every
+/// in. The value is queued critical and its new stamp kept (``StampTable``, stored in the
+/// entity's ``ReplicaState``): both commit with the operation's own row. A despawn wins over every
 /// edit, and its id never comes back. What cannot be applied now is held with the entity
 /// (``HeldValue``), byte for byte, and tried again when it can be.
 extension World {
@@ -94,7 +94,7 @@ extension World {
         if column.isReplicaDirty(entity.index) {
             // Changed here since the last operations were logged: that change will be
             // logged with a later stamp (the clock has seen this one), and wins.
-            updateState(of: entity) { $0.applied(type, stamp: value.stamp) }
+            setStamp(value.stamp, typeIndex: index, type: type, of: entity)
             return .superseded
         }
         if let payload {
@@ -124,7 +124,7 @@ extension World {
         if column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
             tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock)
         }
-        updateState(of: entity) { $0.applied(type, stamp: stamp) }
+        setStamp(stamp, typeIndex: Int(column.typeIndex), type: type, of: entity)
         if spawned { report(ReplicatedChange(kind: .spawned, entity: id)) }
         report(ReplicatedChange(kind: removed ? .removed : .set, entity: id, typeName: type))
     }
@@ -155,17 +155,8 @@ extension World {
             replicas.futureBound = HybridTimestamp(milliseconds: replicas.wallClock() &+ replicas.maxSkewMilliseconds, counter: 0xFFFF).rawValue
             if value.stamp.timestamp > replicas.futureBound { return .failure(.future) }
         }
-        let index: Int
-        if let last = replicas.lastType, last.name == type {
-            index = last.index
-        } else {
-            // A type this build declares local is not another device's to set (nor Strata's own).
-            guard let found = columnByName[type], Self.replication(of: columns[found].componentType) != .local else {
-                return .failure(.unknownType)
-            }
-            replicas.lastType = (type, found)
-            index = found
-        }
+        // A type this build declares local is not another device's to set (nor Strata's own).
+        guard let index = replicatedColumn(named: type) else { return .failure(.unknownType) }
         if value.version > columns[index].componentType.payloadVersion { return .failure(.newerVersion) }
         return .success(index)
     }

@@ -57,6 +57,12 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         }
     }
 
+    /// Makes room for entity slots below `count` (not for values: an entity may not have one).
+    @usableFromInline
+    func reserveSlots(_ count: Int) {
+        if slots.capacity < count { slots.reserveCapacity(max(count, 2 * slots.capacity)) }
+    }
+
     /// Stores `value`; returns true if the entity had no value before.
     @inlinable @inline(__always)
     @discardableResult
@@ -158,6 +164,7 @@ protocol AnyComponentColumn: AnyObject {
     func queuedCount(_ tier: Tier) -> Int
     func denseIndex(_ entityIndex: UInt32) -> Int?
     func markDirty(_ entityIndex: UInt32, tier: Tier) -> Bool
+    func reserveSlots(_ count: Int)
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
     func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure])
     func takeReplicated(into keys: inout [ReplicatedKey])

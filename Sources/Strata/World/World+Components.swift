@@ -95,7 +95,10 @@ extension World {
     func markDirty(column: Int, entityIndex: UInt32) {
         let target = columns[column]
         let tierOfType = target.componentType.tier
-        guard tierOfType != .ephemeral, target.denseIndex(entityIndex) != nil else { return }
+        // A stored replica state is also the entity's stamps, which its column does not hold.
+        let present = target.denseIndex(entityIndex) != nil
+            || (target.componentType == ReplicaState.self && replicas.stamps.hasAny(entityIndex))
+        guard tierOfType != .ephemeral, present else { return }
         let tier: Tier = records[Int(entityIndex)].spawnPending ? .critical : tierOfType
         if target.markDirty(entityIndex, tier: tier) {
             tracker.noteColumnDirty(tier, typeIndex: target.typeIndex, clock: clock)

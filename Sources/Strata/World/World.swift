@@ -120,6 +120,7 @@ public final class World {
             columns.append(column)
             columnByName[C.typeName] = index
             drainTargets.append((column, C.self))
+            if C.replication != .local { replicas.stamps.add(UInt32(index), name: C.typeName) }
         }
         lastColumn = (key, index)
         return unsafeDowncast(columns[index], to: ComponentColumn<C>.self)
@@ -173,7 +174,8 @@ public final class World {
     /// A cache hint for the id index's cell of the id `words` (``World/prefetch(ahead:of:)``).
     func prefetchIndexCell(_ words: (UInt64, UInt64)) { indexByID.prefetch(words) }
 
-    /// Makes room for `count` more entities at once (a reload knows how many are coming):
+    /// Makes room for `count` more entities at once (a reload knows how many are coming, a
+    /// pull how many operations):
     /// the id index is not rehashed, nor the records regrown, on the way. Grows at least
     /// twofold when it grows at all: a pull calls this at every end of tick with a little
     /// more to come, and an exact size would copy every record (and rehash the index) each time.
@@ -181,6 +183,11 @@ public final class World {
         let records = records.count + count
         if records > self.records.capacity { self.records.reserveCapacity(max(records, 2 * self.records.capacity)) }
         indexByID.reserveCapacity(indexByID.count + count, ids: { self.records[Int($0)].id })
+        // Pulled entities carry replicated values, stamps and a stored state's dirty bit.
+        guard !replicas.stamps.order.isEmpty else { return }
+        replicas.stamps.reserve(slots: records)
+        for (typeIndex, _) in replicas.stamps.order { columns[Int(typeIndex)].reserveSlots(records) }
+        if let state = columnByType[ObjectIdentifier(ReplicaState.self)] { columns[state].reserveSlots(records) }
     }
 
     /// `indexed`: the id index has the entity's slot already.
@@ -220,8 +227,9 @@ public final class World {
         owner.check("World")
         guard isAlive(entity) else { return false }
         let i = Int(entity.index)
-        if replicating, has(ReplicaState.self, entity) { logDespawn(of: records[i].id) }
+        if replicating, isReplicated(entity) { logDespawn(of: records[i].id) }
         for column in columns { column.forget(entity.index) }
+        replicas.stamps.clear(entity.index)
         let record = records[i]
         if !record.spawnPending {
             tracker.noteDespawn(record.number, clock: clock)

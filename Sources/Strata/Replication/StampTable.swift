@@ -1,0 +1,80 @@
+/// The stamp of every replicated (entity, type): per replicated column, an array by
+/// entity slot. Tick thread (inside ``World``'s ``ReplicaBook``).
+///
+/// A pulled value is compared with its key's stamp and, applied, writes it: here that
+/// is an array read and an array write. Kept in a list per entity instead (as the stored
+/// form, ``ReplicaState``, keeps them), every replicated entity would be a heap object
+/// made, copied and freed on the tick thread, and a device joining a document of 10k
+/// shapes would touch about twice the memory for them, each new page a fault.
+///
+/// A stamp stays when its value is removed (the removal's stamp: an older set must not
+/// bring the value back) and goes when the entity is despawned (its slot may be reused).
+/// `.zero` is "no stamp". What has no replicated column (a type this build does not
+/// know, or declares local) is kept in the entity's ``ReplicaState`` with its held values.
+struct StampTable {
+    /// By column type index; empty for a column that is not replicated.
+    private(set) var columns: [[OperationStamp]] = []
+    /// The replicated columns' type indices in type-name order: a stored state lists its
+    /// stamps in that order.
+    private(set) var order: [(typeIndex: UInt32, name: String)] = []
+
+    /// Makes `typeIndex` (named `name`) a replicated column: its stamps are kept here.
+    mutating func add(_ typeIndex: UInt32, name: String) {
+        let t = Int(typeIndex)
+        if columns.count <= t { columns += repeatElement([], count: t + 1 - columns.count) }
+        guard !order.contains(where: { $0.typeIndex == typeIndex }) else { return }
+        let at = order.firstIndex { $0.name > name } ?? order.endIndex
+        order.insert((typeIndex, name), at: at)
+    }
+
+    /// Whether `typeIndex` is a column whose stamps are kept here.
+    func keeps(_ typeIndex: Int) -> Bool {
+        order.contains { Int($0.typeIndex) == typeIndex }
+    }
+
+    @inline(__always)
+    func stamp(_ typeIndex: Int, _ slot: UInt32) -> OperationStamp {
+        guard typeIndex < columns.count else { return .zero }
+        return columns[typeIndex].withUnsafeBufferPointer { Int(slot) < $0.count ? $0[Int(slot)] : .zero }
+    }
+
+    @inline(__always)
+    mutating func set(_ typeIndex: Int, _ slot: UInt32, _ stamp: OperationStamp) {
+        let i = Int(slot)
+        if columns[typeIndex].count <= i {
+            let count = columns[typeIndex].count
+            columns[typeIndex].append(contentsOf: repeatElement(.zero, count: max(i + 1 - count, count / 2)))
+        }
+        columns[typeIndex][i] = stamp
+    }
+
+    /// Makes room for entity slots below `slots` in every replicated column (a pull about
+    /// to bring that many entities), so they are not regrown on the way.
+    mutating func reserve(slots: Int) {
+        for (typeIndex, _) in order where columns[Int(typeIndex)].capacity < slots {
+            columns[Int(typeIndex)].reserveCapacity(max(slots, 2 * columns[Int(typeIndex)].capacity))
+        }
+    }
+
+    /// Whether the entity in `slot` has a stamp for any replicated column.
+    func hasAny(_ slot: UInt32) -> Bool {
+        order.contains { !stamp(Int($0.typeIndex), slot).isZero }
+    }
+
+    /// Forgets the stamps of the entity in `slot` (despawned: the slot may be reused).
+    mutating func clear(_ slot: UInt32) {
+        for (typeIndex, _) in order where Int(slot) < columns[Int(typeIndex)].count {
+            columns[Int(typeIndex)][Int(slot)] = .zero
+        }
+    }
+
+    /// The entity's stamps, in type-name order.
+    func stamps(of slot: UInt32) -> [ReplicaState.Stamped] {
+        var stamps: [ReplicaState.Stamped] = []
+        for (typeIndex, name) in order {
+            let stamp = stamp(Int(typeIndex), slot)
+            if !stamp.isZero { stamps.append(ReplicaState.Stamped(type: name, stamp: stamp)) }
+        }
+        return stamps
+    }
+}
