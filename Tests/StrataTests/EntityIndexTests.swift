@@ -12,6 +12,15 @@ struct EntityIndexTests {
         func id(_ slot: UInt32) -> EntityID { ids[Int(slot)] }
     }
 
+    @Test func anIdReadFromItsBytesIsThatId() throws {
+        // Ids are loaded from their 16 bytes as a `UUID` (its `uuid_t`): byte order kept.
+        let bytes: [UInt8] = Array(0x10 ... 0x1F)
+        let id = try #require(bytes.withUnsafeBytes { EntityID(bytes: $0) })
+        #expect(id.description == "10111213-1415-1617-1819-1a1b1c1d1e1f")
+        #expect(id.withBytes { Array($0) } == bytes)
+        #expect(bytes.dropLast().withUnsafeBytes { EntityID(bytes: $0) } == nil, "15 bytes are not an id")
+    }
+
     @Test func randomInsertsLookupsAndRemovalsAgreeWithADictionary() {
         var generator = SplitMix64(seed: 0x5EED)
         var time = TimeOrderedIDs()

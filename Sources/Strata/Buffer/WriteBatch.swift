@@ -17,6 +17,15 @@ struct ComponentWrite: Sendable {
     }
 }
 
+extension Array where Element == ComponentWrite {
+    /// Room for `count` more writes, growing at least twofold: the drain reserves once per
+    /// dirty column, and an exact size each time would copy every write so far each time.
+    @inlinable
+    mutating func reserve(atLeast count: Int) {
+        if self.count + count > capacity { reserveCapacity(Swift.max(self.count + count, 2 * capacity)) }
+    }
+}
+
 /// A spawned entity's row: its number in the file and its stable id.
 struct EntityInsert: Sendable, Equatable {
     var number: EntityNumber

@@ -81,7 +81,7 @@ struct ComponentLoader {
         let target = columns[column]
         queued[column].withUnsafeBufferPointer { rows in
             queuedBytes[column].withUnsafeBytes { bytes in
-                target.load(rows, bytes: bytes, failures: &failures)
+                _ = target.load(rows, bytes: bytes, failures: &failures, queueCritical: false)
             }
         }
         for failure in failures {

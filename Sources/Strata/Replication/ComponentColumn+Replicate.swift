@@ -39,7 +39,7 @@ extension ComponentColumn {
     /// Queues the slot for the critical tier even if it is queued for the derived one
     /// already: an applied value is committed with its stamp. Returns true if this was
     /// the column's first critical key (the tracker must hear of it).
-    @usableFromInline
+    @inlinable
     func queueCritical(_ entityIndex: UInt32) -> Bool {
         growSlots(to: entityIndex)
         slots[Int(entityIndex)].dirty = true

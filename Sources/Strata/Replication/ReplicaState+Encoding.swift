@@ -8,9 +8,14 @@
 /// full) took 88: a `components` row of a `WITHOUT ROWID` table keeps at most 102 bytes on a
 /// 512-byte page, and a longer one takes an overflow page of its own (docs/storage.md).
 extension ReplicaState {
-    /// No allocation: the node list is on the stack, names are compared and copied as UTF-8
-    /// in place (the drain encodes a state per changed replicated entity).
     func encode(to payload: inout PayloadWriter) {
+        Self.encode(stamps: stamps, held: held, to: &payload)
+    }
+
+    /// A state of `stamps` (in type-name order) and `held`, encoded. No allocation: the
+    /// node list is on the stack, names are compared and copied as UTF-8 in place (the
+    /// writer encodes a state per changed replicated entity).
+    static func encode<Stamps: Collection<Stamped>>(stamps: Stamps, held: [Held], to payload: inout PayloadWriter) {
         withUnsafeTemporaryAllocation(of: OperationStamp.self, capacity: max(1, stamps.count + held.count)) { buffer in
             var distinct = 0
             func note(_ stamp: OperationStamp) {

@@ -19,7 +19,7 @@ enum ReplicatedOperation: Equatable {
 
     static let componentKind = "strata.component"
     static let despawnKind = "strata.despawn"
-    private static let format: UInt8 = 1
+    static let format: UInt8 = 1
 
     /// Whether operations of `kind` are Strata's own (applied to the world, not handed to a host).
     static func isReplicated(kind: String) -> Bool { kind == componentKind || kind == despawnKind }
@@ -67,6 +67,27 @@ enum ReplicatedOperation: Equatable {
         return writer.bytes
     }
 
+    /// Decodes an operation of a replicated `kind`; throws on anything malformed (a
+    /// peer's bytes: never trusted). `knownType`: see ``ReplicatedEdit/parse(kind:payload:knownType:)``.
+    init(kind: String, payload: [UInt8], knownType: String? = nil) throws {
+        let edit = try payload.withUnsafeBytes { try ReplicatedEdit.parse(kind: kind, payload: $0, knownType: knownType) }
+        switch edit {
+        case let .component(entity, type, version, value):
+            self = .component(entity: entity, type: type, version: version, payload: value.map { payload[$0] })
+        case let .despawn(entity):
+            self = .despawn(entity: entity)
+        }
+    }
+}
+
+/// A replicated operation as the tick thread applies it: decoded in place from the
+/// operation's payload, the value's bytes only located (a range of the payload), so
+/// that nothing retains the payload, an array another thread made (a pull brings
+/// thousands: each retain would take its cache line from the thread that wrote it).
+enum ReplicatedEdit {
+    case component(entity: EntityID, type: String, version: Int, value: Range<Int>?)
+    case despawn(entity: EntityID)
+
     /// `known` if `bytes` spell it, else a new string of them.
     private static func name(_ bytes: UnsafeRawBufferPointer, like known: String?) -> String {
         if var known, known.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }) {
@@ -75,37 +96,36 @@ enum ReplicatedOperation: Equatable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Decodes an operation of a replicated `kind`; throws on anything malformed (a
-    /// peer's bytes: never trusted). `knownType`: the type name the last operation named
-    /// (operations come in runs of one type): when this one names it too, its string is
-    /// shared rather than made again.
-    init(kind: String, payload: [UInt8], knownType: String? = nil) throws {
-        self = try payload.withUnsafeBytes { bytes in
-            var reader = PayloadReader(bytes)
-            let format: UInt8 = try reader.read()
-            guard format == Self.format else { throw PayloadError.invalid("\(kind) format \(format), this build reads \(Self.format)") }
-            let entity: EntityID = try reader.read()
-            let decoded: ReplicatedOperation
-            switch kind {
-            case Self.componentKind:
-                let name = try reader.readBytes()
-                let type = Self.name(name, like: knownType)
-                let version: Int = try reader.read()
-                guard !type.isEmpty, version >= 1 else { throw PayloadError.invalid("\(kind): type \"\(type)\" version \(version)") }
-                let present: Bool = try reader.read()
-                var value: ArraySlice<UInt8>?
-                if present {
-                    let count = try reader.readBytes().count
-                    value = payload[reader.offset - count ..< reader.offset]
-                }
-                decoded = .component(entity: entity, type: type, version: version, payload: value)
-            case Self.despawnKind:
-                decoded = .despawn(entity: entity)
-            default:
-                throw PayloadError.invalid("\(kind) is not a replicated operation")
-            }
-            guard reader.isAtEnd else { throw PayloadError.invalid("\(kind): \(bytes.count - reader.offset) bytes past the end") }
-            return decoded
+    /// Decodes `payload`, an operation of a replicated `kind`; throws on anything
+    /// malformed. `knownType`: the type name the last operation named (operations come
+    /// in runs of one type): when this one names it too, its string is shared rather
+    /// than made again.
+    static func parse(kind: String, payload bytes: UnsafeRawBufferPointer, knownType: String?) throws -> ReplicatedEdit {
+        var reader = PayloadReader(bytes)
+        let format: UInt8 = try reader.read()
+        guard format == ReplicatedOperation.format else {
+            throw PayloadError.invalid("\(kind) format \(format), this build reads \(ReplicatedOperation.format)")
         }
+        let entity: EntityID = try reader.read()
+        let decoded: ReplicatedEdit
+        switch kind {
+        case ReplicatedOperation.componentKind:
+            let type = name(try reader.readBytes(), like: knownType)
+            let version: Int = try reader.read()
+            guard !type.isEmpty, version >= 1 else { throw PayloadError.invalid("\(kind): type \"\(type)\" version \(version)") }
+            let present: Bool = try reader.read()
+            var value: Range<Int>?
+            if present {
+                let count = try reader.readBytes().count
+                value = reader.offset - count ..< reader.offset
+            }
+            decoded = .component(entity: entity, type: type, version: version, value: value)
+        case ReplicatedOperation.despawnKind:
+            decoded = .despawn(entity: entity)
+        default:
+            throw PayloadError.invalid("\(kind) is not a replicated operation")
+        }
+        guard reader.isAtEnd else { throw PayloadError.invalid("\(kind): \(bytes.count - reader.offset) bytes past the end") }
+        return decoded
     }
 }

@@ -36,11 +36,11 @@ struct StagedValues {
         Int(entity.index) < marks.count && marks[Int(entity.index)] == run
     }
 
-    mutating func add(_ payload: ArraySlice<UInt8>, column: Int, entity: Entity, id: EntityID, type: String,
+    mutating func add(_ payload: UnsafeRawBufferPointer, column: Int, entity: Entity, id: EntityID, type: String,
                       value: HeldValue, spawned: Bool, source: (node: NodeID, seq: Int64)) {
         self.column = column
         rows.append(LoadedRow(entity: entity.index, version: value.version, start: bytes.count, count: payload.count))
-        bytes.append(contentsOf: payload)
+        bytes.append(contentsOf: UnsafeBufferPointer(start: payload.baseAddress?.assumingMemoryBound(to: UInt8.self), count: payload.count))
         entries.append(Entry(entity: entity, id: id, type: type, value: value, spawned: spawned, node: source.node, seq: source.seq))
         let slot = Int(entity.index)
         if slot >= marks.count { marks += repeatElement(0, count: max(slot + 1 - marks.count, marks.count)) }
@@ -71,21 +71,28 @@ extension World {
         swap(&staged, &replicas.staged)   // its storage comes back below, not copied
         let column = columns[staged.column]
         var failures: [LoadFailure] = []
-        staged.rows.withUnsafeBufferPointer { rows in
-            staged.bytes.withUnsafeBytes { bytes in column.load(rows, bytes: bytes, failures: &failures) }
+        // Decoded and queued critical in one loop specialized for the type.
+        let queuedFirst = staged.rows.withUnsafeBufferPointer { rows in
+            staged.bytes.withUnsafeBytes { bytes in column.load(rows, bytes: bytes, failures: &failures, queueCritical: true) }
         }
+        if queuedFirst { tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock) }
         var nextFailure = 0
-        for (position, entry) in staged.entries.enumerated() {
-            if nextFailure < failures.count, failures[nextFailure].row == position {
-                nextFailure += 1
-                let row = staged.rows[position]
-                let outcome = hold(entry.value, payload: staged.bytes[row.start ..< row.start + row.count], .undecodable,
-                                   of: entry.type, entity: entry.entity, id: entry.id, spawned: entry.spawned)
-                note(outcome, of: entry.node, entry.seq)
-            } else {
-                applied(entry.value.stamp, of: entry.type, column: column, entity: entry.entity, id: entry.id,
-                        spawned: entry.spawned, removed: false)
-                note(.applied, of: entry.node, entry.seq)
+        staged.entries.withUnsafeBufferPointer { entries in
+            for position in entries.indices {
+                let entry = entries[position]
+                if nextFailure < failures.count, failures[nextFailure].row == position {
+                    nextFailure += 1
+                    let row = staged.rows[position]
+                    let outcome = staged.bytes.withUnsafeBytes { bytes in
+                        hold(entry.value, payload: UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count]), .undecodable,
+                             of: entry.type, entity: entry.entity, id: entry.id, spawned: entry.spawned)
+                    }
+                    note(outcome, of: entry.node, entry.seq)
+                } else {
+                    applied(entry.value.stamp, of: entry.type, column: column, entity: entry.entity, id: entry.id,
+                            spawned: entry.spawned, removed: false, queued: true)
+                    note(.applied, of: entry.node, entry.seq)
+                }
             }
         }
         staged.clear()

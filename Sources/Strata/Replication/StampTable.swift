@@ -71,10 +71,15 @@ struct StampTable {
     /// The entity's stamps, in type-name order.
     func stamps(of slot: UInt32) -> [ReplicaState.Stamped] {
         var stamps: [ReplicaState.Stamped] = []
+        append(stampsOf: slot, to: &stamps)
+        return stamps
+    }
+
+    /// Appends the entity's stamps to `list`, in type-name order.
+    func append(stampsOf slot: UInt32, to list: inout [ReplicaState.Stamped]) {
         for (typeIndex, name) in order {
             let stamp = stamp(Int(typeIndex), slot)
-            if !stamp.isZero { stamps.append(ReplicaState.Stamped(type: name, stamp: stamp)) }
+            if !stamp.isZero { list.append(ReplicaState.Stamped(type: name, stamp: stamp)) }
         }
-        return stamps
     }
 }

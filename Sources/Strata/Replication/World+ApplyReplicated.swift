@@ -18,22 +18,24 @@ extension World {
     /// ``applyStaged()``, which the caller runs before the world is read; what is not
     /// applied is noted in ``ReplicaBook/notices`` for the engine to report.
     func applyReplicated(_ operation: borrowing LoggedOperation) {
-        let decoded: ReplicatedOperation
-        do {
-            decoded = try ReplicatedOperation(kind: operation.kind, payload: operation.payload, knownType: replicas.lastType?.name)
-        } catch {
-            note(.malformed("\(error)"), of: operation.node, operation.seq)
-            return
-        }
-        switch consume decoded {   // its payload taken, not copied (through a tuple's runtime witness)
-        case .despawn(let id):
-            applyStaged()
-            note(applyDespawn(of: id), of: operation.node, operation.seq)
-        case let .component(id, type, version, payload):
-            let value = HeldValue(stamp: OperationStamp(timestamp: operation.timestamp, node: operation.node), version: version, payload: nil, reason: .unknownType)
-            if let outcome = applyValue(of: type, to: id, value, payload: payload, releasing: false,
-                                        staging: (operation.node, operation.seq)) {
-                note(outcome, of: operation.node, operation.seq)
+        operation.payload.withUnsafeBytes { payload in
+            let edit: ReplicatedEdit
+            do {
+                edit = try ReplicatedEdit.parse(kind: operation.kind, payload: payload, knownType: replicas.lastType?.name)
+            } catch {
+                note(.malformed("\(error)"), of: operation.node, operation.seq)
+                return
+            }
+            switch consume edit {
+            case .despawn(let id):
+                applyStaged()
+                note(applyDespawn(of: id), of: operation.node, operation.seq)
+            case let .component(id, type, version, range):
+                let value = HeldValue(stamp: OperationStamp(timestamp: operation.timestamp, node: operation.node), version: version, payload: nil, reason: .unknownType)
+                if let outcome = applyValue(of: type, to: id, value, payload: range.map { UnsafeRawBufferPointer(rebasing: payload[$0]) },
+                                            releasing: false, staging: (operation.node, operation.seq)) {
+                    note(outcome, of: operation.node, operation.seq)
+                }
             }
         }
     }
@@ -71,10 +73,10 @@ extension World {
 
     /// Applies `value` to `type` of entity `id` if it beats the kept stamp (when
     /// `releasing` a held value, the applied stamp only: the held one is this value).
-    /// `payload`: the value's bytes (nil: a removal), borrowed from the operation.
+    /// `payload`: the value's bytes (nil: a removal), borrowed from the operation (or the held value).
     /// With `staging` (the operation's node and sequence), a value to decode is staged
     /// and nil returned: ``applyStaged()`` decides it.
-    private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, payload: ArraySlice<UInt8>?,
+    private func applyValue(of type: String, to id: EntityID, _ value: HeldValue, payload: UnsafeRawBufferPointer?,
                             releasing: Bool, staging source: (NodeID, Int64)? = nil) -> ReplicaOutcome? {
         if !replicas.tombstones.isEmpty && replicas.tombstones.contains(id) { return .afterDespawn }
         let (entity, spawned) = entityOrSpawn(id: id)
@@ -104,10 +106,8 @@ extension World {
                 return nil
             }
             do {
-                try payload.withUnsafeBytes { raw in
-                    var reader = PayloadReader(raw)
-                    try column.load(from: &reader, version: value.version, at: entity.index)
-                }
+                var reader = PayloadReader(payload)
+                try column.load(from: &reader, version: value.version, at: entity.index)
             } catch {
                 return hold(value, payload: payload, .undecodable, of: type, entity: entity, id: id, spawned: spawned)
             }
@@ -118,10 +118,11 @@ extension World {
         return .applied
     }
 
-    /// What follows a value's decoding: queued critical with its new stamp, and the host told.
+    /// What follows a value's decoding: queued critical (unless `queued` already) with its
+    /// new stamp, and the host told.
     func applied(_ stamp: OperationStamp, of type: String, column: AnyComponentColumn, entity: Entity, id: EntityID,
-                 spawned: Bool, removed: Bool) {
-        if column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
+                 spawned: Bool, removed: Bool, queued: Bool = false) {
+        if !queued, column.componentType.tier != .ephemeral, column.queueCritical(entity.index) {
             tracker.noteColumnDirty(.critical, typeIndex: column.typeIndex, clock: clock)
         }
         setStamp(stamp, typeIndex: Int(column.typeIndex), type: type, of: entity)
@@ -130,11 +131,11 @@ extension World {
     }
 
     /// Holds `value` with the entity, byte for byte, with why.
-    func hold(_ value: HeldValue, payload: ArraySlice<UInt8>?, _ reason: HeldValue.Reason, of type: String,
+    func hold(_ value: HeldValue, payload: UnsafeRawBufferPointer?, _ reason: HeldValue.Reason, of type: String,
               entity: Entity, id: EntityID, spawned: Bool) -> ReplicaOutcome {
         var held = value
         held.reason = reason
-        held.payload = payload.map(Array.init)
+        held.payload = payload.map { Array($0) }
         // Held again as it was (tried at open, still unknown): nothing to write.
         if get(ReplicaState.self, for: entity)?.heldValue(of: type) != held {
             updateState(of: entity) { $0.hold(type, held) }
@@ -178,7 +179,12 @@ extension World {
         }
         var outcomes: [ReplicaOutcome] = []
         for (id, type, value) in waiting {
-            let outcome = applyValue(of: type, to: id, value, payload: value.payload.map { $0[...] }, releasing: true) ?? .applied   // not staged: never nil
+            // Not staged: never nil.
+            let outcome = if let bytes = value.payload {
+                bytes.withUnsafeBytes { applyValue(of: type, to: id, value, payload: $0, releasing: true) } ?? .applied
+            } else {
+                applyValue(of: type, to: id, value, payload: nil, releasing: true) ?? .applied
+            }
             if outcome == .applied { replicas.status.applied += 1 }
             outcomes.append(outcome)
         }

@@ -79,18 +79,34 @@ extension World {
     }
 
     /// The critical drain of the states: one write per dirty entity, its whole state
-    /// (none: the row goes). Called by ``drain(_:into:at:withClock:)`` for the state column.
+    /// (none: the row goes), a ``StoredReplicaState`` unless it holds values. Called by
+    /// ``drain(_:into:at:withClock:)`` for the state column.
     func drainReplicaStates(records: UnsafeBufferPointer<EntityRecord>, into writes: inout [ComponentWrite]) {
         withStateColumn { column in
             var queued: [UInt32] = []
             swap(&queued, &column.queuedCritical)
-            writes.reserveCapacity(writes.count + queued.count)
+            writes.reserve(atLeast: queued.count)
+            let run = StampRun()
+            var stamps: [ReplicaState.Stamped] = []
+            stamps.reserveCapacity(queued.count * replicas.stamps.order.count)
             for slot in queued where column.slots[Int(slot)].dirty {
                 column.slots[Int(slot)].dirty = false
-                let state = replicaState(at: slot)
-                writes.append(ComponentWrite(entity: records[Int(slot)].number, typeIndex: column.typeIndex,
-                                             typeName: column.typeName, value: state.isEmpty ? nil : state))
+                let number = records[Int(slot)].number
+                if column.denseIndex(slot) != nil {   // something held, or a type without a column: the whole state
+                    writes.append(ComponentWrite(entity: number, typeIndex: column.typeIndex, typeName: column.typeName,
+                                                 value: replicaState(at: slot)))
+                    continue
+                }
+                let start = stamps.count
+                replicas.stamps.append(stampsOf: slot, to: &stamps)
+                if stamps.count > start {
+                    writes.append(ComponentWrite(entity: number, typeIndex: column.typeIndex, typeName: column.typeName,
+                                                 value: StoredReplicaState(run: run, start: start, count: stamps.count - start)))
+                } else {
+                    writes.append(ComponentWrite(entity: number, typeIndex: column.typeIndex, typeName: column.typeName, value: nil))
+                }
             }
+            run.stamps = stamps   // before the batch leaves this thread
             queued.removeAll(keepingCapacity: true)
             swap(&queued, &column.queuedCritical)
         }

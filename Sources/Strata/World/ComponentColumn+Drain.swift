@@ -22,7 +22,7 @@ extension ComponentColumn {
         // that emptying it copies nothing.
         var queued: [UInt32] = []
         if tier == .critical { swap(&queued, &queuedCritical) } else { swap(&queued, &queuedDerived) }
-        writes.reserveCapacity(writes.count + queued.count)
+        writes.reserve(atLeast: queued.count)
         // One access to `values` for the whole loop (it is exclusivity-checked: `mutate`
         // lends it), not one per key.
         values.withUnsafeBufferPointer { values in

@@ -14,23 +14,32 @@ extension ComponentColumn {
     /// reached through ``AnyComponentColumn`` it would run unspecialized, every decode,
     /// value copy and append going through `C`'s runtime metadata (a pull or a reload
     /// decodes thousands of values).
+    ///
+    /// With `queueCritical` (pulled values), each value decoded is also queued for the
+    /// critical tier (ephemeral types excepted), in the same specialized loop; returns
+    /// true if that made it the column's first queued key (the tracker must hear of it).
     @usableFromInline
-    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure]) {
-        var context = ColumnLoadContext(rows: rows, bytes: bytes, failures: [])
+    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure],
+              queueCritical: Bool = false) -> Bool {
+        var context = ColumnLoadContext(rows: rows, bytes: bytes, failures: [], queueCritical: queueCritical)
         swap(&context.failures, &failures)
         withUnsafeMutablePointer(to: &context) { C._strataLoad(self, UnsafeMutableRawPointer($0)) }
         swap(&context.failures, &failures)
+        return context.queuedFirst
     }
 
     @inlinable @inline(__always)
-    func loadRun(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure]) {
+    func loadRun(_ context: inout ColumnLoadContext) {
+        let (rows, bytes) = (context.rows, context.bytes)
+        let queue = context.queueCritical && C.tier != .ephemeral
         for position in rows.indices {
             let row = rows[position]
             do {
                 var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count]))
                 set(try C(from: &reader, version: row.version), at: row.entity)
+                if queue, queueCritical(row.entity) { context.queuedFirst = true }
             } catch {
-                failures.append(LoadFailure(row: position, error: error))
+                context.failures.append(LoadFailure(row: position, error: error))
             }
         }
     }
@@ -43,12 +52,15 @@ struct ColumnLoadContext {
     @usableFromInline var rows: UnsafeBufferPointer<LoadedRow>
     @usableFromInline var bytes: UnsafeRawBufferPointer
     @usableFromInline var failures: [LoadFailure]
+    @usableFromInline var queueCritical: Bool
+    @usableFromInline var queuedFirst = false
 
     @usableFromInline
-    init(rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: [LoadFailure]) {
+    init(rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: [LoadFailure], queueCritical: Bool) {
         self.rows = rows
         self.bytes = bytes
         self.failures = failures
+        self.queueCritical = queueCritical
     }
 }
 
@@ -58,8 +70,7 @@ extension Component {
     @inlinable
     public static func _strataLoad(_ column: AnyObject, _ context: UnsafeMutableRawPointer) {
         let context = context.assumingMemoryBound(to: ColumnLoadContext.self)
-        unsafeDowncast(column, to: ComponentColumn<Self>.self)
-            .loadRun(context.pointee.rows, bytes: context.pointee.bytes, failures: &context.pointee.failures)
+        unsafeDowncast(column, to: ComponentColumn<Self>.self).loadRun(&context.pointee)
     }
 }
 

@@ -166,7 +166,8 @@ protocol AnyComponentColumn: AnyObject {
     func markDirty(_ entityIndex: UInt32, tier: Tier) -> Bool
     func reserveSlots(_ count: Int)
     func load(from payload: inout PayloadReader, version: Int, at entityIndex: UInt32) throws
-    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure])
+    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure],
+              queueCritical: Bool) -> Bool
     func takeReplicated(into keys: inout [ReplicatedKey])
     func isReplicaDirty(_ entityIndex: UInt32) -> Bool
     func removeValue(at entityIndex: UInt32) -> Bool

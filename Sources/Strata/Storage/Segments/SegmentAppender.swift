@@ -59,7 +59,7 @@ final class SegmentAppender: BatchPart {
                 baseWrites.append((key, type(of: value).payloadVersion, start ..< payloads.bytes.count))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
-                if value is ReplicaState { counts.stampPayloadBytes += payloads.bytes.count - start }
+                if value is ReplicaState || value is StoredReplicaState { counts.stampPayloadBytes += payloads.bytes.count - start }
                 continue
             }
             if let value = write.value {
@@ -70,7 +70,7 @@ final class SegmentAppender: BatchPart {
                 pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
-                if value is ReplicaState { counts.stampPayloadBytes += payloads.bytes.count - start }
+                if value is ReplicaState || value is StoredReplicaState { counts.stampPayloadBytes += payloads.bytes.count - start }
             } else {
                 records.append(.init(key: key, version: 0, payload: nil))
                 pendingKeys.append((key, 2))
