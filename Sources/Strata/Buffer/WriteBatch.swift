@@ -6,7 +6,10 @@ struct ComponentWrite: Sendable {
     /// The world's index for the type; the writer caches the row's `type_id` by it.
     var typeIndex: UInt32
     var typeName: String
-    var value: (any Component)?
+    /// Spelled out, not `(any Component)?`: a `var` of that spelling starts as nil, and the
+    /// initializer's store would be an assignment over it, through the runtime's generic
+    /// witness of `Optional` (about 100 instructions a write, every write of every drain).
+    var value: Optional<any Component>
 
     @usableFromInline
     init(entity: EntityNumber, typeIndex: UInt32, typeName: String, value: (any Component)?) {

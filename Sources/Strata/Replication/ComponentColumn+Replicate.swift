@@ -53,6 +53,6 @@ extension ComponentColumn {
 @usableFromInline
 struct ReplicatedKey {
     var entityIndex: UInt32
-    var value: (any Component)?
+    var value: Optional<any Component>   // spelled out: no implicit nil to assign over (`ComponentWrite`)
     var persist: Bool
 }

@@ -14,7 +14,7 @@ struct ReplicaBook {
     var changes: [ReplicatedChange] = []
     var reportsChanges = false
     /// The last type name an operation named, with its column (operations come in runs).
-    var lastType: (name: String, index: Int)?
+    var lastType: (name: String, index: Int, payloadVersion: Int)?
     /// Values applied since the last critical drain.
     var appliedSinceDrain = 0
     /// Operations logged for local changes since the engine last counted them.

@@ -157,8 +157,9 @@ extension World {
             if value.stamp.timestamp > replicas.futureBound { return .failure(.future) }
         }
         // A type this build declares local is not another device's to set (nor Strata's own).
-        guard let index = replicatedColumn(named: type) else { return .failure(.unknownType) }
-        if value.version > columns[index].componentType.payloadVersion { return .failure(.newerVersion) }
+        // The lookup leaves the column's payload version in `lastType`.
+        guard let index = replicatedColumn(named: type), let found = replicas.lastType else { return .failure(.unknownType) }
+        if value.version > found.payloadVersion { return .failure(.newerVersion) }
         return .success(index)
     }
 

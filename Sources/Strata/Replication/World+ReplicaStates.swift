@@ -19,7 +19,7 @@ extension World {
     func replicatedColumn(named type: String) -> Int? {
         if let last = replicas.lastType, last.name == type { return last.index }
         guard let found = columnByName[type], replicas.stamps.keeps(found) else { return nil }
-        replicas.lastType = (type, found)
+        replicas.lastType = (type, found, columns[found].componentType.payloadVersion)
         return found
     }
 
@@ -56,7 +56,7 @@ extension World {
     /// held one above it (`releasing` a held value: the applied one only).
     func keptStamp(of entity: Entity, _ type: String, releasing: Bool) -> OperationStamp {
         let column = replicatedColumn(named: type)
-        let applied = column.map { replicas.stamps.stamp($0, entity.index) } ?? .zero
+        let applied = column.map { typeIndex in withStamps { $0.stamp(typeIndex, entity.index) } } ?? .zero
         return withStateColumn { states in
             guard let d = states.denseIndex(entity.index) else { return applied }
             return states.values.withUnsafeBufferPointer { states in
@@ -87,8 +87,9 @@ extension World {
             swap(&queued, &column.queuedCritical)
             writes.reserve(atLeast: queued.count)
             let run = StampRun()
+            let table = replicas.stamps   // one copy for the loop (its arrays retained once, not per entity)
             var stamps: [ReplicaState.Stamped] = []
-            stamps.reserveCapacity(queued.count * replicas.stamps.order.count)
+            stamps.reserveCapacity(queued.count * table.order.count)
             for slot in queued where column.slots[Int(slot)].dirty {
                 column.slots[Int(slot)].dirty = false
                 let number = records[Int(slot)].number
@@ -98,7 +99,7 @@ extension World {
                     continue
                 }
                 let start = stamps.count
-                replicas.stamps.append(stampsOf: slot, to: &stamps)
+                table.append(stampsOf: slot, to: &stamps)
                 if stamps.count > start {
                     writes.append(ComponentWrite(entity: number, typeIndex: column.typeIndex, typeName: column.typeName,
                                                  value: StoredReplicaState(run: run, start: start, count: stamps.count - start)))
@@ -145,6 +146,14 @@ extension World {
             }
             for slot in emptied { column.remove(at: slot) }
         }
+    }
+
+    /// Runs `body` with the stamp table in place. A non-mutating call on `replicas.stamps`
+    /// copies the table out of the world (a class) first, retaining and releasing its two
+    /// arrays: this is for the reads of every pulled value.
+    @inline(__always)
+    func withStamps<R>(_ body: (inout StampTable) -> R) -> R {
+        body(&replicas.stamps)
     }
 
     /// Runs `body` with the column of ``ReplicaState``s (looked up once), borrowed:
