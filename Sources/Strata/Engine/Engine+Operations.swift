@@ -65,11 +65,13 @@ extension Engine {
     /// so is ``finishApplyingReplicated()``: a replicated value may be staged.
     /// The operation is moved into the log, not copied (a pull brings thousands).
     func logReceived(_ operation: consuming LoggedOperation, handing hook: ((LoggedOperation) -> Void)?) -> LoggedOperation.Receipt {
-        let receipt = world.operationLog.admit(operation)
+        let receipt = world.withOperationLog { $0.admit(operation) }
         guard receipt != .duplicate else { return receipt }
         if ReplicatedOperation.isReplicated(kind: operation.kind) {
             world.applyReplicated(operation)   // logs nothing itself: the log's order is kept
-            world.operationLog.queue(operation)
+            var moving = Optional(consume operation)   // moved into the log through the closure
+            world.withOperationLog { log in if let operation = moving.take() { log.queue(operation) } }
+            return receipt
         } else {
             world.operationLog.queue(copy operation)   // before the hook, which may log operations of its own
             if let hook {

@@ -14,10 +14,14 @@ extension World {
     @inline(__always)
     func prefetch(ahead operations: borrowing [LoggedOperation], of index: Int) {
         guard index + Self.prefetchDistance < operations.count else { return }
-        operations[index + Self.prefetchDistance].payload.withUnsafeBytes { bytes in
-            guard bytes.count >= 17 else { return }   // a format byte, then the entity's id
-            prefetchIndexCell((bytes.loadUnaligned(fromByteOffset: 1, as: UInt64.self),
-                               bytes.loadUnaligned(fromByteOffset: 9, as: UInt64.self)))
+        // Through the buffer, so that the payload is borrowed: a copy of it would be retained,
+        // a write to an object the sync thread made (its cache line taken from that core).
+        operations.withUnsafeBufferPointer { operations in
+            operations[index + Self.prefetchDistance].payload.withUnsafeBytes { bytes in
+                guard bytes.count >= 17 else { return }   // a format byte, then the entity's id
+                prefetchIndexCell((bytes.loadUnaligned(fromByteOffset: 1, as: UInt64.self),
+                                   bytes.loadUnaligned(fromByteOffset: 9, as: UInt64.self)))
+            }
         }
     }
 }

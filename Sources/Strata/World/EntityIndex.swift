@@ -88,7 +88,8 @@ struct EntityIndex {
 
     /// Asks the cache for the home cell of the id whose two words are `words` (``EntityID``'s
     /// `words`, read straight from a payload): a hint, nothing is read or changed.
-    func prefetch(_ words: (UInt64, UInt64)) {
+    /// Mutating only to be reached in place: the world's copy would be retained and released.
+    mutating func prefetch(_ words: (UInt64, UInt64)) {
         guard count > 0 else { return }
         let home = Int(truncatingIfNeeded: hash(words)) & (cells.count - 1)
         cells.withUnsafeBufferPointer { strata_prefetch($0.baseAddress! + home) }
