@@ -11,9 +11,7 @@ import Testing
         let server = LoopbackServer()
         let shape = a.world.spawn(SharedPosition(x: 1, y: 1), SharedLabel("first"))
         let id = try #require(a.world.id(of: shape))
-        #expect(a.engine.flushNow())
-        try server.push(from: a)
-        server.pullAll(into: b)
+        try server.deliver(from: a, to: b)
         #expect(b.engine.flushNow())
         let stored = b.world.replicaState(at: try #require(b.entity(id)).index)
         #expect(stored.stamps.map(\.type) == [SharedLabel.typeName, SharedPosition.typeName])
@@ -26,9 +24,7 @@ import Testing
 
         // A move applied there rewrites the stored state: the label's stamp goes with it.
         a.world.insert(SharedPosition(x: 9, y: 9), for: shape)
-        #expect(a.engine.flushNow())
-        try server.push(from: a)
-        server.pullAll(into: b)
+        try server.deliver(from: a, to: b)
         #expect(b.engine.flushNow())
         #expect(b.world.get(SharedPosition.self, for: there) == SharedPosition(x: 9, y: 9))
 

@@ -97,12 +97,25 @@ final class LoopbackServer {
         return new.count
     }
 
+    /// `from` commits what it has (a flush), pushes it, and `to` pulls everything it lacks.
+    func deliver(from: Replica, to: Replica) throws {
+        guard from.engine.flushNow() else { throw FlushFailed(replica: from.name) }
+        try push(from: from)
+        pullAll(into: to)
+    }
+
     /// Every operation the replica does not have yet is received by it, in server order.
     func pullAll(into replica: Replica) {
         for operation in operations where operation.node != replica.engine.nodeID {
             replica.engine.receiveOperation(operation)
         }
     }
+}
+
+/// A replica's flush did not commit (``LoopbackServer/deliver(from:to:)``).
+struct FlushFailed: Error, CustomStringConvertible {
+    let replica: String
+    var description: String { "\(replica): the flush did not commit" }
 }
 
 /// ``SharedLabel`` as a newer build encodes it (payload version 2: a color too).
