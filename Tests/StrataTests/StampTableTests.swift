@@ -1,4 +1,5 @@
 import Foundation
+import GRDBSQLite
 import Testing
 @testable import Strata
 
@@ -58,5 +59,49 @@ import Testing
         #expect(b.world.replicas.status.logged == 1, "a local entity's despawn is not")
         #expect(b.engine.flushNow())
         try b.engine.shutdown()
+    }
+
+    @Test func aParkedStoredStateIsMergedIntoTheWorldsNotWrittenOverIt() throws {
+        // Rows of more than 16 KiB are refused for good (SQLITE_TOOBIG) and parked: here the
+        // entity's stored state, which holds a 20 KB value of a type this build does not know.
+        var fixture = EngineFixture()
+        fixture.options.prepareConnection = { db in _ = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, 16 * 1024) }
+        func open() throws -> Engine {
+            try Engine.open(config: fixture.config, components: replicatedTestComponents, logger: quietLogger, options: fixture.options)
+        }
+        var engine = try open()
+        let peer = NodeID(), id = EntityID()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func position(_ x: Float, seq: Int64, at milliseconds: Int64) -> LoggedOperation {
+            peerOperation(.component(entity: id, type: SharedPosition.typeName, version: 1, payload: SharedPosition(x: x, y: 0).encodedForTest[...]),
+                          node: peer, seq: seq, milliseconds: milliseconds)
+        }
+        let unknown = ReplicatedOperation.component(entity: id, type: "test.unknown", version: 1, payload: Array(repeating: 7, count: 20_000)[...])
+        engine.receiveOperation(peerOperation(unknown, node: peer, seq: 1, milliseconds: now))
+        engine.receiveOperation(position(1, seq: 2, at: now))
+        #expect(engine.flushNow())
+        #expect(try engine.rejectedWrites().map(\.name).contains(ReplicaState.typeName))
+        try engine.shutdown()
+
+        // The cause gone, newer values arrive before the parked rows are replayed.
+        fixture.options.prepareConnection = nil
+        engine = try open()
+        engine.receiveOperation(position(2, seq: 3, at: now + 60_000))
+        #expect(engine.flushNow())
+        let entity = try #require(engine.world.entity(for: id))
+        let stamp = engine.world.replicaState(at: entity.index).stamps.first { $0.type == SharedPosition.typeName }?.stamp
+        #expect(engine.replicationStatus.heldNow.isEmpty, "the held value was in the parked row only")
+        #expect(try engine.replayRejectedWrites().kept.isEmpty)
+        #expect(engine.flushNow())
+        #expect(try engine.rejectedWrites().isEmpty)
+        try engine.shutdown()
+
+        engine = try open()
+        let reopened = try #require(engine.world.entity(for: id))
+        let state = engine.world.replicaState(at: reopened.index)
+        #expect(state.stamps.first { $0.type == SharedPosition.typeName }?.stamp == stamp, "no stamp moved back")
+        #expect(state.heldValue(of: "test.unknown")?.payload?.count == 20_000, "the parked held value is back")
+        #expect(engine.replicationStatus.heldNow == ["unknown type": 1])
+        try engine.shutdown()
     }
 }

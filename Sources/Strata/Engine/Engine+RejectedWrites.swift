@@ -83,6 +83,20 @@ extension Engine {
         case .component, .componentRemoval:
             guard let id = row.entity, let entity = world.entity(for: id) else { return "its entity is not in the world" }
             guard let type = world.componentTypes.first(where: { $0.typeName == row.name }) else { return "its type is not registered" }
+            if type == ReplicaState.self {
+                // Stamps only move forward: the parked state is merged into the world's (what
+                // came since wins), and the whole state written again.
+                do {
+                    let parked = try (row.payload ?? []).withUnsafeBytes { buffer in
+                        var reader = PayloadReader(buffer)
+                        return try ReplicaState(from: &reader, version: Int(row.number ?? 1))
+                    }
+                    world.mergeParkedReplicaState(parked, of: entity)
+                    return nil
+                } catch {
+                    return "it does not decode: \(error)"
+                }
+            }
             if row.kind == .componentRemoval {
                 _ = remove(type, from: entity)
                 return nil

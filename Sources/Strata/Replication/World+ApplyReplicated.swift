@@ -163,7 +163,7 @@ extension World {
         return .success(index)
     }
 
-    private func noteFuture(_ stamp: OperationStamp) {
+    func noteFuture(_ stamp: OperationStamp) {
         let due = HybridTimestamp(rawValue: stamp.timestamp).milliseconds &- replicas.maxSkewMilliseconds
         replicas.earliestFuture = min(replicas.earliestFuture ?? .max, due)
     }

@@ -36,6 +36,24 @@ extension World {
         }
     }
 
+    /// Merges a stored state that was parked (a row refused for good, replayed) into the
+    /// entity's, and marks it to be written again: a stamp only moves forward, and a held
+    /// value comes back unless something newer was applied or held for its type since.
+    func mergeParkedReplicaState(_ parked: ReplicaState, of entity: Entity) {
+        for entry in parked.stamps where entry.stamp > keptStamp(of: entity, entry.type, releasing: true) {
+            if let typeIndex = replicatedColumn(named: entry.type) {
+                replicas.stamps.set(typeIndex, entity.index, entry.stamp)
+            } else {
+                updateState(of: entity) { ReplicaState.set(&$0.stamps, entry.type, entry.stamp) }
+            }
+        }
+        for entry in parked.held where entry.value.stamp > keptStamp(of: entity, entry.type, releasing: false) {
+            updateState(of: entity) { $0.hold(entry.type, entry.value) }
+            if entry.value.reason == .future { noteFuture(entry.value.stamp) }
+        }
+        withStateColumn { markDirty($0, entity.index) }
+    }
+
     /// Changes the entity's ``ReplicaState`` (its held values) in place, or gives it one;
     /// one left empty goes.
     func updateState(of entity: Entity, _ body: (inout ReplicaState) -> Void) {

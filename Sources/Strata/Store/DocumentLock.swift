@@ -38,7 +38,7 @@ final class DocumentLock: @unchecked Sendable {
             throw StoreError(.open, message: "cannot open the lock file \(path): \(String(cString: strerror(errno)))",
                              path: location.path)
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard lockExclusively(fd) else {
             let reason = errno
             let owner = readOwner(fd)
             close(fd)
@@ -54,6 +54,24 @@ final class DocumentLock: @unchecked Sendable {
         _ = ftruncate(fd, 0)
         _ = text.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         return DocumentLock(path: path, descriptor: fd)
+    }
+
+    /// `flock(LOCK_EX | LOCK_NB)`, tried again for up to 50 ms while the owner on record is
+    /// this process. A lock this process just released can still be held for a moment: a
+    /// child another thread is spawning shares the lock's open file description until its
+    /// `exec` closes it (`O_CLOEXEC`). An engine of this process that really holds the
+    /// document still holds it after the wait.
+    private static func lockExclusively(_ fd: Int32) -> Bool {
+        for attempt in 0 ..< 11 {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            let reason = errno
+            guard reason == EWOULDBLOCK, attempt < 10, readOwner(fd)?.pid == getpid() else {
+                errno = reason
+                return false
+            }
+            usleep(5_000)
+        }
+        return false
     }
 
     /// Who owns the document now, read without taking it; nil if nobody does.
