@@ -14,10 +14,22 @@ extension World {
             batch.entityInserts.append(EntityInsert(number: record.number, id: record.id))
         }
         records.withUnsafeBufferPointer { records in
-            for column in columns where column.componentType.tier != .ephemeral && column.componentType != ReplicaState.self {
-                column.snapshot(records: records, into: &batch.writes)
+            for column in columns where column.componentType.tier != .ephemeral {
+                persistedWrites(of: column, records: records, into: &batch.writes)
             }
-            snapshotReplicaStates(records: records, into: &batch.writes)
+        }
+    }
+}
+
+extension World {
+    /// Every value of `column` as a write, as stored: the replica states whole, built from
+    /// the stamp table (`World+ReplicaStates.swift`), the other columns' values as they are.
+    func persistedWrites(of column: any AnyComponentColumn, records: UnsafeBufferPointer<EntityRecord>,
+                         into writes: inout [ComponentWrite]) {
+        if column.componentType == ReplicaState.self {
+            snapshotReplicaStates(records: records, into: &writes)
+        } else {
+            column.snapshot(records: records, into: &writes)
         }
     }
 }

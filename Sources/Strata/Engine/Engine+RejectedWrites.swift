@@ -84,13 +84,10 @@ extension Engine {
             guard let id = row.entity, let entity = world.entity(for: id) else { return "its entity is not in the world" }
             guard let type = world.componentTypes.first(where: { $0.typeName == row.name }) else { return "its type is not registered" }
             if type == ReplicaState.self {
-                // Stamps only move forward: the parked state is merged into the world's (what
-                // came since wins), and the whole state written again.
+                // Stamps only move forward: a parked state is merged into the world's (what
+                // came since wins), and the whole state written again, as a parked removal is.
                 do {
-                    let parked = try (row.payload ?? []).withUnsafeBytes { buffer in
-                        var reader = PayloadReader(buffer)
-                        return try ReplicaState(from: &reader, version: Int(row.number ?? 1))
-                    }
+                    let parked = row.kind == .componentRemoval ? ReplicaState() : try decode(ReplicaState.self, row)
                     world.mergeParkedReplicaState(parked, of: entity)
                     return nil
                 } catch {
@@ -102,7 +99,7 @@ extension Engine {
                 return nil
             }
             do {
-                try reinsert(type, row.payload ?? [], version: Int(row.number ?? 1), for: entity)
+                try reinsert(type, row, for: entity)
                 return nil
             } catch {
                 return "it does not decode: \(error)"
@@ -140,12 +137,16 @@ extension Engine {
         }
     }
 
-    private func reinsert<C: Component>(_ type: C.Type, _ bytes: [UInt8], version: Int, for entity: Entity) throws {
-        let value = try bytes.withUnsafeBytes { buffer in
+    private func reinsert<C: Component>(_ type: C.Type, _ row: RejectedWrite, for entity: Entity) throws {
+        world.insert(try decode(C.self, row), for: entity)
+    }
+
+    /// A parked component row's value (its payload, at the payload version it was parked with).
+    private func decode<C: Component>(_ type: C.Type, _ row: RejectedWrite) throws -> C {
+        try (row.payload ?? []).withUnsafeBytes { buffer in
             var reader = PayloadReader(buffer)
-            return try C(from: &reader, version: version)
+            return try C(from: &reader, version: Int(row.number ?? 1))
         }
-        world.insert(value, for: entity)
     }
 
     private func remove<C: Component>(_ type: C.Type, from entity: Entity) -> C? {

@@ -63,13 +63,6 @@ public final class World {
     /// The operation log's tick-thread side (a fresh, unpersisted node until a reload
     /// sets the document's). Feed it through ``Engine/appendOperation(kind:payload:)``.
     @exclusivity(unchecked) public internal(set) var operationLog = OperationLog(node: NodeID())
-
-    /// Runs `body` with the operation log borrowed: neither retained nor released (a
-    /// `var`, it would be around every call; a pull calls it twice a value).
-    @inline(__always)
-    func withOperationLog<R>(_ body: (OperationLog) -> R) -> R {
-        Unmanaged.passUnretained(operationLog)._withUnsafeGuaranteedRef(body)
-    }
     @usableFromInline let clock: any StrataClock
     @usableFromInline var owner = ThreadOwner()
     @exclusivity(unchecked) public private(set) var entityCount = 0
@@ -176,6 +169,13 @@ public final class World {
         let entity = spawn()
         _ = (repeat insert(each components, for: entity))
         return entity
+    }
+
+    /// Runs `body` with the operation log borrowed: neither retained nor released (a
+    /// `var`, it would be around every call; a pull calls it twice a value).
+    @inline(__always)
+    func withOperationLog<R>(_ body: (OperationLog) -> R) -> R {
+        Unmanaged.passUnretained(operationLog)._withUnsafeGuaranteedRef(body)
     }
 
     /// A cache hint for the id index's cell of the id `words` (``World/prefetch(ahead:of:)``).

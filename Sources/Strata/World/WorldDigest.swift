@@ -74,11 +74,7 @@ extension World {
         records.withUnsafeBufferPointer { records in
             for column in columns where column.componentType.tier != .ephemeral {
                 writes.removeAll(keepingCapacity: true)
-                if column.componentType == ReplicaState.self {   // stored whole, kept split (`World+ReplicaStates.swift`)
-                    snapshotReplicaStates(records: records, into: &writes)
-                } else {
-                    column.snapshot(records: records, into: &writes)
-                }
+                persistedWrites(of: column, records: records, into: &writes)
                 for write in writes {
                     guard let value = write.value, let id = ids[write.entity] else { continue }
                     Self.encoded(value).withUnsafeBytes { accumulator.add(type: write.typeName, entity: id, payload: $0) }
