@@ -25,9 +25,12 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Builds everything (the crash tests run the real `strata` binary, ExampleTests the embedding
-# example's program), then runs every test.
+# Refuses a trap on read data first (scripts/check-untrusted-reads.py: no GRDB row subscript,
+# try!, as! or forced unwrap in the engine, the adapter or the host); builds everything (the
+# crash tests run the real `strata` binary, ExampleTests the embedding example's program),
+# then runs every test.
 test: deps
+	python3 scripts/check-untrusted-reads.py
 	$(SWIFT) build
 	$(SWIFT) test
 	$(MAKE) docs

@@ -83,15 +83,15 @@ public actor PostgresTransport: SyncTransport {
                 LEFT JOIN unnest($1::uuid[], $2::int8[]) AS c(node, seq) ON c.node = o.node
                 WHERE o.document = $3 AND o.position > $4 AND o.node <> $5 AND o.seq > coalesce(c.seq, 0)
                 ORDER BY o.position LIMIT $6
-                """, [PGText.array(clockNodes.map(\.uuid.uuidString)), PGText.array(clockNodes.map { clock[$0]! }),
+                """, [PGText.array(clockNodes.map(\.uuid.uuidString)), PGText.array(clockNodes.map { clock[$0] ?? 0 }),
                       document, String(cursor), node.uuid.uuidString, String(limit)])
             var operations: [LoggedOperation] = []
             var last = cursor
-            for row in rows {
-                guard row.count == 7, let position = row[0].flatMap({ Int64($0) }), let id = row[1].flatMap(UUID.init(uuidString:)),
-                      let from = row[2].flatMap(UUID.init(uuidString:)), let seq = row[3].flatMap({ Int64($0) }),
+            for fields in rows {
+                guard fields.count == 7, let position = fields[0].flatMap({ Int64($0) }), let id = fields[1].flatMap(UUID.init(uuidString:)),
+                      let from = fields[2].flatMap(UUID.init(uuidString:)), let seq = fields[3].flatMap({ Int64($0) }),
                       seq > 0, seq <= 1 << 62,
-                      let hlc = row[4].flatMap({ Int64($0) }), let kind = row[5], let payload = row[6]
+                      let hlc = fields[4].flatMap({ Int64($0) }), let kind = fields[5], let payload = fields[6]
                 else { throw SyncError(.failed, "the server sent an operation this build cannot read") }
                 operations.append(LoggedOperation(id: EntityID(id), node: NodeID(from), seq: seq, timestamp: HybridTimestamp(rawValue: hlc),
                                                   kind: kind, payload: try PGText.bytes(payload)))

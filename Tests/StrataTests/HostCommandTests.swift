@@ -133,6 +133,32 @@ import Testing
         #expect(try strata(["sim", "--documents", paths[0]]).status != 0, "one document is not a rotation")
     }
 
+    /// Three documents named as a user types them (relative, one with `./`), switched in a
+    /// loop: each is opened in turn, again and again, and none is refused by this process.
+    @Test func simSwitchesThroughThreeDocumentsInALoop() throws {
+        let directory = TestDirectory()
+        let run = try strata(["sim", "--documents", "a.db,./b.db,c.db", "--switch-every", "0.3", "--duration", "3",
+                              "--entities", "10", "--log-level", "error"], in: directory.url)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(!run.stderr.contains("could not switch"), "\(run.stderr)")
+        let targets = run.stdout.components(separatedBy: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: "strata sim: switched to ") else { return nil }
+            return line[range.upperBound...].split(separator: " ").first.map { URL(fileURLWithPath: String($0)).lastPathComponent }
+        }
+        #expect(targets.count >= 5, "\(run.stdout)")
+        let expected = (0 ..< targets.count).map { ["b.db", "c.db", "a.db"][$0 % 3] }
+        #expect(targets == expected, "in turn, and round again")
+        for name in ["a.db", "b.db", "c.db"] {
+            let inspection = try DatabaseInspection.inspect(path: directory.url.appendingPathComponent(name).path)
+            #expect(inspection.cleanShutdown == true && inspection.crashCount == 0 && inspection.owner == nil, "\(name)")
+            #expect(inspection.cleanShutdownCount >= 1, "\(name)")
+        }
+        let first = try DatabaseInspection.inspect(path: directory.url.appendingPathComponent("a.db").path)
+        #expect(first.cleanShutdownCount >= 2, "the first document was opened again and closed again")
+        let same = try strata(["sim", "--documents", "a.db,./a.db"], in: directory.url)
+        #expect(same.status != 0 && same.stderr.contains("two or more different paths"), "one document named twice")
+    }
+
     @Test func inspectOfAMissingFileFails() throws {
         let run = try strata(["inspect", "/nonexistent/strata.db"])
         #expect(run.status == 1)

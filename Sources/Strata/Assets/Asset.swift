@@ -30,9 +30,13 @@ enum AssetRows {
             SELECT assets.id, entities.id AS entity_id, name, size, checksum, state, assets.created_at
             FROM assets LEFT JOIN entities ON entities.num = assets.entity_num WHERE \(condition) ORDER BY assets.id
             """, arguments: arguments).map { row in
-            Asset(id: row["id"], entity: (row["entity_id"] as Data?).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } },
-                  name: row["name"], size: row["size"], checksum: UInt32(truncatingIfNeeded: row["checksum"] as Int64),
-                  state: Asset.State(rawValue: row["state"]) ?? .missing, createdAt: row["created_at"])
+            // A state that does not read is `.missing`: the reconciliation looks at the file again.
+            Asset(id: try row.decode(forColumn: "id"),
+                  entity: row.value("entity_id", as: Data.self).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } },
+                  name: try row.decode(forColumn: "name"), size: row.value("size") ?? 0,
+                  checksum: UInt32(truncatingIfNeeded: row.value("checksum", as: Int64.self) ?? 0),
+                  state: row.value("state", as: String.self).flatMap(Asset.State.init(rawValue:)) ?? .missing,
+                  createdAt: row.value("created_at") ?? 0)
         }
     }
 

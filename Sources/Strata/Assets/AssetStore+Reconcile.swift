@@ -72,7 +72,7 @@ extension AssetStore {
                 if row.state == .present { report.missing.append(row.name) }
             } else {
                 if row.state == .missing { report.foundAgain.append(row.name) }
-                if config.minFileBytes > 0 && files[row.name]! < config.minFileBytes { small.append(row.name) }
+                if config.minFileBytes > 0 && (files[row.name] ?? 0) < config.minFileBytes { small.append(row.name) }
             }
         }
         let (missing, found) = (report.missing, report.foundAgain)

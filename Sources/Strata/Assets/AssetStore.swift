@@ -98,7 +98,7 @@ public final class AssetStore: @unchecked Sendable {
         guard fd >= 0 else { throw fail("cannot create") }
         var written = 0
         while written < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress.map { $0 + written }, $0.count - written) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
                 let error = fail("cannot write")

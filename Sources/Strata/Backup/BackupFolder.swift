@@ -26,7 +26,7 @@ struct BackupFolder: Sendable {
     static func stamp(_ unixMilliseconds: Int64) -> String {
         let date = Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000)
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
         return String(format: "%04d%02d%02d-%02d%02d%02d-%03d", c.year ?? 0, c.month ?? 0, c.day ?? 0, c.hour ?? 0,
                       c.minute ?? 0, c.second ?? 0, Int(unixMilliseconds % 1000))
@@ -53,7 +53,7 @@ struct BackupFolder: Sendable {
         (parts.year, parts.month, parts.day) = (field(0, 4), field(4, 2), field(6, 2))
         (parts.hour, parts.minute, parts.second) = (field(8, 2), field(10, 2), field(12, 2))
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? calendar.timeZone
         guard let date = calendar.date(from: parts) else { return nil }
         return Int64(date.timeIntervalSince1970) * 1000 + Int64(field(14, 3))
     }

@@ -70,7 +70,7 @@ final class FileCopy {
         guard n > 0 else { return n }
         var written = 0
         while written < n {
-            let w = buffer.withUnsafeBytes { write(output, $0.baseAddress! + written, n - written) }
+            let w = buffer.withUnsafeBytes { write(output, $0.baseAddress.map { $0 + written }, n - written) }
             if w < 0 && errno == EINTR { continue }
             guard w > 0 else { return -1 }
             written += w

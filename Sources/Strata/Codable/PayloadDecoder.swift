@@ -65,20 +65,27 @@ final class PayloadDecoder: Decoder {
     /// Any value: the shapes this format reads its own way first (as ``PayloadEncoder``
     /// wrote them), then the type's own `init(from:)` with this decoder.
     func decodeValue<T: Decodable>(_ type: T.Type) throws -> T {
-        if T.self == Float.self { return try reader.read() as Float as! T }
-        if T.self == Double.self { return try reader.read() as Double as! T }
-        if T.self == Int.self { return try reader.read() as Int as! T }
-        if T.self == String.self { return try reader.read() as String as! T }
-        if T.self == Bool.self { return try reader.read() as Bool as! T }
-        if T.self == UInt8.self { return try reader.read() as UInt8 as! T }
-        if T.self == [Float].self { return try reader.read() as [Float] as! T }
-        if T.self == [UInt8].self { return try reader.read() as [UInt8] as! T }
-        if T.self == UUID.self { return try (reader.read() as EntityID).uuid as! T }
-        if T.self == EntityID.self { return try reader.read() as EntityID as! T }
-        if T.self == Data.self { return Data(try reader.readBytes()) as! T }
-        if let optional = T.self as? any _PayloadDecodableOptional.Type { return try optional._decodePresence(from: self) as! T }
-        if let sequence = T.self as? any _PayloadDecodableSequence.Type { return try sequence._decodeElements(from: self) as! T }
+        if let value = try decodeKnownShape(type) { return value }
         return try T(from: self)
+    }
+
+    /// The shapes read the format's own way, or nil for any other type. Each value is cast
+    /// to `T` only after `T` was found to be its type, so the cast cannot fail.
+    private func decodeKnownShape<T: Decodable>(_ type: T.Type) throws -> T? {
+        if T.self == Float.self { return try reader.read() as Float as? T }
+        if T.self == Double.self { return try reader.read() as Double as? T }
+        if T.self == Int.self { return try reader.read() as Int as? T }
+        if T.self == String.self { return try reader.read() as String as? T }
+        if T.self == Bool.self { return try reader.read() as Bool as? T }
+        if T.self == UInt8.self { return try reader.read() as UInt8 as? T }
+        if T.self == [Float].self { return try reader.read() as [Float] as? T }
+        if T.self == [UInt8].self { return try reader.read() as [UInt8] as? T }
+        if T.self == UUID.self { return try (reader.read() as EntityID).uuid as? T }
+        if T.self == EntityID.self { return try reader.read() as EntityID as? T }
+        if T.self == Data.self { return Data(try reader.readBytes()) as? T }
+        if let optional = T.self as? any _PayloadDecodableOptional.Type { return try optional._decodePresence(from: self) as? T }
+        if let sequence = T.self as? any _PayloadDecodableSequence.Type { return try sequence._decodeElements(from: self) as? T }
+        return nil
     }
 
     /// A bare `decodeNil`: optionals are read with `decodeIfPresent` (their presence byte).
@@ -151,18 +158,19 @@ final class PayloadDecoder: Decoder {
     /// Elements after the 4-byte count ``PayloadEncoder``'s unkeyed container writes.
     struct UnkeyedContainer: UnkeyedDecodingContainer {
         let decoder: PayloadDecoder
-        let count: Int?
+        let elements: Int
+        var count: Int? { elements }
         private(set) var currentIndex = 0
         var codingPath: [any CodingKey] { [] }
-        var isAtEnd: Bool { currentIndex >= count! }
+        var isAtEnd: Bool { currentIndex >= elements }
 
         init(decoder: PayloadDecoder) throws {
             self.decoder = decoder
-            count = Int(try decoder.reader.readFixedUInt32())
+            elements = Int(try decoder.reader.readFixedUInt32())
         }
 
         private mutating func next() throws {
-            guard !isAtEnd else { throw PayloadError.invalid("read past the \(count!) elements of a container") }
+            guard !isAtEnd else { throw PayloadError.invalid("read past the \(elements) elements of a container") }
             currentIndex += 1
         }
 

@@ -50,9 +50,10 @@ extension Engine {
                                      path: location.path)
                 }
                 let unfinished = fm.fileExists(atPath: location.path) ? try setAsideCorruptFiles(location) : nil
-                corruption = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
+                let cause = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
+                corruption = cause
                 setAside = original
-                logger.error("\(corruption!): starting a new file with what still reads of \(original)")
+                logger.error("\(cause): starting a new file with what still reads of \(original)")
             }
             try? fm.removeItem(atPath: location.replacingMarkerPath)
         }
@@ -63,9 +64,10 @@ extension Engine {
             // At open, in the integrity check after a crash, or in the reload: the same path.
             guard options.replaceIfCorrupt else { throw leftAsItIs(error, path: location.path) }
             corruption = error.message
-            setAside = try setAsideCorruptFiles(location)
+            let target = try setAsideCorruptFiles(location)
+            setAside = target
             try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
-            logger.error("database corrupt (\(error.message)); moved to \(setAside!), starting a new one with what still reads")
+            logger.error("database corrupt (\(error.message)); moved to \(target), starting a new one with what still reads")
             opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger,
                                      salvageFrom: setAside)
         }

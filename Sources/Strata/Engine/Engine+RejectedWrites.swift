@@ -12,13 +12,15 @@ extension Engine {
             rows = try store.queue.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM rejected_writes ORDER BY id").map { row in
                     func id(_ column: String) -> EntityID? {
-                        (row[column] as Data?).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } }
+                        row.value(column, as: Data.self).flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } }
                     }
-                    return RejectedWrite(id: row["id"], rejectedAt: row["rejected_at"], error: row["error"],
-                                         kind: RejectedWrite.Kind(rawValue: row["kind"]) ?? .component, entity: id("entity"),
-                                         entityNumber: row["entity_num"], name: row["name"], number: row["number"],
-                                         payload: (row["payload"] as Data?).map { [UInt8]($0) },
-                                         operationID: id("operation_id"), timestamp: row["timestamp"])
+                    // A parked row is shown whatever it holds: a value that does not read is left out.
+                    return RejectedWrite(id: try row.decode(forColumn: "id"), rejectedAt: row.value("rejected_at") ?? 0,
+                                         error: row.value("error") ?? "(unreadable)",
+                                         kind: row.value("kind", as: String.self).flatMap(RejectedWrite.Kind.init(rawValue:)) ?? .component,
+                                         entity: id("entity"), entityNumber: row.value("entity_num"), name: row.value("name"),
+                                         number: row.value("number"), payload: row.value("payload", as: Data.self).map { [UInt8]($0) },
+                                         operationID: id("operation_id"), timestamp: row.value("timestamp"))
                 }
             }
         } catch {

@@ -61,7 +61,9 @@ extension Engine {
         let location = store.location
         var fresh: Store?
         do {
-            if let setAside = state.setAside {
+            let setAside: String
+            if let earlier = state.setAside {
+                setAside = earlier
                 // The last attempt's unfinished file: made from the set-aside one and memory.
                 try? FileManager.default.removeItem(atPath: location.path)
                 try? FileManager.default.removeItem(atPath: location.walPath)
@@ -69,12 +71,12 @@ extension Engine {
                 logger.notice("replacing \(location.path) again from \(setAside) and memory")
             } else {
                 try? store.close()
-                state.setAside = try Engine.setAsideCorruptFiles(location) { target in
+                setAside = try Engine.setAsideCorruptFiles(location) { target in
                     try Data(target.utf8).write(to: URL(fileURLWithPath: location.replacingMarkerPath), options: .atomic)
                 }
+                state.setAside = setAside
                 try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
             }
-            let setAside = state.setAside!
             let (store, _) = try Engine.openVerified(location, Engine.storeOptions(config: config, options: options))
             fresh = store
             var typeNames: [String] = []

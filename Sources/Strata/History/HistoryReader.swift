@@ -15,8 +15,10 @@ enum HistoryReader {
                    coalesce(CAST(despawns AS INTEGER), 0) AS despawns
             FROM history_flushes ORDER BY id
             """).map { row in
-            HistoryFlush(atMilliseconds: row["at"], reasons: (row["reason"] as String).split(separator: ",").map(String.init),
-                         keys: row["keys"], spawns: row["spawns"], despawns: row["despawns"])
+            HistoryFlush(atMilliseconds: try row.decode(forColumn: "at"),
+                         reasons: try row.decode(String.self, forColumn: "reason").split(separator: ",").map(String.init),
+                         keys: try row.decode(forColumn: "keys"), spawns: try row.decode(forColumn: "spawns"),
+                         despawns: try row.decode(forColumn: "despawns"))
         }
         guard let first = flushes.first, let last = flushes.last else { return nil }
         let floor = try Int64.fetchOne(db, sql: "SELECT history_floor FROM compaction_state WHERE id = 1") ?? 0

@@ -9,14 +9,19 @@ enum JobRows {
         jobs.last_error, jobs.created_at, jobs.started_at, jobs.finished_at, jobs.not_before
         """
 
-    /// A row of ``columns``, read by position (a lookup by name lowercases the name each time).
-    static func job(_ row: Row) -> Job? {
-        guard let entity = (row[2] as Data?).flatMap({ data in data.withUnsafeBytes { EntityID(bytes: $0) } }),
-              let status = Job.Status(rawValue: row[6])
+    /// A row of ``columns``, read by position (a lookup by name lowercases the name each time);
+    /// nil if a value does not read as its column's type (the row stays in the file).
+    static func job(_ row: Row) -> Job? { try? decodeJob(row) }
+
+    private static func decodeJob(_ row: Row) throws -> Job? {
+        guard let entity = try row.decode(Data?.self, atIndex: 2).flatMap({ data in data.withUnsafeBytes { EntityID(bytes: $0) } }),
+              let status = Job.Status(rawValue: try row.decode(String.self, atIndex: 6))
         else { return nil }
-        return Job(id: row[0], entity: entity, kind: row[3], payload: [UInt8](row[4] as Data), priority: row[5],
-                   status: status, attempts: row[7], lastError: row[8], createdAt: row[9],
-                   startedAt: row[10], finishedAt: row[11], notBefore: row[12])
+        return Job(id: try row.decode(atIndex: 0), entity: entity, kind: try row.decode(atIndex: 3),
+                   payload: [UInt8](try row.decode(Data.self, atIndex: 4)), priority: try row.decode(atIndex: 5),
+                   status: status, attempts: try row.decode(atIndex: 7), lastError: try row.decode(atIndex: 8),
+                   createdAt: try row.decode(atIndex: 9), startedAt: try row.decode(atIndex: 10),
+                   finishedAt: try row.decode(atIndex: 11), notBefore: try row.decode(atIndex: 12))
     }
 
     static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments = [],
@@ -30,7 +35,9 @@ enum JobRows {
         let sql = "SELECT \(columns) FROM jobs JOIN entities ON entities.num = jobs.entity_num WHERE \(condition) ORDER BY \(order)"
             + (limit.map { " LIMIT \($0)" } ?? "")
         // Cached: the hot calls (one job by id, by entity and kind) are the same few statements.
-        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { row in job(row).map { ($0, row[1]) } }
+        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).compactMap { row in
+            job(row).flatMap { job in (try? row.decode(EntityNumber.self, atIndex: 1)).map { (job, $0) } }
+        }
     }
 
     /// Adds the job unless the entity has one of this kind already. Returns whether the
@@ -72,7 +79,7 @@ enum JobRows {
         for kind in kinds {
             for status in ["pending", "failed"] {
                 for row in try Row.fetchAll(pick, arguments: [kind, status, now, limit]) {
-                    candidates.append((row["priority"], row["id"]))
+                    candidates.append((try row.decode(forColumn: "priority"), try row.decode(forColumn: "id")))
                 }
             }
         }
@@ -180,7 +187,9 @@ enum JobRows {
     static func counts(_ db: Database) throws -> [Job.Status: Int] {
         var result: [Job.Status: Int] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status") {
-            if let status = Job.Status(rawValue: row["status"]) { result[status] = row["n"] }
+            if let status = (try? row.decode(String.self, forColumn: "status")).flatMap(Job.Status.init(rawValue:)) {
+                result[status] = try row.decode(forColumn: "n")
+            }
         }
         return result
     }

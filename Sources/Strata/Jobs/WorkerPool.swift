@@ -121,7 +121,12 @@ final class WorkerPool: @unchecked Sendable {
         defer { queue.didFinish(job.id) }
         var failure: String?
         do {
-            try handlers[job.kind]!(JobContext(job: job, token: token))
+            // Claimed by its kind, so it has a handler; a failure if not, never a trap.
+            if let handler = handlers[job.kind] {
+                try handler(JobContext(job: job, token: token))
+            } else {
+                failure = "no handler for the kind \(job.kind)"
+            }
         } catch {
             failure = "\(error)"
         }

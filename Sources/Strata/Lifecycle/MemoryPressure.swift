@@ -62,7 +62,7 @@ public enum MemoryPressure {
             if let events {
                 if let last = lastEvents {
                     for key in ["high", "max", "oom", "oom_kill"] where (events[key] ?? 0) > (last[key] ?? 0) {
-                        reason = reason ?? "cgroup memory.events: \(key) rose to \(events[key]!)"
+                        reason = reason ?? "cgroup memory.events: \(key) rose to \(events[key] ?? 0)"
                     }
                 }
                 lastEvents = events

@@ -105,14 +105,14 @@ package struct DoctorReport: Codable, Sendable {
                     SELECT d.name AS name, m.tbl_name AS owner, SUM(d.pgsize) AS bytes
                     FROM dbstat d LEFT JOIN sqlite_master m ON m.name = d.name GROUP BY d.name
                     """)) ?? []
-                let tables = Dictionary(usage.map { ($0["name"] as String, $0["bytes"] as Int) }, uniquingKeysWith: +)
+                let tables = Dictionary(usage.map { row in (row.value("name") ?? "?", row.value("bytes") ?? 0) }, uniquingKeysWith: +)
                 let kinds = Dictionary(usage.map { row -> (String, Int) in
-                    let name: String = row["name"], owner: String = row["owner"] ?? name
+                    let name: String = row.value("name") ?? "?", owner: String = row.value("owner") ?? name
                     let kind = owner.hasPrefix("sqlite_") ? "sqlite" : DataKind.owning(table: owner)?.rawValue ?? "unknown"
-                    return (kind, row["bytes"])
+                    return (kind, row.value("bytes") ?? 0)
                 }, uniquingKeysWith: +)
                 let jobs = Dictionary(((try? Row.fetchAll(db, sql: "SELECT status, count(*) AS n FROM jobs GROUP BY status")) ?? [])
-                    .map { ($0["status"] as String, $0["n"] as Int) }, uniquingKeysWith: +)
+                    .map { row in (row.value("status") ?? "(unreadable)", row.value("n") ?? 0) }, uniquingKeysWith: +)
                 let oldest = try? Int64.fetchOne(db, sql: "SELECT min(created_at) FROM jobs WHERE status IN ('pending', 'failed')")
                 let stats = (try? Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_stat1")) ?? 0
                 // The outbox of a document that syncs (one that never did has no server to push to).

@@ -23,10 +23,12 @@ package enum SetAsideSegments {
         let rows = try StoreLocation(path: path).readExisting { db -> [(Entry, Data)] in
             guard try db.tableExists("segments_set_aside") else { return [] }
             return try Row.fetchAll(db, sql: "SELECT * FROM segments_set_aside ORDER BY id").map { row in
-                let records: Data = row["records"]
-                return (Entry(id: row["id"], format: row["format"], recordCount: row["record_count"], checksum: row["checksum"],
-                              createdAt: row["created_at"], reason: row["reason"], setAsideAt: row["set_aside_at"],
-                              bytes: records.count), records)
+                // Exported whatever it holds: the records as bytes, a field that does not read as 0 or "".
+                let records: Data = row.value("records") ?? Data()
+                return (Entry(id: try row.decode(forColumn: "id"), format: row.value("format") ?? 0,
+                              recordCount: row.value("record_count") ?? 0, checksum: row.value("checksum") ?? 0,
+                              createdAt: row.value("created_at") ?? 0, reason: row.value("reason") ?? "",
+                              setAsideAt: row.value("set_aside_at") ?? 0, bytes: records.count), records)
             }
         }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)

@@ -82,8 +82,8 @@ package struct PageWrites: Sendable, Equatable {
             let wanted = Set(framesByPage.keys)
             let rows = try Row.fetchCursor(db, sql: "SELECT name, pageno FROM dbstat")
             while let row = try rows.next() {
-                let page = UInt32(truncatingIfNeeded: row[1] as Int64)
-                if wanted.contains(page) { owners[page] = row[0] }
+                guard let page = row.value(at: 1, as: Int64.self).map({ UInt32(truncatingIfNeeded: $0) }) else { continue }
+                if wanted.contains(page) { owners[page] = row.value(at: 0) }
             }
             return (owners, try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096,
                     (try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0) != 0)

@@ -127,10 +127,11 @@ package final class OperationLogReader: Sendable {
                        min(CASE WHEN o.seq > coalesce(f.seq, 0) THEN o.seq END) AS lowest
                 FROM operation_log o LEFT JOIN operation_floor f ON f.node = o.node GROUP BY o.node
                 """) {
-                guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
-                let lowest: Int64? = row["lowest"], floor = floors[node] ?? 0
-                result[node] = NodeSummary(count: row["n"], highest: max(row["highest"], floor), vectorClock: nil,
-                                           gaps: (lowest ?? floor + 1) > floor + 1 ? [floor + 1 ... lowest! - 1] : [], dropped: floor)
+                guard let node = Self.node(row) else { continue }
+                let lowest: Int64? = row.value("lowest"), floor = floors[node] ?? 0
+                let gaps: [ClosedRange<Int64>] = if let lowest, lowest > floor + 1 { [floor + 1 ... lowest - 1] } else { [] }
+                result[node] = NodeSummary(count: row.value("n") ?? 0, highest: max(row.value("highest") ?? 0, floor), vectorClock: nil,
+                                           gaps: gaps, dropped: floor)
             }
             // A gap follows every sequence whose successor in the log is not the next one.
             for row in try Row.fetchAll(db, sql: """
@@ -140,13 +141,13 @@ package final class OperationLogReader: Sendable {
                     WHERE o.seq > coalesce(f.seq, 0)
                 ) WHERE next > seq + 1
                 """) {
-                guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
-                let seq: Int64 = row["seq"], next: Int64 = row["next"]
+                guard let node = Self.node(row), let seq = row.value("seq", as: Int64.self), let next = row.value("next", as: Int64.self),
+                      seq < Int64.max, next > seq + 1 else { continue }
                 result[node]?.gaps.append(seq + 1 ... next - 1)
             }
             for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
-                guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
-                result[node, default: NodeSummary(count: 0, highest: 0, vectorClock: nil, gaps: [])].vectorClock = row["seq"]
+                guard let node = Self.node(row) else { continue }
+                result[node, default: NodeSummary(count: 0, highest: 0, vectorClock: nil, gaps: [])].vectorClock = row.value("seq")
             }
             return result
         }
@@ -163,7 +164,7 @@ package final class OperationLogReader: Sendable {
         guard try db.tableExists("operation_floor") else { return [:] }
         var floors: [NodeID: Int64] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
-            if let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[node] = row["seq"] }
+            if let node = Self.node(row), let seq = row.value("seq", as: Int64.self) { floors[node] = seq }
         }
         return floors
     }
@@ -176,11 +177,22 @@ package final class OperationLogReader: Sendable {
         }
     }
 
-    /// An `operation_log` row (node, seq, id, timestamp, kind, payload) as an operation.
+    /// The `node` column of `row` as a node id: nil if it is NULL (this replica's rows while
+    /// the `replica` row is missing), not a blob, or not 16 bytes.
+    static func node(_ row: Row) -> NodeID? {
+        row.value("node", as: Data.self).flatMap { $0.withUnsafeBytes { NodeID(bytes: $0) } }
+    }
+
+    /// An `operation_log` row (node, seq, id, timestamp, kind, payload) as an operation; nil
+    /// if a value does not read (the row stays in the file). A kind stored as an integer
+    /// that is no code of Strata's (`OperationKindCode`) reads as its digits.
     static func operation(_ row: Row) -> LoggedOperation? {
-        guard let node = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }),
-              let id = (row["id"] as Data).withUnsafeBytes({ EntityID(bytes: $0) }) else { return nil }
-        return LoggedOperation(id: id, node: node, seq: row["seq"], timestamp: HybridTimestamp(rawValue: row["timestamp"]),
-                               kind: row["kind"], payload: Array(row["payload"] as Data))
+        guard let node = node(row),
+              let id = row.value("id", as: Data.self).flatMap({ $0.withUnsafeBytes { EntityID(bytes: $0) } }),
+              let seq = row.value("seq", as: Int64.self), let timestamp = row.value("timestamp", as: Int64.self),
+              let kind = row.value("kind", as: String.self) ?? row.value("kind", as: Int64.self).map({ String($0) }),
+              let payload = row.value("payload", as: Data.self) else { return nil }
+        return LoggedOperation(id: id, node: node, seq: seq, timestamp: HybridTimestamp(rawValue: timestamp), kind: kind,
+                               payload: Array(payload))
     }
 }

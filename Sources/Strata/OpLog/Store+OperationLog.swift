@@ -109,8 +109,8 @@ extension Store {
                 // Operations dropped by retention count as logged: a node's prefix starts above its floor.
                 var floors: [NodeID: Int64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
-                    guard let seq = row["seq"] as Int64?, seq >= 0, seq <= OperationLog.highestSequence else { continue }   // damage
-                    if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { floors[id] = seq }
+                    guard let seq = row.value("seq", as: Int64.self), seq >= 0, seq <= OperationLog.highestSequence else { continue }   // damage
+                    if let id = OperationLogReader.node(row) { floors[id] = seq }
                 }
                 // The newest timestamp, not one beyond the allowed skew (a peer's wrong clock: see
                 // OperationLog.receive); then the keys alone.
@@ -132,13 +132,13 @@ extension Store {
                     }
                     while sqlite3_step(rows) == SQLITE_ROW {
                         let bytes = columnBlob(rows, 0)
-                        if current == nil || !current!.bytes.elementsEqual(bytes) {
+                        if let running = current, running.bytes.elementsEqual(bytes) {} else {
                             finish()
                             guard let id = NodeID(bytes: bytes) else { current = nil; continue }
                             current = (Array(bytes), id)
                             contiguous = floors[id] ?? 0
                         }
-                        let n = current!.id
+                        guard let n = current?.id else { continue }
                         let seq = sqlite3_column_int64(rows, 1)
                         counts[n, default: 0] += 1
                         // At or below the floor: a tombstone retention kept (its sequence is counted
@@ -156,7 +156,7 @@ extension Store {
                 if let lost = own.lost { summary.vectorClockRepairs.append(lost) }
                 var persisted: [NodeID: Int64] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
-                    if let id = (row["node"] as Data).withUnsafeBytes({ NodeID(bytes: $0) }) { persisted[id] = row["seq"] }
+                    if let id = OperationLogReader.node(row), let seq = row.value("seq", as: Int64.self) { persisted[id] = seq }
                 }
                 var toWrite: Set<NodeID> = []
                 for n in Set(clock.keys).union(persisted.keys).sorted(by: { $0.description < $1.description }) {

@@ -25,7 +25,7 @@ extension Salvage {
         let sql = "INSERT \(conflict) INTO \(table) (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
         try store.queue.write { db in
             let statement = try db.cachedStatement(sql: sql)
-            for row in rows { try statement.execute(arguments: StatementArguments(columns.map { row[$0] as DatabaseValue })) }
+            for row in rows { try statement.execute(arguments: StatementArguments(columns.map { row.value($0, as: DatabaseValue.self) ?? .null })) }
         }
     }
 
@@ -62,7 +62,7 @@ extension Salvage {
                     while let row = try cursor.next() { rows.append(row.copy()) }
                 }
             } catch {
-                if let last = rows.last?[key] as Int64?, (try? insert(rows, destination, columns, into: store)) != nil {
+                if let last = rows.last?.value(key, as: Int64.self), (try? insert(rows, destination, columns, into: store)) != nil {
                     copied += rows.count
                     next = last &+ 1
                     if next == Int64.min { break }
@@ -71,18 +71,18 @@ extension Salvage {
             }
             do {
                 if rows.isEmpty, firstKey(from: next) != .some(nil) { throw SalvageProbe.damaged }
-                guard let last = rows.last?[key] as Int64? else { break }
+                guard let last = rows.last?.value(key, as: Int64.self) else { break }
                 if rows.count == 256 {
-                    if rows.first?[key] as Int64? == last {
+                    if rows.first?.value(key, as: Int64.self) == last {
                         // One key fills the batch (an entity's many components): take all of it.
                         rows = try source.read { db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [last]) }
                     } else {
-                        rows.removeAll { $0[key] as Int64? == last }   // the last key's rows go in the next batch, whole
+                        rows.removeAll { $0.value(key, as: Int64.self) == last }   // the last key's rows go in the next batch, whole
                     }
                 }
                 try insert(rows, destination, columns, into: store)
                 copied += rows.count
-                next = (rows.last![key] as Int64) + 1
+                next = (rows.last?.value(key, as: Int64.self) ?? last) &+ 1   // past the last key copied
                 if next == Int64.min { break }
             } catch {
                 // A damaged page somewhere in that batch. Go a key at a time while seeks read;

@@ -95,11 +95,9 @@ enum Salvage {
                                       _ report: inout SalvageReport) {
         withSource(corruptPath, into: store, &report) { source, report in
             let names = { (queue: DatabaseQueue) in
-                (try? queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name FROM component_types") })?
-                    .reduce(into: [Int64: String]()) { $0[$1["id"]] = $1["name"] } ?? [:]
+                (try? queue.read { db in try ComponentTypeNames.all(db) }) ?? [:]
             }
-            let ours = (try? store.queue.read { db in try Row.fetchAll(db, sql: "SELECT id, name FROM component_types") })?
-                .reduce(into: [Int64: String]()) { $0[$1["id"]] = $1["name"] } ?? [:]
+            let ours = (try? store.queue.read { db in try ComponentTypeNames.all(db) }) ?? [:]
             // Same id, same name in both files: the rows can keep their type_id.
             let foreign = names(source).filter { !registered.contains($0.value) && ours[$0.key] == $0.value }.keys.sorted()
             guard !foreign.isEmpty else { return }
@@ -192,8 +190,8 @@ enum Salvage {
         guard let row = try? source.read({ db in
             try Row.fetchOne(db, sql: "SELECT crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
         }) else { return }
-        report.carriedCrashes = (row["crash_count"] as Int? ?? 0) + (corruptionCounted ? 1 : 0)
-        report.carriedCleanShutdowns = row["clean_shutdown_count"] as Int? ?? 0
+        report.carriedCrashes = (row.value("crash_count", as: Int.self) ?? 0) + (corruptionCounted ? 1 : 0)
+        report.carriedCleanShutdowns = row.value("clean_shutdown_count", as: Int.self) ?? 0
         try? store.queue.write { db in
             try db.execute(sql: "UPDATE session_state SET crash_count = crash_count + ?, clean_shutdown_count = clean_shutdown_count + ? WHERE id = 1",
                            arguments: [report.carriedCrashes, report.carriedCleanShutdowns])

@@ -52,9 +52,11 @@ extension Store {
                 let nowMs = Int64(now.timeIntervalSince1970 * 1000)
                 var state = SessionState(previous: .none, sessionID: EntityID(), crashCount: 0, cleanShutdownCount: 0)
                 if let row {
-                    state.crashCount = row["crash_count"]
-                    state.cleanShutdownCount = row["clean_shutdown_count"]
-                    state.previous = (row["clean_shutdown"] as Int) == 1 ? .clean : .crashed
+                    // A counter that does not read (another type planted there) restarts at 0;
+                    // a mark that does not read is a crash: the check runs.
+                    state.crashCount = (try? row.decode(Int.self, forColumn: "crash_count")) ?? 0
+                    state.cleanShutdownCount = (try? row.decode(Int.self, forColumn: "clean_shutdown_count")) ?? 0
+                    state.previous = (try? row.decode(Int.self, forColumn: "clean_shutdown")) == 1 ? .clean : .crashed
                 } else if !isNew {
                     state.previous = .crashed
                 }
@@ -65,7 +67,7 @@ extension Store {
                     let problems = try String.fetchAll(db, sql: fullCheck ? "PRAGMA integrity_check(10)" : "PRAGMA quick_check(10)")
                     state.integrity = problems.joined(separator: "; ")
                 } else if state.previous == .clean, startCheckAge > .zero,
-                          nowMs - ((row?["last_check_at"] as Int64?) ?? 0) >= Int64(startCheckAge.milliseconds) {
+                          nowMs - ((try? row?.decode(Int64?.self, forColumn: "last_check_at")) ?? 0) >= Int64(startCheckAge.milliseconds) {
                     var problems: [String] = []
                     for table in Self.tablesAStartDoesNotRead where try db.tableExists(table) {
                         problems += try String.fetchAll(db, sql: "PRAGMA quick_check(\(table))").filter { $0 != "ok" }

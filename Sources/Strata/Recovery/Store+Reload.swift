@@ -149,7 +149,7 @@ extension Store {
                 log.noteLive(record.key, seq: seq, bytes: record.approximateBytes)
             }
         }
-        newest.hand(to: log) { column, entity in SegmentKey(entity: numbers[entity], typeID: typeIDs[column]!) }
+        newest.hand(to: log) { column, entity in typeIDs[column].map { SegmentKey(entity: numbers[entity], typeID: $0) } }
         summary.segments = replay.rows
         summary.segmentRecords = replay.records
         summary.unreadableSegments = replay.unreadableRows
@@ -248,24 +248,29 @@ private final class NewestRecords {
 
     @inline(__always)
     func note(column: Int, entity: UInt32, seq s: Int64, bytes b: Int32) {
-        if seq[column] == nil {
-            guard let seqTable = calloc(max(entityCount, 1), MemoryLayout<Int64>.stride),
-                  let bytesTable = calloc(max(entityCount, 1), MemoryLayout<Int32>.stride) else {
-                fatalError("reload: out of memory for \(entityCount) entities")
-            }
-            seq[column] = seqTable.assumingMemoryBound(to: Int64.self)
-            bytes[column] = bytesTable.assumingMemoryBound(to: Int32.self)
+        if let seqs = seq[column], let sizes = bytes[column] {
+            seqs[Int(entity)] = s
+            sizes[Int(entity)] = b
+            return
         }
-        seq[column]![Int(entity)] = s
-        bytes[column]![Int(entity)] = b
+        guard let seqTable = calloc(max(entityCount, 1), MemoryLayout<Int64>.stride),
+              let bytesTable = calloc(max(entityCount, 1), MemoryLayout<Int32>.stride) else {
+            fatalError("reload: out of memory for \(entityCount) entities")
+        }
+        let seqs = seqTable.assumingMemoryBound(to: Int64.self), sizes = bytesTable.assumingMemoryBound(to: Int32.self)
+        seq[column] = seqs
+        bytes[column] = sizes
+        seqs[Int(entity)] = s
+        sizes[Int(entity)] = b
     }
 
     /// Notes every newest record in `log`.
-    func hand(to log: SegmentLog, key: (Int, Int) -> SegmentKey) {
+    func hand(to log: SegmentLog, key: (Int, Int) -> SegmentKey?) {
         for column in seq.indices {
             guard let seqs = seq[column], let sizes = bytes[column] else { continue }
             for entity in 0..<entityCount where seqs[entity] != 0 {
-                log.noteLive(key(column, entity), seq: seqs[entity], bytes: sizes[entity])
+                guard let key = key(column, entity) else { continue }   // a column of a type without an id: none loads
+                log.noteLive(key, seq: seqs[entity], bytes: sizes[entity])
             }
         }
     }

@@ -90,7 +90,11 @@ enum ReplicatedEdit {
 
     /// `known` if `bytes` spell it, else a new string of them.
     private static func name(_ bytes: UnsafeRawBufferPointer, like known: String?) -> String {
-        if var known, known.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) }) {
+        if var known, known.withUTF8({ name in
+            guard name.count == bytes.count else { return false }
+            guard let a = name.baseAddress, let b = bytes.baseAddress else { return true }   // both empty
+            return memcmp(a, b, bytes.count) == 0
+        }) {
             return known
         }
         return String(decoding: bytes, as: UTF8.self)

@@ -178,7 +178,8 @@ extension World {
     /// neither retained nor released.
     @inline(__always)
     func withStateColumn<R>(_ body: (ComponentColumn<ReplicaState>) -> R) -> R {
-        if replicas.stateColumn == nil { replicas.stateColumn = Unmanaged.passUnretained(column(ReplicaState.self)) }
-        return replicas.stateColumn!._withUnsafeGuaranteedRef(body)
+        let stateColumn = replicas.stateColumn ?? Unmanaged.passUnretained(column(ReplicaState.self))
+        replicas.stateColumn = stateColumn
+        return stateColumn._withUnsafeGuaranteedRef(body)
     }
 }

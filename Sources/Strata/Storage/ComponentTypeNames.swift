@@ -29,7 +29,11 @@ enum ComponentTypeNames {
     /// Every interned name by id.
     static func all(_ db: Database) throws -> [Int64: String] {
         var names: [Int64: String] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT id, name FROM component_types") { names[row["id"]] = row["name"] }
+        for row in try Row.fetchAll(db, sql: "SELECT id, name FROM component_types") {
+            // A name that is not text names nothing: its rows read as of an unknown type, and stay.
+            guard let id = row.value("id", as: Int64.self), let name = row.value("name", as: String.self) else { continue }
+            names[id] = name
+        }
         return names
     }
 }

@@ -110,11 +110,16 @@ final class OperationRowsPart: BatchPart {
             """, arguments: [cutoff])
         let known = try Int.fetchOne(db, sql: "SELECT count(DISTINCT peer) FROM peer_acks") ?? 0
         var dropped = 0
-        for row in rows where (row["peers"] as Int) == known {
-            var cut = min(row["acked"] as Int64, row["held"] as Int64, (row["floor"] as Int64) + Self.dropsPerNodeAndBatch)
-            if let young = row["young"] as Int64? { cut = min(cut, young - 1) }
-            guard cut > (row["floor"] as Int64) else { continue }
-            let node: Data = row["node"]
+        for row in rows {
+            // A value that does not read (damage, or another type planted there) keeps that
+            // node's operations: nothing is dropped on a guess.
+            guard row.value("peers", as: Int.self) == known, let acked = row.value("acked", as: Int64.self),
+                  let held = row.value("held", as: Int64.self), let floor = row.value("floor", as: Int64.self),
+                  let node = row.value("node", as: Data.self) else { continue }
+            let young = row.value("young", as: Int64.self)
+            var cut = min(acked, held, floor &+ Self.dropsPerNodeAndBatch)
+            if let young { cut = min(cut, young - 1) }
+            guard cut > floor else { continue }
             // A replicated entity's despawn is its tombstone: it stays (below the floor, where
             // the clock's rebuild and the log's summary do not look for sequences).
             if node.withUnsafeBytes({ NodeID(bytes: $0) }) == (try localNode(db)) {

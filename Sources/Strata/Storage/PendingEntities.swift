@@ -102,7 +102,8 @@ enum PendingEntities {
         // What waits already, read once (the table has no index by number).
         var waitingSpawns = Set<EntityNumber>(), waitingDespawns = Set<EntityNumber>()
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT num, id IS NULL FROM pending_entities")) {
-            if row[1] as Bool { waitingDespawns.insert(row[0]) } else { waitingSpawns.insert(row[0]) }
+            let number = try row.decode(EntityNumber.self, atIndex: 0)
+            if try row.decode(Bool.self, atIndex: 1) { waitingDespawns.insert(number) } else { waitingSpawns.insert(number) }
         }
         let insert = try db.cachedStatement(sql: "INSERT INTO pending_entities (num) VALUES (?)").sqliteStatement
         let jobs = try db.cachedStatement(sql: "DELETE FROM jobs WHERE entity_num = ?").sqliteStatement
@@ -145,8 +146,8 @@ enum PendingEntities {
     /// An entity is spawned with the id of one whose despawn waits here: that despawn is
     /// applied now, so the id is free for the new row. Returns false if none holds the id.
     private static func applyHolding(id: UnsafeRawBufferPointer, _ db: Database) throws -> Bool {
-        guard let number = try EntityNumber.fetchOne(db, sql: """
-            SELECT num FROM entities WHERE id = ? AND num IN (\(Layout.current.despawns!))
+        guard let despawns = Layout.current.despawns, let number = try EntityNumber.fetchOne(db, sql: """
+            SELECT num FROM entities WHERE id = ? AND num IN (\(despawns))
             """, arguments: [Data(id)]) else { return false }
         try db.execute(sql: "DELETE FROM entities WHERE num = ?", arguments: [number])
         try db.execute(sql: "DELETE FROM pending_entities WHERE num = ? AND id IS NULL", arguments: [number])
@@ -173,13 +174,15 @@ enum PendingEntities {
         var malformed: [Int64] = []
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT seq, num, id, created_at FROM pending_entities WHERE \(condition)"),
                                     arguments: arguments) {
-            guard let data = row[2] as Data?, let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) else {
-                malformed.append(row[0])
+            let seq = try row.decode(Int64.self, atIndex: 0)
+            guard let data = try? row.decode(Data?.self, atIndex: 2), let id = data.withUnsafeBytes({ EntityID(bytes: $0) }),
+                  let number = try? row.decode(EntityNumber.self, atIndex: 1) else {
+                malformed.append(seq)
                 continue
             }
-            seqs.append(row[0])
-            rows.append(EntityInsert(number: row[1], id: id))
-            created[row[1]] = row[3] ?? 0
+            seqs.append(seq)
+            rows.append(EntityInsert(number: number, id: id))
+            created[number] = (try? row.decode(Int64?.self, atIndex: 3)) ?? 0
         }
         // An id that does not read as one cannot reach `entities` (the reload did not load
         // it either): its spawn becomes a despawn, and goes with the next ones.

@@ -30,8 +30,16 @@ extension Store {
         var values: [String: SettingValue] = [:]
         var unreadable: [String] = []
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM settings") {
-            let key: String = row["key"]
-            if let value = SettingValue(storageText: row["value"]) { values[key] = value } else { unreadable.append(key) }
+            // A key that is not text cannot be a setting's: left in the file, out of the world.
+            guard let key = try? row.decode(String.self, forColumn: "key") else {
+                unreadable.append("(a key that is not text)")
+                continue
+            }
+            if let text = try? row.decode(String.self, forColumn: "value"), let value = SettingValue(storageText: text) {
+                values[key] = value
+            } else {
+                unreadable.append(key)
+            }
         }
         return (values, unreadable)
     }

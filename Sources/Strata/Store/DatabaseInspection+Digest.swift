@@ -28,14 +28,14 @@ extension DatabaseInspection {
         let entities = try Row.fetchCursor(db, sql: HistoryQueries.entities(asOf: asOf, layout: try PendingEntities.layout(db)),
                                            arguments: arguments)
         while let row = try entities.next() {
-            guard let number = row["num"] as EntityNumber?, let data = row["id"] as Data? else { continue }
+            guard let number = row.value("num", as: EntityNumber.self), let data = row.value("id", as: Data.self) else { continue }
             if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[number] = id }
         }
         for number in try PendingEntities.despawnNumbers(db) { ids[number] = nil }
         let rows = try Row.fetchCursor(db, sql: HistoryQueries.baseRows(asOf: asOf))
         while let row = try rows.next() {
-            guard let number = row["entity_num"] as EntityNumber?, let typeID = row["type_id"] as Int64?,
-                  let payload = row["payload"] as Data? else { continue }
+            guard let number = row.value("entity_num", as: EntityNumber.self), let typeID = row.value("type_id", as: Int64.self),
+                  let payload = row.value("payload", as: Data.self) else { continue }
             let key = SegmentKey(entity: number, typeID: typeID)
             guard newest[key] == nil, let id = ids[key.entity], let name = names[key.typeID] else { continue }
             payload.withUnsafeBytes { body(name, id, $0) }

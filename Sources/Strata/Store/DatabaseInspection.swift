@@ -137,7 +137,9 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                     for row in try Row.fetchAll(db, sql: """
                         SELECT type_id, count(*) AS n FROM components WHERE \(live("entity_num")) GROUP BY type_id
                         """) {
-                        componentsByTypeID[row["type_id"]] = row["n"]
+                        // A type id that is not an integer counts under no type (it cannot name one).
+                        guard let typeID = row.value("type_id", as: Int64.self) else { continue }
+                        componentsByTypeID[typeID] = row.value("n") ?? 0
                     }
                 }
                 if try db.tableExists("entities") {
@@ -161,12 +163,13 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                     inspection.segmentsSetAside = try Int.fetchOne(db, sql: "SELECT count(*) FROM segments_set_aside") ?? 0
                 }
                 if try db.tableExists("compaction_state"), let row = try Row.fetchOne(db, sql: "SELECT rounds, steps FROM compaction_state") {
-                    inspection.compactions = row["rounds"]
-                    inspection.compactionSteps = row["steps"]
+                    inspection.compactions = row.value("rounds") ?? 0
+                    inspection.compactionSteps = row.value("steps") ?? 0
                 }
                 if try db.tableExists("settings") {
                     for row in try Row.fetchAll(db, sql: "SELECT key, value FROM settings") {
-                        inspection.settings[row["key"]] = row["value"]
+                        guard let key = row.value("key", as: String.self) else { continue }
+                        inspection.settings[key] = row.value("value") ?? "(not text)"
                     }
                 }
                 if try db.tableExists("rejected_writes") {
@@ -184,14 +187,15 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 }
                 if try db.tableExists("session_state"),
                    let row = try Row.fetchOne(db, sql: "SELECT * FROM session_state WHERE id = 1") {
-                    inspection.cleanShutdown = (row["clean_shutdown"] as Int) == 1
-                    inspection.crashCount = row["crash_count"]
-                    inspection.cleanShutdownCount = row["clean_shutdown_count"]
-                    inspection.sessionID = (row["session_id"] as Data?).flatMap { data in
+                    // A mark that does not read is no clean shutdown (the next start checks the file).
+                    inspection.cleanShutdown = row.value("clean_shutdown", as: Int.self) == 1
+                    inspection.crashCount = row.value("crash_count") ?? 0
+                    inspection.cleanShutdownCount = row.value("clean_shutdown_count") ?? 0
+                    inspection.sessionID = row.value("session_id", as: Data.self).flatMap { data in
                         data.withUnsafeBytes { EntityID(bytes: $0)?.description }
                     }
-                    inspection.sessionStartedAt = row["started_at"]
-                    inspection.sessionEndedAt = row["ended_at"]
+                    inspection.sessionStartedAt = row.value("started_at")
+                    inspection.sessionEndedAt = row.value("ended_at")
                 }
                 return inspection
             }
@@ -237,13 +241,18 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
     }
 
     private mutating func readOperationLog(_ db: Database) throws {
-        func node(_ data: Data) -> String { data.withUnsafeBytes { NodeID(bytes: $0)?.description } ?? data.map { String(format: "%02x", $0) }.joined() }
-        nodeID = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1").map(node)
+        // A node that is NULL (this replica's operations while its `replica` row is missing)
+        // or not an id is named as what it is, never a trap.
+        func node(_ row: Row) -> String {
+            guard let data = row.value("node", as: Data.self) else { return "(no node: the replica row is missing)" }
+            return data.withUnsafeBytes { NodeID(bytes: $0)?.description } ?? data.map { String(format: "%02x", $0) }.joined()
+        }
+        nodeID = try Row.fetchOne(db, sql: "SELECT node_id AS node FROM replica WHERE id = 1").map(node)
         for row in try Row.fetchAll(db, sql: "SELECT node, count(*) AS n FROM operation_log GROUP BY node") {
-            operationLog[node(row["node"])] = row["n"]
+            operationLog[node(row), default: 0] += row.value("n") ?? 0
         }
         for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
-            vectorClock[node(row["node"])] = row["seq"]
+            vectorClock[node(row)] = row.value("seq") ?? 0
         }
     }
 

@@ -12,7 +12,7 @@ extension Store {
             return try queue.read { db in
                 var problems = try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
                 for row in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") {
-                    problems.append("foreign key: row \(row["rowid"] as Int64? ?? -1) of \(row["table"] as String? ?? "?") has no parent in \(row["parent"] as String? ?? "?")")
+                    problems.append("foreign key: row \(row.value("rowid", as: Int64.self) ?? -1) of \(row.value("table", as: String.self) ?? "?") has no parent in \(row.value("parent", as: String.self) ?? "?")")
                 }
                 return problems
             }

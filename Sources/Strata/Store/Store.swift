@@ -101,7 +101,7 @@ package final class Store: Sendable {
             }
         } catch {
             ownership.release()
-            throw StoreError(error is StoreError ? (error as! StoreError).code : .open, wrapping: error, path: location.path)
+            throw StoreError((error as? StoreError)?.code ?? .open, wrapping: error, path: location.path)
         }
     }
 

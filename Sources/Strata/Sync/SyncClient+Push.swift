@@ -47,7 +47,7 @@ extension SyncClient {
             inbox.acknowledge(through: acknowledgedThrough)
         } catch let error as SyncError where error.kind == .rejected {
             guard batch.count > 1 else {
-                let operation = batch.first!
+                guard let operation = batch.first else { return }
                 let dead = try outbox.refuse(operation, error: error.message, maxAttempts: config.maxAttempts, now: wallClock())
                 let failing = (try? outbox.status()).map { $0.failing.count + $0.deadLetters.count }
                 update { $0.refusals += 1; $0.failing = failing ?? $0.failing; if dead { $0.deadLetters += 1 } }

@@ -278,7 +278,8 @@ import Synchronization
             blocking { await self.transport.disconnect() }
             throw SyncError(.unreachable, "no answer within \(Int(config.requestTimeout.milliseconds)) ms")
         }
-        return try result!.get()
+        guard let result else { throw SyncError(.unreachable, "the call ended without an answer") }   // signalled after it is set
+        return try result.get()
     }
 
     func blocking(_ body: @escaping @Sendable () async -> Void) {

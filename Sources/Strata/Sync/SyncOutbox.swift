@@ -21,8 +21,10 @@ struct SyncOutbox: Sendable {
         return try lane.perform(.normal) { db in
             var due: [Int64] = []
             for row in try Row.fetchAll(db, sql: "SELECT seq, attempts, last_attempt_at FROM sync_failures WHERE dead_at IS NULL ORDER BY seq") {
-                let attempts: Int = row["attempts"], last: Int64 = row["last_attempt_at"]
-                if last + Int64(backoff(attempts).milliseconds) <= now { due.append(row["seq"]) }
+                // A failure whose counts do not read is due now: pushed again, not forgotten.
+                guard let seq = row.value("seq", as: Int64.self) else { continue }
+                let attempts = row.value("attempts", as: Int.self) ?? 0, last = row.value("last_attempt_at", as: Int64.self) ?? 0
+                if last &+ Int64(backoff(max(attempts, 0)).milliseconds) <= now { due.append(seq) }
                 if due.count == limit { break }
             }
             var operations = try due.compactMap { seq in
@@ -112,17 +114,18 @@ struct SyncOutbox: Sendable {
         let through = try pushedThrough(db)
         status.pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM operation_log WHERE node = ? AND seq > ?", arguments: [node, through]) ?? 0
         for row in try Row.fetchAll(db, sql: "SELECT seq, attempts, last_error, last_attempt_at, dead_at FROM sync_failures ORDER BY seq") {
-            let failure = SyncStatus.Failure(sequence: row["seq"], attempts: row["attempts"], lastError: row["last_error"],
-                                             lastAttemptAt: row["last_attempt_at"], deadAt: row["dead_at"])
+            let failure = SyncStatus.Failure(sequence: try row.decode(forColumn: "seq"), attempts: row.value("attempts") ?? 0,
+                                             lastError: row.value("last_error") ?? "", lastAttemptAt: row.value("last_attempt_at") ?? 0,
+                                             deadAt: row.value("dead_at"))
             if failure.deadAt == nil { status.failing.append(failure) } else { status.deadLetters.append(failure) }
         }
         if let row = try Row.fetchOne(db, sql: "SELECT * FROM sync_state WHERE id = 1") {
-            status.server = row["server"]
-            status.pushedThrough = row["pushed_through"]
-            status.lastPushAt = row["last_push_at"]
-            status.lastPullAt = row["last_pull_at"]
-            status.lastError = row["last_error"]
-            status.lastErrorAt = row["last_error_at"]
+            status.server = row.value("server") ?? ""
+            status.pushedThrough = row.value("pushed_through") ?? 0
+            status.lastPushAt = row.value("last_push_at")
+            status.lastPullAt = row.value("last_pull_at")
+            status.lastError = row.value("last_error")
+            status.lastErrorAt = row.value("last_error_at")
         }
         return status
     }

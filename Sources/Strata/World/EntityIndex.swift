@@ -92,7 +92,7 @@ struct EntityIndex {
     mutating func prefetch(_ words: (UInt64, UInt64)) {
         guard count > 0 else { return }
         let home = Int(truncatingIfNeeded: hash(words)) & (cells.count - 1)
-        cells.withUnsafeBufferPointer { strata_prefetch($0.baseAddress! + home) }
+        cells.withUnsafeBufferPointer { cells in if let base = cells.baseAddress { strata_prefetch(base + home) } }
     }
 
     /// Room for `total` ids without growing on the way (at least twice the room it had).

@@ -234,7 +234,8 @@ public struct PayloadReader {
     }
 
     public mutating func read() throws -> EntityID {
-        EntityID(bytes: try take(16))!
+        guard let id = EntityID(bytes: try take(16)) else { throw PayloadError.invalid("an entity id that is not 16 bytes") }
+        return id
     }
 }
 

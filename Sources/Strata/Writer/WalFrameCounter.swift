@@ -15,7 +15,8 @@ final class WalFrameCounter: @unchecked Sendable {
 
     func install(on db: Database) {
         sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
-            let counter = Unmanaged<WalFrameCounter>.fromOpaque(context!).takeUnretainedValue()
+            guard let context else { return SQLITE_OK }   // always the counter below
+            let counter = Unmanaged<WalFrameCounter>.fromOpaque(context).takeUnretainedValue()
             counter.lastCommitFrames = max(0, frames - counter.frames)
             counter.frames = frames
             return SQLITE_OK

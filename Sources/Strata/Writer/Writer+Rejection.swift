@@ -33,8 +33,8 @@ extension Writer {
                     failure = storeError
                 }
             }
-            if range.count == 1 {
-                parked += park(part, error: failure!, context: batch)
+            if range.count == 1, let failure {
+                parked += park(part, error: failure, context: batch)
                 done = range.upperBound
                 return true
             }

@@ -59,8 +59,8 @@ struct JobsCommand: ParsableCommand {
             var failure: Error?
             do {
                 switch action {
-                case .retry: changed = try engine.jobs.retry(id!)
-                case .cancel: changed = try engine.jobs.cancel(id!)
+                case .retry: changed = try id.map { try engine.jobs.retry($0) } ?? false   // validate() requires the id
+                case .cancel: changed = try id.map { try engine.jobs.cancel($0) } ?? false
                 case .pause: engine.pauseJobs()
                 case .resume: engine.resumeJobs()
                 case .list: break
@@ -74,10 +74,10 @@ struct JobsCommand: ParsableCommand {
                 let object: [String: Any] = ["action": action.rawValue, "id": id.map { $0 as Any } ?? NSNull(), "changed": changed]
                 say(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
             } else if !changed {
-                printError("strata jobs: no job \(id!) that can be \(action == .retry ? "retried (only failed, dead or done ones)" : "cancelled")")
+                printError("strata jobs: no job \(id.map { "\($0)" } ?? "") that can be \(action == .retry ? "retried (only failed, dead or done ones)" : "cancelled")")
                 throw ExitCode.failure
             } else {
-                say(action == .pause ? "paused" : action == .resume ? "resumed" : "\(action.rawValue == "retry" ? "retrying" : "cancelled") job \(id!)")
+                say(action == .pause ? "paused" : action == .resume ? "resumed" : "\(action.rawValue == "retry" ? "retrying" : "cancelled") job \(id.map { "\($0)" } ?? "")")
             }
         } catch let error as StoreError {
             printError("strata jobs: \(error)")

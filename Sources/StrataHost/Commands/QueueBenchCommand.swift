@@ -77,7 +77,7 @@ struct QueueBenchCommand: ParsableCommand {
         var ids: [EntityID] = []
         ids.reserveCapacity(total)
         for start in stride(from: 0, to: total, by: 10_000) {
-            for _ in start ..< min(total, start + 10_000) { ids.append(engine.world.id(of: engine.world.spawn())!) }
+            for _ in start ..< min(total, start + 10_000) { if let id = engine.world.id(of: engine.world.spawn()) { ids.append(id) } }
             engine.endTick()
         }
         guard engine.flushNow(timeout: .seconds(600)) else { throw ValidationError("the entities were not written in time") }

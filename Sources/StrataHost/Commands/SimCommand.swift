@@ -92,8 +92,11 @@ struct SimCommand: ParsableCommand {
     /// The canvas grows to at most this many shapes.
     static let maxEntities = 10_000_000
 
+    /// The paths of `--documents`, as the engine names them (absolute, standardized): `a.db`
+    /// and `./a.db` are one document.
     private func documentPaths(_ list: String) -> [String] {
         list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .map { StoreLocation(path: $0).path }
     }
 
     func run() throws {
@@ -183,11 +186,14 @@ struct SimCommand: ParsableCommand {
             engine.startSync(transport: transport, network: network) { canvas.apply($0) }
             say("strata sim: syncing \"\(config.sync.document)\" through \(config.sync.server)")
         }
+        var tried = 0   // the index in --documents of the last document opened or tried
         let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config, pages: pages) { engine, now in
-            // Every --switch-every seconds, the next document of --documents.
+            // Every --switch-every seconds, the next document of --documents; one that cannot
+            // open is skipped (the one after it is tried next time), and so is the open one.
             guard let rotation else { return nil }
-            let current = rotation.firstIndex(of: engine.store.location.path) ?? rotation.firstIndex(of: config.database.path) ?? 0
-            let target = rotation[(current + 1) % rotation.count]
+            tried = (tried + 1) % rotation.count
+            if rotation[tried] == engine.store.location.path { tried = (tried + 1) % rotation.count }
+            let target = rotation[tried]
             do {
                 pages.take(from: engine)
                 let next = try engine.switchDocument(to: target)
@@ -269,7 +275,7 @@ struct SimCommand: ParsableCommand {
                 if let settleUntil, now < settleUntil {
                     // Ticks go on (they take the pulled operations), without edits.
                 } else {
-                    outcome.reason = "ran for \(duration!) s" + (settleUntil == nil ? "" : ", then synced for \(syncSettle) s")
+                    outcome.reason = "ran for \(duration ?? 0) s" + (settleUntil == nil ? "" : ", then synced for \(syncSettle) s")
                     break
                 }
             }

@@ -50,7 +50,7 @@ extension SyncBenchCommand {
             Thread.sleep(forTimeInterval: 0.001)
         }
         let elapsed = ContinuousClock.now - online
-        let state = engine.sync!
+        guard let state = engine.sync else { throw ValidationError("the device stopped syncing") }
         try engine.shutdown()
 
         // Exactly once: another node reads the whole document back.

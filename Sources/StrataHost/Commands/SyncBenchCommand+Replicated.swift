@@ -47,7 +47,7 @@ extension SyncBenchCommand {
         defer { try? a.shutdown(); try? b.shutdown() }
         nonisolated(unsafe) var appliedAt: [Int: ContinuousClock.Instant] = [:]
         let shape = a.world.spawn(BenchPosition(x: 0, y: 0), BenchLabel(serial: 0))
-        let id = a.world.id(of: shape)!
+        guard let id = a.world.id(of: shape) else { throw ValidationError("the shape just spawned has no id") }
         b.onReplicatedChange = { change in
             guard change.kind == .set, let entity = b.world.entity(for: change.entity) else { return }
             if critical, change.typeName == BenchLabel.typeName, let label = b.world.get(BenchLabel.self, for: entity) {

@@ -282,13 +282,13 @@ struct SyncBenchCommand: ParsableCommand {
             idle.endTick()
             Thread.sleep(forTimeInterval: Self.tick)
         }
-        let before = idle.sync!.requests
+        let before = idle.sync?.requests ?? 0
         let start = ContinuousClock.now
         while ContinuousClock.now - start < .seconds(idleSeconds) {
             idle.endTick()
             Thread.sleep(forTimeInterval: Self.tick)
         }
-        return Double(idle.sync!.requests - before) / (Double(idleSeconds) / 60)
+        return Double((idle.sync?.requests ?? before) - before) / (Double(idleSeconds) / 60)
     }
 }
 

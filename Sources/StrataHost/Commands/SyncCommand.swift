@@ -31,7 +31,7 @@ struct SyncCommand: ParsableCommand {
                 throw ExitCode.failure
             }
             if json {
-                var object = try JSONSerialization.jsonObject(with: jsonEncoder().encode(status)) as! [String: Any]
+                var object = try JSONSerialization.jsonObject(with: jsonEncoder().encode(status)) as? [String: Any] ?? [:]
                 object["outbox"] = status.outboxCount
                 say(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
                 return

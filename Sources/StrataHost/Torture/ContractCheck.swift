@@ -77,13 +77,13 @@ struct ContractCheck {
         for (entity, _) in world.entities(with: ShapeStyle.self) {
             outcome.checks += 1
             if world.get(ShapeTransform.self, for: entity) == nil {
-                outcome.fail(.orphan, "shape \(world.id(of: entity)!) has a style and no transform")
+                outcome.fail(.orphan, "shape \(world.id(of: entity).map { "\($0)" } ?? "?") has a style and no transform")
             }
         }
         for (entity, _) in world.entities(with: StrokeStyle.self) {
             outcome.checks += 1
             if world.get(StrokePoints.self, for: entity) == nil {
-                outcome.fail(.orphan, "stroke \(world.id(of: entity)!) has a style and no points")
+                outcome.fail(.orphan, "stroke \(world.id(of: entity).map { "\($0)" } ?? "?") has a style and no points")
             }
         }
         let documents = world.count(of: DocumentMetadata.self)

@@ -163,7 +163,7 @@ struct WorldSnapshot: Equatable {
 
     init(_ engine: Engine) {
         let world = engine.world
-        for entity in world.entities { entities[world.id(of: entity)!] = [:] }
+        for entity in world.entities { if let id = world.id(of: entity) { entities[id] = [:] } }
         for type in world.componentTypes where type.tier != .ephemeral { add(type, world) }
         vectorClock = engine.vectorClock
     }
@@ -172,7 +172,7 @@ struct WorldSnapshot: Equatable {
         world.forEach(C.self) { entity, value in
             var payload = PayloadWriter()
             value.encode(to: &payload)
-            entities[world.id(of: entity)!, default: [:]][C.typeName] = payload.bytes
+            if let id = world.id(of: entity) { entities[id, default: [:]][C.typeName] = payload.bytes }
         }
     }
 

@@ -60,9 +60,9 @@ struct PageSweepTorture {
         var entity: String?
 
         init(_ row: Row, columns: Int) {
-            values = (0 ..< columns).map { row[$0] as DatabaseValue }
+            values = (0 ..< columns).map { row.value(at: $0, as: DatabaseValue.self) ?? .null }
             identity = values.map(Self.text).joined(separator: "/")
-            entity = (row[columns] as Int64?).map(String.init)
+            entity = row.value(at: columns, as: Int64.self).map(String.init)
         }
 
         static func text(_ value: DatabaseValue) -> String {
@@ -126,7 +126,7 @@ struct PageSweepTorture {
                     !(present[table.table]?.contains(key.identity) ?? false) && (key.entity.map { liveEntities.contains($0) } ?? true)
                 }
                 if !missing.isEmpty {
-                    outcome.fail(.criticalLost, "page \(page) (\(owner)): \(missing.count) rows of \(table.table) that SQLite still reads are not in the new file (e.g. \(missing.first!.identity))")
+                    outcome.fail(.criticalLost, "page \(page) (\(owner)): \(missing.count) rows of \(table.table) that SQLite still reads are not in the new file (e.g. \(missing.first?.identity ?? "?"))")
                 }
                 result.details["rows readable", default: 0] += readable[table.table]?.count ?? 0
             }
@@ -192,8 +192,8 @@ struct PageSweepTorture {
             let size = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 1024
             var owners: [Int: String] = [1: "page 1 (header, schema)"]
             for row in try Row.fetchAll(db, sql: "SELECT pageno, name, pagetype FROM dbstat") {
-                let page: Int = row["pageno"]
-                if page != 1 { owners[page] = "\(row["name"] as String) (\(row["pagetype"] as String? ?? "?"))" }
+                guard let page = row.value("pageno", as: Int.self) else { continue }
+                if page != 1 { owners[page] = "\(row.value("name", as: String.self) ?? "?") (\(row.value("pagetype", as: String.self) ?? "?"))" }
             }
             return (count, size, owners)
         }

@@ -205,7 +205,7 @@ struct Compactor {
 
         try arena.withUnsafeBytes { arena in
             for key in despawnedKeys {
-                let record = newest[key]!
+                guard let record = newest[key] else { continue }   // every key listed has its record
                 try HistoryRows.fold(key, version: record.version, payload: record.payload.map { UnsafeRawBufferPointer(rebasing: arena[$0]) }, db)
             }
             switch round.method {
@@ -239,7 +239,7 @@ struct Compactor {
         let delete = try db.cachedStatement(sql: "DELETE FROM components WHERE entity_num = ? AND type_id = ?").sqliteStatement
         let connection = db.sqliteConnection
         for key in keys {
-            let record = newest[key]!
+            guard let record = newest[key] else { continue }   // every key listed has its record
             guard let payload = record.payload else {
                 sqlite3_bind_int64(delete, 1, key.entity)
                 sqlite3_bind_int64(delete, 2, key.typeID)
@@ -266,8 +266,8 @@ struct Compactor {
     private static func merge(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
                               seq: Int64, createdAt: Int64, _ db: Database, _ result: inout StepResult) throws {
         var encoder = SegmentEncoder()
-        var records = keys.map { key in
-            SegmentEncoder.Pending(key: key, version: newest[key]!.version, payload: newest[key]!.payload)
+        var records = keys.compactMap { key in
+            newest[key].map { SegmentEncoder.Pending(key: key, version: $0.version, payload: $0.payload) }
         }
         let chunks = encoder.encode(&records, arena: arena)
         result.outputLastID = try Segment.insert(chunks, seq: seq, createdAt: createdAt, db)

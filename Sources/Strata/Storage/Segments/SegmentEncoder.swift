@@ -48,15 +48,17 @@ struct SegmentEncoder {
                 if chunk.bytes.count >= Segment.maxRecordsBytes { closeChunk() }
                 // A group cut off by a full chunk keeps its run's shape: a part of a run of
                 // equal lengths has equal lengths, a part of consecutive numbers is consecutive.
-                let shape = sameRun ? (fixedLength: header!.fixedLength, dense: header!.dense) : Self.shape(ofRunIn: records, from: index)
+                let shape = if sameRun, let header { (fixedLength: header.fixedLength, dense: header.dense) }
+                            else { Self.shape(ofRunIn: records, from: index) }
                 header = Group(typeID: record.key.typeID, removed: removed, version: record.version,
                                fixedLength: shape.fixedLength, dense: shape.dense, first: record.key.entity)
                 previous = 0
             }
-            if !header!.dense { group.write(UInt64(record.key.entity - previous)) }
+            guard let current = header else { continue }   // set above, or the run goes on
+            if !current.dense { group.write(UInt64(record.key.entity - previous)) }
             previous = record.key.entity
             if let payload = record.payload {
-                if header!.fixedLength == nil { group.write(UInt64(payload.count)) }
+                if current.fixedLength == nil { group.write(UInt64(payload.count)) }
                 group.append(UnsafeRawBufferPointer(rebasing: arena[payload]))
             }
             groupCount += 1

@@ -73,8 +73,9 @@ final class SegmentLog {
 
     /// `key`'s newest record, of `seq` or older, was rewritten by a merge into `newSeq`.
     func moveLive(_ key: SegmentKey, upTo seq: Int64, to newSeq: Int64) {
-        guard let current = live[key], current.seq <= seq else { return }
-        live[key]!.seq = newSeq
+        guard var current = live[key], current.seq <= seq else { return }
+        current.seq = newSeq
+        live[key] = current
     }
 
     /// Estimated pages of the base table.

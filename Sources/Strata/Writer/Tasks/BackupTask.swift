@@ -52,9 +52,9 @@ final class BackupTask: WriterTask {
                 guard try copy.step() else { return false }
                 // A copy of pages is the document as of its last step: its files are placed now,
                 // before anything else commits (a copy of the file placed them at its start).
-                if copy.filesAtStart == nil { copy.filesAtStart = try placeFiles(of: request.target, db) }
+                let (assets, parked) = try copy.filesAtStart ?? placeFiles(of: request.target, db)
+                copy.filesAtStart = (assets, parked)
                 copy.close()
-                let (assets, parked) = copy.filesAtStart!
                 hand(StagedBackup(target: request.target, pages: copy.pages, steps: copy.steps, longestStep: copy.longestStep,
                                   copyTime: stopwatch.now().duration(since: started), assets: assets, parkedRowsCopied: parked),
                      to: request)

@@ -19,7 +19,8 @@ final class CompactionTask: RoundTask {
     var round: Compactor.Round?
     /// Bytes of records a step consumes, per method (a fold's byte costs more than a
     /// merge's); each adapts to `compactionStepBudget`.
-    var stepBytes: [CompactionPolicy.Method: Int] = [.merge: 256 * 1024, .fold: 256 * 1024]
+    var stepBytes: [CompactionPolicy.Method: Int] = [.merge: initialStepBytes, .fold: initialStepBytes]
+    static let initialStepBytes = 256 * 1024
     var failures = 0
     var retryAt: Instant?
     var dueStep: CompactionPolicy.Method?
@@ -75,8 +76,9 @@ final class CompactionTask: RoundTask {
         // or once there are many, by a round that consumes no segment (end 0).
         guard segmentLog.pendingEntities > 0,
               conditions.idle || segmentLog.pendingEntities >= Self.pendingEntitiesBound else { return nil }
-        if round == nil { round = Compactor.Round(method: .fold, endID: 0) }
-        return round!.method
+        let pending = round ?? Compactor.Round(method: .fold, endID: 0)
+        round = pending
+        return pending.method
     }
 
     /// Waiting spawns and despawns past which they are written even while the user is
@@ -86,17 +88,20 @@ final class CompactionTask: RoundTask {
     /// Runs one step of the current round (starting one of `method` if none).
     func run(_ method: CompactionPolicy.Method) {
         let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
-        if round == nil {
+        let current: Compactor.Round
+        if let round {
+            current = round
+        } else {
             guard let endID = roundEnd() else { return }
-            round = Compactor.Round(method: method, endID: endID)
+            current = Compactor.Round(method: method, endID: endID)
+            round = current
         }
-        let current = round!
         // Real time, whatever the engine's clock: the budget is about how long a batch waits.
         let stopwatch = MonotonicClock()
         let started = stopwatch.now()
         let result: Compactor.StepResult
         do {
-            let budget = stepBytes[current.method]!
+            let budget = stepBytes[current.method] ?? Self.initialStepBytes
             result = try store.withConnection { db in
                 var result = Compactor.StepResult()
                 try db.inTransaction(.immediate) {
@@ -161,7 +166,7 @@ final class CompactionTask: RoundTask {
     /// one that took less than a quarter of the time allowed.
     private func adaptStepBudget(_ method: CompactionPolicy.Method, elapsed: Duration, consumedBytes: Int) {
         let budget = context.settings.compactionStepBudget
-        let bytes = stepBytes[method]!
+        let bytes = stepBytes[method] ?? Self.initialStepBytes
         if elapsed > budget {
             stepBytes[method] = max(16 * 1024, bytes / 2)
         } else if elapsed < budget / 4 && consumedBytes >= bytes {
