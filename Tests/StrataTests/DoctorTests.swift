@@ -112,6 +112,22 @@ extension JSONDecoder {
         #expect(after == before)
     }
 
+    /// The state a cut-short repair used to leave: no `replica` row, so this replica's
+    /// operations have a NULL node. The tools that diagnose the file read it and say so.
+    @Test(arguments: [["doctor", "PATH"], ["inspect", "PATH"], ["inspect", "--json", "PATH"], ["oplog", "PATH"], ["oplog", "--json", "PATH"]])
+    func aToolReadsAFileWithoutItsReplicaRow(arguments: [String]) throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 20)
+        let path = fixture.directory.databasePath
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { try $0.execute(sql: "DELETE FROM replica") }
+        try queue.close()
+        let run = try ChildProcess.strata(arguments.map { $0 == "PATH" ? path : $0 })
+        #expect(!run.signalled, "\(arguments[0]) trapped: \(run.stderr)")
+        #expect(run.status == 0 || run.status == 1 || run.status == 2, "\(run.stdout)\(run.stderr)")
+        #expect(!run.stdout.isEmpty, "\(run.stderr)")
+    }
+
     @Test func doctorReportsATruncatedFileAsDamageWithWhatToDo() throws {
         let fixture = EngineFixture()
         try writeTitlesAndOperations(fixture, count: 300)

@@ -121,6 +121,29 @@ import Testing
         #expect(eventually { (try? engine.syncStatus().outboxCount) == 0 })
     }
 
+    /// `local_operations.kind` holds one of Strata's codes (1, 2) or a host's text; its CHECK
+    /// lets any integer in. An integer that is no code is pushed as its digits: a start with
+    /// the sync reads it (it used to trap in the outbox at every start).
+    @Test func anOperationKindThatIsNoCodeIsPushedAsItsDigits() throws {
+        let server = try PrivatePostgres.shared()
+        var fixture = fixture(server)
+        fixture.config.sync.networkSource = .none
+        do {
+            let engine = try fixture.open()
+            for kind in ["a", "b"] { engine.appendOperation(kind: kind, payload: []) }
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { try $0.execute(sql: "UPDATE local_operations SET kind = 3 WHERE seq = 2") }
+        try queue.close()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        engine.startSync(transport: try transport(server)) { _ in }
+        engine.endTick()
+        #expect(eventually(timeout: .seconds(10)) { (try? serverLog(server, node: engine.nodeID).map(\.1)) == ["a", "3"] })
+        #expect(eventually { (try? engine.syncStatus().outboxCount) == 0 })
+    }
+
     @Test func aServerStoppedMidPushLosesAndDuplicatesNothing() throws {
         let server = try PrivatePostgres()
         var fixture = fixture(server)

@@ -5,6 +5,8 @@ struct ChildProcess {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// It was ended by a signal (a trap is SIGILL or SIGTRAP), not by exiting: `status` is the signal.
+    var signalled = false
 
     /// Runs `executable` to completion.
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
@@ -22,7 +24,8 @@ struct ChildProcess {
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         _ = eventually(timeout: .seconds(5)) { errors.isClosed }
-        return ChildProcess(status: process.terminationStatus, stdout: stdout, stderr: errors.text)
+        return ChildProcess(status: process.terminationStatus, stdout: stdout, stderr: errors.text,
+                            signalled: process.terminationReason == .uncaughtSignal)
     }
 
     /// Runs the `strata` executable.
