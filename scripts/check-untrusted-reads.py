@@ -21,7 +21,8 @@ import sys
 ROOTS = ["Sources/Strata", "Sources/StrataPostgres", "Sources/StrataHost"]
 
 ROW_SUBSCRIPT = re.compile(r"\b\w*[rR]ow\s*\[")
-FETCHED_ROW_SHORTHAND = re.compile(r"Row\.fetch\w*\(.*\$\d+\s*\[")
+# `$0[...]` in a closure over fetched rows, or a subscript straight on `Row.fetchOne(...)`.
+FETCHED_ROW_SHORTHAND = re.compile(r"Row\.fetch\w*\(.*(\$\d+\s*\[|\)\??\s*\[)")
 TRY_BANG = re.compile(r"\btry!")
 FORCED_CAST = re.compile(r"\bas!")
 # An identifier, `)` or `]` followed by `!` that is not `!=`: a forced unwrap.

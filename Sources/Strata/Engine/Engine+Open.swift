@@ -9,7 +9,9 @@ extension Engine {
     ///
     /// A database that SQLite reports corrupt (on open, or in the integrity check after
     /// a crash) is moved aside as `PATH.corrupt-<unix time>`, reported in ``recovery``,
-    /// and replaced by a new one; nothing is deleted.
+    /// and replaced by a new one holding what still reads of it; nothing is deleted. The
+    /// new one is built beside the document and takes its name only when complete, so a
+    /// repair cut short (a kill, a power cut) is finished by the next open (`Repair.swift`).
     ///
     /// - Throws: ``StoreError`` with code `.locked` if another process or engine has the
     ///   document open (`DocumentLock`), `.newerSchema` or `.foreign` if the file is not
@@ -28,7 +30,10 @@ extension Engine {
         let location = StoreLocation(path: config.database.path, vfs: options.vfs ?? countingVFS?.name)
         let storeOptions = storeOptions(config: config, options: options)
 
-        if !options.createIfMissing && !FileManager.default.fileExists(atPath: location.path) {
+        // A repair cut short between moving the original aside and renaming its salvage into
+        // place leaves no file under the name: an engine that may repair finishes it.
+        let repairing = options.replaceIfCorrupt && FileManager.default.fileExists(atPath: location.repairMarkerPath)
+        if !options.createIfMissing && !repairing && !FileManager.default.fileExists(atPath: location.path) {
             throw StoreError(.open, message: "no such document (nothing was created)", path: location.path)
         }
         if !options.replaceIfCorrupt && FileManager.default.fileExists(atPath: location.path) {
@@ -37,13 +42,13 @@ extension Engine {
             if let problem = quickCheck(location) { throw leftAsItIs(problem, path: location.path) }
         }
         var opened: Opened
-        var setAside: String?
-        var corruption: String?
+        var repaired: Repair.Outcome?
         let fm = FileManager.default
         if let original = try? String(contentsOfFile: location.replacingMarkerPath, encoding: .utf8),
            DocumentLock.owner(of: location) == nil {
             // A replacement of a corrupt file was cut short (`Engine+StoreReplacement.swift`):
-            // what is at PATH is its unfinished copy. Salvage the set-aside file instead.
+            // what is at PATH is its unfinished copy, set aside too. The set-aside file is
+            // salvaged instead, as a repair (so a cut now is finished by the next open).
             if fm.fileExists(atPath: original) {
                 guard options.replaceIfCorrupt else {
                     throw leftAsItIs(StoreError(.corrupt, message: "the replacement of a corrupt file (set aside as \(original)) was cut short", path: location.path),
@@ -51,33 +56,36 @@ extension Engine {
                 }
                 let unfinished = fm.fileExists(atPath: location.path) ? try setAsideCorruptFiles(location) : nil
                 let cause = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
-                corruption = cause
-                setAside = original
                 logger.error("\(cause): starting a new file with what still reads of \(original)")
+                try Repair.adopt(location, original: original, cause: cause)
             }
             try? fm.removeItem(atPath: location.replacingMarkerPath)
         }
+        if fm.fileExists(atPath: location.repairMarkerPath) {
+            guard options.replaceIfCorrupt else {
+                throw leftAsItIs(StoreError(.corrupt, message: "a repair of this document was cut short (\(location.repairMarkerPath))",
+                                            path: location.path), path: location.path)
+            }
+            repaired = try Repair.resume(location, options: storeOptions, logger: logger)
+        }
         do {
-            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger,
-                                     salvageFrom: setAside)
+            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger)
         } catch let error as StoreError where error.isCorruption {
             // At open, in the integrity check after a crash, or in the reload: the same path.
             guard options.replaceIfCorrupt else { throw leftAsItIs(error, path: location.path) }
-            corruption = error.message
-            let target = try setAsideCorruptFiles(location)
-            setAside = target
             try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
-            logger.error("database corrupt (\(error.message)); moved to \(target), starting a new one with what still reads")
-            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger,
-                                     salvageFrom: setAside)
+            logger.error("database corrupt (\(error.message)): setting it aside, salvaging what still reads into a new file")
+            repaired = try Repair.run(location, cause: error.message, options: storeOptions, logger: logger)
+            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger)
         }
         let (store, session, world) = (opened.store, opened.session, opened.world)
         let (summary, typeIDs, segmentLog) = (opened.summary, opened.typeIDs, opened.segmentLog)
         let operations = opened.operations
         world.operationLog = opened.operationLog
         var recovery = RecoveryReport(session: session, loaded: summary, operations: operations,
-                                      setAsideCorruptFile: setAside, corruption: corruption)
-        recovery.salvage = opened.salvage
+                                      setAsideCorruptFile: repaired?.setAside, corruption: repaired?.cause)
+        recovery.salvage = repaired?.salvage
+        recovery.repairResumed = repaired?.resumed ?? false
         if recovery.crashed {
             logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         } else {
@@ -208,21 +216,15 @@ extension Engine {
         var segmentLog: SegmentLog
         var operationLog: OperationLog
         var operations: OperationLogSummary
-        var salvage: SalvageReport?
     }
 
     /// Opens the store, begins the session and rebuilds the world. A file SQLite finds
     /// damaged while the world is read is a corruption error (the store is closed), like
     /// one it cannot open.
     private static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, config: StrataConfig,
-                                    components: [any Component.Type], options: Options, logger: Logger,
-                                    salvageFrom corrupt: String? = nil) throws -> Opened {
+                                    components: [any Component.Type], options: Options, logger: Logger) throws -> Opened {
         let (store, session) = try openVerified(location, storeOptions)
         do {
-            let salvage = corrupt.map { Salvage.run(from: $0, into: store, logger: logger) }
-            var session = session
-            session.crashCount += salvage?.carriedCrashes ?? 0
-            session.cleanShutdownCount += salvage?.carriedCleanShutdowns ?? 0
             let world = World(clock: options.clock)
             for type in components { world.register(any: type) }
             world.register(ReplicaState.self)
@@ -230,7 +232,7 @@ extension Engine {
             let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock,
                                                                         maxSkewMilliseconds: Int64(config.sync.maxClockSkew.milliseconds))
             return Opened(store: store, session: session, world: world, summary: summary, typeIDs: typeIDs,
-                          segmentLog: segmentLog, operationLog: operationLog, operations: operations, salvage: salvage)
+                          segmentLog: segmentLog, operationLog: operationLog, operations: operations)
         } catch {
             try? store.close()
             throw StoreError(.read, wrapping: error, path: location.path)
@@ -274,18 +276,25 @@ extension Engine {
         }
     }
 
-    /// Moves the database and its WAL and shared-memory files aside; returns the new path.
-    /// `willMove` learns the new path first.
-    static func setAsideCorruptFiles(_ location: StoreLocation, willMove: (String) throws -> Void = { _ in }) throws -> String {
+    /// A name to set the document aside under, free now: `PATH.corrupt-<unix time>`; two
+    /// set-asides within a second get -2, -3…: never a collision, never an overwrite.
+    static func setAsideTarget(for location: StoreLocation) -> String {
         let stamp = Int(Date().timeIntervalSince1970)
         let fm = FileManager.default
-        // Two set-asides within a second get -2, -3…: never a collision, never an overwrite.
         var target = "\(location.path).corrupt-\(stamp)"
         var attempt = 1
-        while fm.fileExists(atPath: target) || fm.fileExists(atPath: target + "-wal") {
+        while [target, target + "-wal", target + "-shm"].contains(where: fm.fileExists(atPath:)) {
             attempt += 1
             target = "\(location.path).corrupt-\(stamp)-\(attempt)"
         }
+        return target
+    }
+
+    /// Moves the database and its WAL and shared-memory files aside; returns the new path.
+    /// `willMove` learns the new path first.
+    static func setAsideCorruptFiles(_ location: StoreLocation, willMove: (String) throws -> Void = { _ in }) throws -> String {
+        let fm = FileManager.default
+        let target = setAsideTarget(for: location)
         try willMove(target)
         for (from, suffix) in [(location.path, ""), (location.walPath, "-wal"), (location.shmPath, "-shm")]
             where fm.fileExists(atPath: from) {

@@ -14,7 +14,7 @@ package struct DoctorReport: Codable, Sendable {
             private var order: Int { self == .info ? 0 : self == .warning ? 1 : 2 }
         }
         public var severity: Severity
-        /// What it is about: `integrity`, `free_pages`, `auto_vacuum`, `wal`, `size`,
+        /// What it is about: `integrity`, `repair`, `free_pages`, `auto_vacuum`, `wal`, `size`,
         /// `segments`, `outbox`, `jobs`, `rejected_writes`, `statistics`, `owner`.
         public var subject: String
         public var detail: String
@@ -52,7 +52,24 @@ package struct DoctorReport: Codable, Sendable {
     public var rejectedWrites: Int
     /// Rows in `sqlite_stat1` (0: the planner has no statistics).
     public var statisticsRows: Int
+    /// The salvages that made this file, oldest first: where each damaged original was set
+    /// aside (and is kept), why, and what the salvage copied (the `repairs` table).
+    public var repairs: [RecordedRepair] = []
+    /// A repair that was cut short (`PATH.repair` is there): where its original was being
+    /// set aside. The next start, or `strata maintain --repair`, finishes it.
+    public var unfinishedRepair: String?
     public var findings: [Finding]
+
+    /// A salvage that made the file (``repairs``).
+    public struct RecordedRepair: Codable, Sendable, Equatable {
+        /// Unix milliseconds.
+        public var repairedAt: Int64
+        /// Where the damaged original was moved: it is kept there.
+        public var setAside: String
+        public var cause: String
+        /// What the salvage copied and what it could not.
+        public var report: String
+    }
 
     /// The most severe finding (`info` if none).
     public var worst: Finding.Severity { findings.map(\.severity).max() ?? .info }
@@ -61,6 +78,16 @@ package struct DoctorReport: Codable, Sendable {
     /// `sizeWarningBytes`: the `[maintenance] size_warning_mb` to judge the size by.
     public static func examine(path: String, sizeWarningBytes: Int = MaintenanceConfig().sizeWarningBytes,
                                now: Date = Date()) throws -> DoctorReport {
+        // A repair cut short between moving the original aside and renaming its salvage into
+        // place: no file under the name, and the marker says where the original is.
+        if !FileManager.default.fileExists(atPath: StoreLocation(path: path).path),
+           let original = unfinishedRepair(StoreLocation(path: path)) {
+            let missing = StoreError(.corrupt, message: "no file under this name: a repair was cut short before its salvage took the name", path: path)
+            var report = damaged(path, missing, problems: [], walBytes: 0)
+            report.unfinishedRepair = original
+            report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: nil, entities: 0)
+            return report
+        }
         // A damaged file may fail the inspection's reads: the doctor goes on with what reads.
         var unreadable: String?
         let inspection: DatabaseInspection
@@ -83,6 +110,7 @@ package struct DoctorReport: Codable, Sendable {
             let failure = StoreError(.read, wrapping: error, path: path)
             guard failure.isCorruption else { throw failure }
             var report = damaged(path, failure, problems: [], walBytes: inspection.walBytes)
+            report.unfinishedRepair = Self.unfinishedRepair(location)
             report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner, entities: 0)
             return report
         }
@@ -139,9 +167,17 @@ package struct DoctorReport: Codable, Sendable {
             report = damaged(path, failure, problems: problems, walBytes: inspection.walBytes)
         }
         if let unreadable, report.integrity == "ok" { report.integrity = unreadable }
+        report.repairs = (try? queue.read { db in try Repair.recorded(db) }) ?? []
+        report.unfinishedRepair = Self.unfinishedRepair(location)
         report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner,
                                        entities: inspection.entityCount)
         return report
+    }
+
+    /// Where the original of a repair that was cut short is (its marker's word), or nil.
+    static func unfinishedRepair(_ location: StoreLocation) -> String? {
+        guard let data = FileManager.default.contents(atPath: location.repairMarkerPath) else { return nil }
+        return (try? JSONDecoder().decode(Repair.Marker.self, from: data))?.original ?? "(its marker \(location.repairMarkerPath) does not read)"
     }
 
     /// The report of a file too damaged (or truncated) to read even the header's figures:
@@ -167,6 +203,15 @@ package struct DoctorReport: Codable, Sendable {
         if integrity != "ok" {
             add(.error, "integrity", "PRAGMA integrity_check: \(integrity)",
                 "`strata maintain --repair PATH` (or opening it in the host): the damaged file is set aside, what still reads is salvaged into a new one, and the report says what could not be; nothing is deleted")
+        }
+        if let unfinishedRepair {
+            add(.error, "repair", "a repair of this document was cut short: its damaged original is \(unfinishedRepair)",
+                "the next start (or `strata maintain --repair PATH`) finishes it from that original; nothing of it is lost")
+        }
+        for repair in repairs {
+            let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(repair.repairedAt) / 1000))
+            add(.info, "repair", "salvaged on \(when) from the damaged original \(repair.setAside) (\(repair.cause)): \(repair.report)",
+                "the original is kept there: once nothing more is wanted from it, it may be deleted")
         }
         if let owner {
             add(.info, "owner", "open now by process \(owner.pid) (\(owner.command))", "the figures may move while it runs")

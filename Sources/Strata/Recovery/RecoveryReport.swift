@@ -9,8 +9,12 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     public var setAsideCorruptFile: String?
     /// Why it was set aside.
     public var corruption: String?
-    /// What was copied from the set-aside file into the new one before the world was rebuilt.
+    /// What was copied from the set-aside file into the new one before the world was rebuilt
+    /// (nil if an earlier open's salvage had finished and only its marker was left: its
+    /// report is in the file, `strata doctor`).
     public var salvage: SalvageReport?
+    /// The repair was an earlier open's, cut short (a kill, a power cut) and finished by this one.
+    public var repairResumed = false
     /// Jobs the previous session left running (it crashed): marked failed ("interrupted"),
     /// to run again, or dead if that was their last attempt.
     public var interruptedJobs = 0
@@ -25,16 +29,12 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         var lines: [String] = []
         if let setAsideCorruptFile {
-            lines.append("the database was corrupt (\(corruption ?? "?")): set aside as \(setAsideCorruptFile), started a new one")
-            if let salvage { lines.append(salvage.description) }
-        }
-        switch session.previous {
-        case .none: lines.append("new database")
-        case .clean:
-            lines.append("previous session shut down cleanly"
-                + (session.checkedUnreadTables ? "; the tables a start does not read checked (quick_check): \(session.integrity ?? "not run")" : ""))
-        case .crashed:
-            lines.append("previous session did not shut down cleanly (crash #\(session.crashCount)); integrity check: \(session.integrity ?? "not run")")
+            lines.append("the database was corrupt (\(corruption ?? "?")): set aside as \(setAsideCorruptFile), "
+                + (repairResumed ? "and the salvage an earlier start had begun was cut short: finished now" : "started a new one"))
+            lines.append(salvage?.description ?? "the salvage was complete before the cut: its report is in the file (strata doctor)")
+            lines.append("crashes counted: \(session.crashCount) (the damage is one), clean shutdowns: \(session.cleanShutdownCount)")
+        } else {
+            lines.append(previousSession)
         }
         var loadedLine = "recovered \(loaded.entities) entities and \(loaded.components) components"
         if loaded.unknownTypeRows > 0 { loadedLine += "; kept \(loaded.unknownTypeRows) rows of unregistered types" }
@@ -56,5 +56,17 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
         if let assets, !assets.isEmpty { lines.append(assets.description) }
         if interruptedJobs > 0 { lines.append("\(interruptedJobs) jobs were running: marked interrupted, to run again") }
         return lines.joined(separator: "\n")
+    }
+
+    /// What the previous session's end was.
+    private var previousSession: String {
+        switch session.previous {
+        case .none: "new database"
+        case .clean:
+            "previous session shut down cleanly"
+                + (session.checkedUnreadTables ? "; the tables a start does not read checked (quick_check): \(session.integrity ?? "not run")" : "")
+        case .crashed:
+            "previous session did not shut down cleanly (crash #\(session.crashCount)); integrity check: \(session.integrity ?? "not run")"
+        }
     }
 }

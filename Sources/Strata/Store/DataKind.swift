@@ -26,7 +26,8 @@ enum DataKind: String, CaseIterable {
     case assets
     /// The outbox's state and the operations the server refused.
     case sync
-    /// The session row: clean shutdowns, crashes, the last check.
+    /// The session row (clean shutdowns, crashes, the last check) and the repairs that made
+    /// this file (where each damaged original was set aside).
     case session
     /// GRDB's record of the migrations applied.
     case migrations
@@ -90,7 +91,8 @@ enum DataKind: String, CaseIterable {
             [Table(name: "sync_state", salvage: .scanned, readAtStart: false),
              Table(name: "sync_failures", salvage: .keyed("seq"), readAtStart: false)]
         case .session:
-            [Table(name: "session_state", salvage: .notCopied, readAtStart: true)]
+            [Table(name: "session_state", salvage: .notCopied, readAtStart: true),
+             Table(name: "repairs", salvage: .keyed("id"), readAtStart: false)]
         case .migrations:
             [Table(name: "grdb_migrations", salvage: .notCopied, readAtStart: true)]
         }

@@ -188,6 +188,7 @@ extension Store {
         }
         registerFromV6(&migrator)
         registerFromV17(&migrator)
+        registerFromV18(&migrator)
         return migrator
     }
 

@@ -27,8 +27,9 @@ import Logging
 package final class Store: Sendable {
     public let location: StoreLocation
     let queue: DatabaseQueue
-    /// Held until ``close()``.
+    /// Held until ``close()`` (unless it was lent: ``init(location:options:lock:)``).
     let ownership: DocumentLock
+    private let ownsLock: Bool
     /// True if this open created the schema (a new document).
     public let isNew: Bool
 
@@ -48,8 +49,15 @@ package final class Store: Sendable {
         public init() {}
     }
 
-    /// Opens (creating if needed) and migrates the database at `location`.
-    public init(location: StoreLocation, options: Options = Options()) throws {
+    /// Opens (creating if needed) and migrates the database at `location`, under its owner lock.
+    /// `lock`: the owner lock of another path, held by the caller and lent for the store's
+    /// life (a repair builds a file beside the document under the document's lock); not
+    /// released by ``close()``. Without it, the store takes the lock of `location`.
+    package convenience init(location: StoreLocation, options: Options = Options()) throws {
+        try self.init(location: location, options: options, lock: nil)
+    }
+
+    init(location: StoreLocation, options: Options, lock: DocumentLock?) throws {
         self.location = location
         var configuration = Configuration()
         configuration.busyMode = .timeout(options.busyTimeout.seconds)
@@ -82,7 +90,8 @@ package final class Store: Sendable {
             try prepare?(db)
         }
         try Self.checkPath(location)
-        ownership = try DocumentLock.acquire(for: location)
+        ownership = try lock ?? DocumentLock.acquire(for: location)
+        ownsLock = lock == nil
         do {
             let directory = URL(fileURLWithPath: location.path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -100,7 +109,7 @@ package final class Store: Sendable {
                 }
             }
         } catch {
-            ownership.release()
+            if ownsLock { ownership.release() }
             throw StoreError((error as? StoreError)?.code ?? .open, wrapping: error, path: location.path)
         }
     }
@@ -128,7 +137,7 @@ package final class Store: Sendable {
     /// Guards against an SQLite without URI support creating a file named "file:…".
     private static func checkOpenedFile(_ queue: DatabaseQueue, location: StoreLocation) throws {
         let file = try queue.read { db in
-            try Row.fetchOne(db, sql: "PRAGMA database_list")?["file"] as String?
+            try Row.fetchOne(db, sql: "PRAGMA database_list")?.value("file", as: String.self)
         }
         guard let file, URL(fileURLWithPath: file).standardizedFileURL.path == location.path else {
             throw StoreError(.open, message: "SQLite opened \(file ?? "nothing") for \(location.uri): URI support is off", path: location.path)
@@ -149,7 +158,7 @@ package final class Store: Sendable {
     /// beyond SQLite's own on last close).
     /// Releases the document's owner lock.
     public func close() throws {
-        defer { ownership.release() }
+        defer { if ownsLock { ownership.release() } }
         try queue.close()
     }
 }

@@ -35,6 +35,12 @@ package struct StoreLocation: Sendable, Equatable {
     /// Written while a corrupt file is being replaced (`Engine+StoreReplacement.swift`):
     /// names where the corrupt file was set aside, until the new one is complete.
     public var replacingMarkerPath: String { path + ".replacing" }
+    /// Written before a salvage moves a damaged file aside, removed once the salvaged file
+    /// is in place under the document's name (`Repair.swift`): names where the original went.
+    public var repairMarkerPath: String { path + ".repair" }
+    /// Where a salvage builds the new document (`Repair.swift`): renamed to the document's
+    /// name only when complete, so the name never holds half a salvage.
+    public var salvagePath: String { path + ".salvage" }
 
     public var uri: String {
         var allowed = CharacterSet.alphanumerics

@@ -47,8 +47,10 @@ struct MaintainCommand: ParsableCommand {
         var settings = try loadConfig(config, command: "maintain")
         settings.database.path = path
         settings.metrics.exportInterval = .zero
-        guard FileManager.default.fileExists(atPath: path) else {
-            printError("strata maintain: \(path): no such file")
+        // A repair cut short may have left no file under the name, and its marker: --repair finishes it.
+        let repairing = repair && FileManager.default.fileExists(atPath: StoreLocation(path: path).repairMarkerPath)
+        guard FileManager.default.fileExists(atPath: path) || repairing else {
+            printError("strata maintain: \(path): no such file\(FileManager.default.fileExists(atPath: StoreLocation(path: path).repairMarkerPath) ? " (a repair of it was cut short: --repair finishes it)" : "")")
             throw ExitCode.failure
         }
         let sizeBefore = Self.fileBytes(path)
