@@ -44,6 +44,21 @@ import Testing
         #expect(keys(StrataConfig().renderTOML()) == keys(shipped))
     }
 
+    /// A NUL in a string would end a path (or a server's address) at the C call: refused by key.
+    @Test func aNulInAStringIsRefusedByKey() throws {
+        for (table, key) in [("database", "path"), ("backup", "folder"), ("sync", "server"), ("sync", "document")] {
+            #expect(throws: ConfigError.self) { try StrataConfig.parse("[\(table)]\n\(key) = \"a\\u0000b\"") }
+            do {
+                _ = try StrataConfig.parse("[\(table)]\n\(key) = \"a\\u0000b\"")
+            } catch {
+                #expect("\(error)".contains(key) && "\(error)".contains("NUL") && "\(error)".contains(":2"), "\(error)")
+            }
+        }
+        var config = StrataConfig()
+        config.database.path = TestDirectory().url.path + "/a\0b.db"
+        #expect(throws: StoreError.self) { try Engine.open(config: config, logger: quietLogger) }
+    }
+
     @Test func renderedConfigParsesBackToItself() throws {
         var config = StrataConfig()
         config.persistence.flushInterval = .milliseconds(2500)

@@ -202,6 +202,20 @@ import Testing
         }
     }
 
+    /// Numbers past what a document can hold are refused by name, before any conversion
+    /// (`-9.2e18s` used to trap converting to Int64; `-9e15s` printed a year without its sign).
+    @Test func timesBefore1970OrPastTheYear9999AreRefusedNotConverted() throws {
+        let now: Int64 = 1_800_000_000_000
+        for far in ["-9.2e18s", "-9e15s", "-1e300d", "-1801000000s", "0001-01-01T00:00:00Z"] {
+            #expect(throws: HistoryError.timeOutOfRange(far), "\(far)") { try HistoryTime.parse(far, now: now) }
+        }
+        #expect(try HistoryTime.parse("-1800000000s", now: now) == 0, "back to the epoch itself reads")
+        let fixture = EngineFixture()
+        try fixture.open().shutdown()
+        let run = try ChildProcess.strata(["inspect", fixture.directory.databasePath, "--at", "-9.2e18s"])
+        #expect(!run.signalled && run.status != 0 && run.stderr.contains("before 1970"), "\(run.stderr)")
+    }
+
     @Test func aRewindOfReplicatedValuesReachesTheOtherDevices() throws {
         let a = try Replica("rewind-a") { $0.config.history.keep = .seconds(600) }
         let b = try Replica("rewind-b")

@@ -163,6 +163,9 @@ import Testing
         }
         #expect(error("[backup]\ninterval_secs = 600\nbattery_interval_secs = 60")?.contains("backup.battery_interval_secs") == true)
         #expect(error("[backup]\nkeep = -1")?.contains("backup.keep") == true)
+        // A schedule, not a copy loop: 0.001 s with keep = 10000 wrote 3 GB a minute.
+        #expect(error("[backup]\ninterval_secs = 0.001")?.contains("backup.interval_secs: must be at least 1 second") == true)
+        #expect(error("[backup]\nkeep = 10000")?.contains("backup.keep") == true)
         #expect(error("[backup]\nkep = 3")?.contains("kep") == true)
         let config = try StrataConfig.parse("[backup]\nkeep = 3\nbattery_interval_secs = 0\nfolder = \"/tmp/b\"")
         #expect(config.backup.keep == 3 && config.backup.batteryInterval == .zero && config.backup.folder == "/tmp/b")

@@ -8,7 +8,7 @@ public struct BackupConfig: Sendable, Equatable {
     /// `folder`: where scheduled backups go; empty: `PATH.backups/` beside the document.
     /// Each is `NAME-YYYYMMDD-HHMMSS-mmm.EXT`, with its assets and parked rows beside it.
     public var folder = ""
-    /// `interval_secs`: a scheduled backup at most this often on mains power.
+    /// `interval_secs`: a scheduled backup at most this often on mains power (at least 1).
     public var interval: Duration = .seconds(600)
     /// `battery_interval_secs`: at most this often on battery or power-saver; 0: never.
     public var batteryInterval: Duration = .seconds(3600)
@@ -20,14 +20,22 @@ public struct BackupConfig: Sendable, Equatable {
 }
 
 extension StrataConfig {
+    /// `[backup] interval_secs` at its lowest.
+    static let shortestBackupInterval: Duration = .seconds(1)
+
     static func readBackup(_ r: inout ConfigReader) throws -> BackupConfig {
         var c = BackupConfig()
-        c.keep = try r.int("keep", default: c.keep, range: 0 ... 10_000, unit: " backups")
+        c.keep = try r.int("keep", default: c.keep, range: 0 ... 1_000, unit: " backups")
         c.folder = try r.string("folder", default: c.folder)
         c.interval = try r.duration("interval_secs", default: c.interval, unit: .seconds, max: .seconds(365 * 86_400))
         c.batteryInterval = try r.duration("battery_interval_secs", default: c.batteryInterval, unit: .seconds, allowZero: true,
                                            max: .seconds(365 * 86_400))
         c.stepBudget = try r.duration("step_budget_ms", default: c.stepBudget, unit: .milliseconds, max: .seconds(10))
+        // Each backup copies the whole document: more often than a second is a copy loop
+        // (0.001 s with keep = 10000 wrote 3 GB a minute), not a schedule.
+        if c.interval < Self.shortestBackupInterval {
+            throw r.error(.invalidValue, "interval_secs", "must be at least \(Int(Self.shortestBackupInterval.seconds)) second (each backup copies the whole document), got \(c.interval.seconds)")
+        }
         if c.batteryInterval > .zero && c.batteryInterval < c.interval {
             throw r.error(.invalidValue, "battery_interval_secs", "must be 0 (never on battery) or at least interval_secs (\(Int(c.interval.seconds)))")
         }

@@ -37,6 +37,33 @@ extension StrataConfig {
     }
 
     /// Parses and validates TOML text. Absent keys keep their defaults.
+    /// An escaped NUL in a string (`\u0000`, `\U00000000`): the parser hands strings on as C
+    /// strings, which end there, so `"a\u0000b"` would silently read as `"a"`. Refused with
+    /// the key and the line.
+    static func rejectEscapedNul(_ text: String, source: String?) throws {
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var backslashes = 0
+            var index = line.startIndex
+            while index < line.endIndex {
+                let character = line[index]
+                if character == "\\" {
+                    backslashes += 1
+                } else {
+                    if backslashes % 2 == 1, character == "u" || character == "U" {
+                        let digits = line[line.index(after: index)...].prefix(character == "u" ? 4 : 8)
+                        if digits.count == (character == "u" ? 4 : 8), digits.allSatisfy({ $0 == "0" }) {
+                            let key = line.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?"
+                            throw ConfigError(.invalidValue, keyPath: key, message: "a NUL character (\\u0000) is not allowed in a string: a path or an address would end there",
+                                              source: source, line: number + 1)
+                        }
+                    }
+                    backslashes = 0
+                }
+                index = line.index(after: index)
+            }
+        }
+    }
+
     public static func parse(_ text: String, source: String? = nil) throws -> StrataConfig {
         // TOML allows no raw control character but tab and line ends (escape them in
         // strings), and the parser stops the process on some (an assertion in toml++).
@@ -45,6 +72,7 @@ extension StrataConfig {
             let what = text.utf8[bad] == 0 ? "a NUL byte" : String(format: "a control character (U+%04X)", Int(text.utf8[bad]))
             throw ConfigError(.syntax, message: "\(what) is not allowed in TOML (escape it inside a string)", source: source, line: line)
         }
+        try rejectEscapedNul(text, source: source)
         let root: TOMLTable
         do {
             root = try TOMLTable(string: text)

@@ -24,6 +24,9 @@ extension Engine {
     ///   - options: what is not configuration: the clock, the VFS, a metrics factory, test hooks.
     public static func open(config: StrataConfig, components: [any Component.Type] = [],
                             logger: Logger = Logger(label: "strata"), options: Options = Options()) throws -> Engine {
+        guard !config.database.path.utf8.contains(0) else {   // before any file call cuts it there
+            throw StoreError(.open, message: "the path holds a NUL character: the file system would end it there", path: config.database.path)
+        }
         let countingVFS = config.metrics.countFsyncs && options.vfs == nil ? try CountingVFS.acquire() : nil
         var handedToEngine = false   // else an open that fails gives the VFS back
         defer { if !handedToEngine, let countingVFS { CountingVFS.release(countingVFS) } }

@@ -12,16 +12,27 @@ package enum HistoryTime {
             for unit in units where trimmed.hasSuffix(unit.suffix) {
                 let number = trimmed.dropFirst().dropLast(unit.suffix.count)
                 if let value = Double(number), value >= 0, value.isFinite {
-                    return now - Int64((value * unit.milliseconds).rounded())
+                    // Checked before the conversion: a span past the Unix epoch (or past what an
+                    // Int64 holds) is no time a document has, never a trap.
+                    let back = (value * unit.milliseconds).rounded()
+                    guard back <= Double(max(now, 0)) else { throw HistoryError.timeOutOfRange(text) }
+                    return now - Int64(back)
                 }
             }
         } else {
             let formatter = ISO8601DateFormatter()
             for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
                 formatter.formatOptions = options
-                if let date = formatter.date(from: trimmed) { return Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+                if let date = formatter.date(from: trimmed) {
+                    let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+                    guard milliseconds >= 0, milliseconds < Self.year10000 else { throw HistoryError.timeOutOfRange(text) }
+                    return Int64(milliseconds)
+                }
             }
         }
         throw HistoryError.unreadableTime(text)
     }
+
+    /// 10000-01-01T00:00:00Z in Unix milliseconds: the first time ISO 8601's four digits cannot write.
+    static let year10000 = 253_402_300_800_000.0
 }

@@ -39,6 +39,8 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     case outsideWindow(requested: Int64, start: Int64, end: Int64)
     /// Not a time (`strata inspect --at`): ISO 8601, or relative to now (`-30s`, `-5m`).
     case unreadableTime(String)
+    /// A time that reads, but before 1970 or past the year 9999: no document holds it.
+    case timeOutOfRange(String)
 
     public var description: String {
         switch self {
@@ -48,6 +50,8 @@ public enum HistoryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(Self.format(requested)) is outside the history window, \(Self.format(start)) … \(Self.format(end))"
         case .unreadableTime(let text):
             return "\"\(text)\" is not a time: give an ISO 8601 time (2026-11-26T09:30:00Z) or one relative to now (-30s, -5m, -2h)"
+        case .timeOutOfRange(let text):
+            return "\"\(text)\" is before 1970 or past the year 9999: no document holds that time"
         }
     }
 

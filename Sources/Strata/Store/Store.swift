@@ -117,6 +117,9 @@ package final class Store: Sendable {
     /// Says plainly what is wrong with a path SQLite would only call "unable to open": a
     /// folder where the file should be, or a file where a folder should be.
     static func checkPath(_ location: StoreLocation) throws {
+        guard !location.path.utf8.contains(0) else {
+            throw StoreError(.open, message: "the path holds a NUL character: the file system would end it there", path: location.path)
+        }
         let fm = FileManager.default
         var isDirectory: ObjCBool = false
         if fm.fileExists(atPath: location.path, isDirectory: &isDirectory), isDirectory.boolValue {
