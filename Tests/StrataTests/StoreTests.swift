@@ -751,6 +751,40 @@ import Testing
         #expect(engine.recovery.description.contains("kept 1 entity rows with a malformed or repeated id or number"), "\(engine.recovery)")
         #expect(engine.recovery.description.contains("kept 1 component rows of no entity"), "\(engine.recovery)")
     }
+
+    /// A kept orphan row (or malformed entity row) names a number no new entity gets: the
+    /// next spawn would adopt the orphan's components, and the warning about it would go.
+    @Test func aKeptOrphanRowIsNeverAdoptedByANewEntity() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for x in 0 ..< 3 { engine.world.spawn(Position(x: Float(x), y: 0)) }
+            #expect(engine.compactNow())
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            // The number right after the last entity's: the one the next spawn used to get.
+            try db.execute(sql: """
+                INSERT INTO components (entity_num, type_id, version, payload, updated_at)
+                SELECT (SELECT max(num) FROM entities) + 1, type_id, version, payload, updated_at FROM components LIMIT 1
+                """)
+        }
+        try queue.close()
+        do {
+            let engine = try fixture.open()
+            #expect(engine.recovery.loaded.orphanRows == 1)
+            let fresh = engine.world.spawn(Title("new"))
+            #expect(engine.world.get(Position.self, for: fresh) == nil)
+            try engine.shutdown()
+        }
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.entityCount == 4)
+        #expect(engine.world.count(of: Position.self) == 3, "the new entity did not adopt the orphan's position")
+        #expect(engine.recovery.loaded.orphanRows == 1, "the orphan is still kept and still reported: \(engine.recovery)")
+    }
 }
 
 /// Entity numbers read from disk past the highest a file may hold (a damaged page, another

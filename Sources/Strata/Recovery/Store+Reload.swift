@@ -89,6 +89,9 @@ extension Store {
         world.reserveEntities(max(0, expected - despawning.count))
         var numbers: [EntityNumber] = []
         numbers.reserveCapacity(expected)
+        // The highest number a kept row names without being loaded (a malformed entity row, a
+        // component row of no entity): never handed to a new entity, which would adopt them.
+        var keptNumber: EntityNumber = 0
         while sqlite3_step(entities) == SQLITE_ROW {
             if !despawning.isEmpty, despawning.contains(sqlite3_column_int64(entities, 0)) { continue }
             guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil,
@@ -97,6 +100,8 @@ extension Store {
                 // A number twice (in `entities` and waiting) is a damaged file's (the first is
                 // kept), and so is one that is not positive or past the highest a file may hold.
                 summary.malformedEntityRows += 1
+                let number = sqlite3_column_int64(entities, 0)
+                if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
                 continue
             }
             let number = sqlite3_column_int64(entities, 0)
@@ -121,6 +126,7 @@ extension Store {
             baseBytes += payload.count
             guard position < numbers.count && numbers[position] == number else {
                 if !despawning.contains(number) { summary.orphanRows += 1 }
+                if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
                 continue
             }
             loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
@@ -160,7 +166,7 @@ extension Store {
         let waitingMax = layout.spawns
             ? try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM pending_entities WHERE num <= ?", arguments: [highest]) ?? 0
             : despawning.filter { $0 <= highest }.max() ?? 0
-        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax) + 1
+        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax, keptNumber) + 1
         summary.unknownTypeRows = loader.unknownTypeRows
         summary.undecodableRows = loader.undecodableRows
         summary.olderPayloadRows = loader.olderPayloads.count
