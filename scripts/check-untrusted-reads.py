@@ -23,6 +23,8 @@ ROOTS = ["Sources/Strata", "Sources/StrataPostgres", "Sources/StrataHost"]
 ROW_SUBSCRIPT = re.compile(r"\b\w*[rR]ow\s*\[")
 # `$0[...]` in a closure over fetched rows, or a subscript straight on `Row.fetchOne(...)`.
 FETCHED_ROW_SHORTHAND = re.compile(r"Row\.fetch\w*\(.*(\$\d+\s*\[|\)\??\s*\[)")
+# Any subscript cast with `as Type` (not `as?`): GRDB's row idiom, whatever the row is named.
+SUBSCRIPT_CAST = re.compile(r"\[[^\[\]]*\]\s+as\s+[A-Z]")
 TRY_BANG = re.compile(r"\btry!")
 FORCED_CAST = re.compile(r"\bas!")
 # An identifier, `)` or `]` followed by `!` that is not `!=`: a forced unwrap.
@@ -100,6 +102,7 @@ def findings(path):
         for pattern, what in [
             (ROW_SUBSCRIPT, "a Row read by subscript (traps on NULL or another type): try row.decode(...)"),
             (FETCHED_ROW_SHORTHAND, "a fetched Row read by subscript (traps on NULL or another type): try row.decode(...)"),
+            (SUBSCRIPT_CAST, "a subscript read as a type (GRDB's row read: traps on NULL or another type): try row.decode(...)"),
             (TRY_BANG, "try! (traps on the error)"),
             (FORCED_CAST, "as! (traps on another type)"),
             (FORCED_UNWRAP, "a forced unwrap (traps on nil)"),

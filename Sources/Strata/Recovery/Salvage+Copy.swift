@@ -52,6 +52,7 @@ extension Salvage {
         }
         var next = Int64.min
         var copied = 0
+        var keysSkipped: Int64 = 0   // keys in the ranges skipped past damaged pages: rows lost, at most
         while true {
             // Row by row, so that what reads before a damaged page is kept (in a table without
             // rowid, that includes the row dividing it from the previous leaf, in their parent).
@@ -126,7 +127,7 @@ extension Salvage {
                         if firstKey(from: middle) != nil { high = middle } else { low = middle }
                     }
                     report.skipped[destination, default: 0] += 1
-                    report.lostAtMost[destination, default: 0] += high &- next
+                    keysSkipped = keysSkipped &+ (high &- next)
                     // In a table without rowid, the row dividing two leaves sits in their parent
                     // page: a seek to it goes on down to the damaged leaf and fails, but a cursor
                     // walking back from `high` reads it before it reaches the damage.
@@ -137,7 +138,7 @@ extension Salvage {
                     }
                     if (try? insert(dividers, destination, columns, into: store)) != nil {
                         copied += dividers.count
-                        report.lostAtMost[destination, default: 0] -= Int64(Set(dividers.compactMap { $0[key] as Int64? }).count)
+                        keysSkipped -= Int64(Set(dividers.compactMap { $0.value(key, as: Int64.self) }).count)
                     }
                     next = high
                     continue
@@ -146,6 +147,28 @@ extension Salvage {
             }
         }
         report.rows[destination, default: 0] += copied
+        if keysSkipped > 0 {
+            report.lostAtMost[destination, default: 0] += rowsLostAtMost(table, filter: filter, keysSkipped: keysSkipped,
+                                                                          copied: copied, from: source)
+        }
+    }
+
+    /// How many rows the ranges skipped can have held, at most: the keys in them (exact
+    /// where keys are dense), but never more than the table counts beyond what was copied
+    /// (a count an intact index answers, when one does), nor more than the file's pages can
+    /// hold (a page holds at most a quarter of its bytes in rows: a cell takes 4 bytes or
+    /// more). Sparse keys (numbers never reused) make the first far too high alone.
+    static func rowsLostAtMost(_ table: String, filter: String, keysSkipped: Int64, copied: Int, from source: DatabaseQueue) -> Int64 {
+        var bound = keysSkipped
+        if let total = try? source.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE \(filter)") }) ?? nil {
+            bound = min(bound, Int64(max(0, total - copied)))
+        }
+        if let (pages, size) = try? source.read({ db in
+            (try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0, try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0)
+        }), pages > 0, size > 0 {
+            bound = min(bound, Int64(pages) * Int64(size / 4))
+        }
+        return bound
     }
 
     /// The received operations, keyed by (node, seq): each node's sequence is copied like
