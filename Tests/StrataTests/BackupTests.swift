@@ -115,6 +115,32 @@ import Testing
         try engine.shutdown()
     }
 
+    /// A backup killed before its copy was named (SIGKILL, SIGTERM) leaves `.NAME.partial-PID-ID`
+    /// and its assets: the next backup into the folder removes those of a process that is
+    /// gone, never one still at work.
+    @Test func temporaryCopiesOfAProcessThatIsGoneAreRemovedByTheNextBackup() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        _ = populate(engine, count: 20)
+        try engine.shutdown()
+        let folder = TestDirectory()
+        let exited = Process()
+        exited.executableURL = URL(fileURLWithPath: "/bin/true")
+        try exited.run()
+        exited.waitUntilExit()
+        let gone = exited.processIdentifier
+        let abandoned = folder.url.appendingPathComponent(".old.db.partial-\(gone)-0f0e0d0c-0b0a-0908-0706-050403020100").path
+        let working = folder.url.appendingPathComponent(".other.db.partial-\(getpid())-00000000-0000-0000-0000-000000000001").path
+        for path in [abandoned, abandoned + "-wal", working] { try Data([1, 2, 3]).write(to: URL(fileURLWithPath: path)) }
+        try FileManager.default.createDirectory(atPath: abandoned + ".assets", withIntermediateDirectories: true)
+
+        _ = try Backup.copy(from: fixture.directory.databasePath, to: folder.url.appendingPathComponent("new.db").path)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).sorted()
+        #expect(!names.contains { $0.hasPrefix(".old.db.partial-") }, "\(names)")
+        #expect(names.contains { $0.hasPrefix(".other.db.partial-") }, "a copy whose process runs is left alone: \(names)")
+        #expect(names.contains("new.db"))
+    }
+
     @Test func aBackupNeverReplacesAFileNorWritesOverTheDocument() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()

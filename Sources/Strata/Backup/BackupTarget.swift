@@ -7,7 +7,8 @@ struct BackupTarget: Sendable {
     let source: StoreLocation
     /// The finished backup's path (its assets: `PATH.assets`, its parked rows: `PATH.rejected`).
     let final: StoreLocation
-    /// The copy until it is verified: `.NAME.partial-ID` in the same folder.
+    /// The copy until it is verified: `.NAME.partial-PID-ID` in the same folder (PID: the
+    /// process making it, so that a later backup knows one left by a process that died).
     let staging: StoreLocation
 
     /// Checks `path` as a destination for a backup of `source`: not the source, nor one of
@@ -37,7 +38,34 @@ struct BackupTarget: Sendable {
         self.source = source
         self.final = final
         let name = URL(fileURLWithPath: final.path).lastPathComponent
-        staging = StoreLocation(path: folder.appendingPathComponent(".\(name)\(Self.partialMarker)\(UUID().uuidString.lowercased())").path)
+        staging = StoreLocation(path: folder.appendingPathComponent(".\(name)\(Self.partialMarker)\(getpid())-\(UUID().uuidString.lowercased())").path)
+        Self.sweepAbandoned(in: folder.path)
+    }
+
+    /// Removes the temporary copies in `folder` whose process is gone (a backup killed, by
+    /// SIGKILL, SIGTERM or a power cut, before its copy was named), each with its WAL files,
+    /// assets and parked rows. A copy whose process still runs is another backup at work:
+    /// left alone (and so is one whose process number was taken again since). Returns the
+    /// names removed.
+    @discardableResult
+    static func sweepAbandoned(in folder: String) -> [String] {
+        var removed: [String] = []
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix(".") {
+            guard let marker = name.range(of: partialMarker) else { continue }
+            let rest = name[marker.upperBound...]
+            guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid > 0,
+                  kill(pid, 0) != 0 && errno == ESRCH else { continue }
+            // The copy's own name: up to the ID, without a `-wal`, `.assets`… that follows it.
+            let id = rest[rest.index(after: dash)...].prefix(36)
+            let staging = StoreLocation(path: folder + "/" + String(name[..<marker.upperBound]) + "\(pid)-" + id)
+            guard name.hasPrefix(URL(fileURLWithPath: staging.path).lastPathComponent) else { continue }
+            for path in [staging.path, staging.walPath, staging.shmPath, staging.rejectedPath, staging.path + "-journal"] {
+                unlink(path)
+            }
+            try? FileManager.default.removeItem(atPath: staging.assetsPath)
+            removed.append(name)
+        }
+        return removed
     }
 
     /// What every temporary name has in it (a sweep of a backup folder removes them).
