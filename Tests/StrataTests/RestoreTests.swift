@@ -108,6 +108,42 @@ import Testing
         #expect(try fixture.persisted().count(Title("title 0")) == 1)
     }
 
+    /// A damaged backup is refused by name before anything is made at the destination: no
+    /// raw SQLite error, no `DEST.lock` left behind.
+    @Test func aDamagedBackupIsRefusedAndLeavesNothingAtTheDestination() throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 3000)
+        let backup = fixture.directory.url.appendingPathComponent("backup.db").path
+        _ = try Backup.copy(from: fixture.directory.databasePath, to: backup)
+        try damageLeafPage(of: "entities", skip: 2, in: backup)
+        let destination = fixture.directory.url.appendingPathComponent("restored.db").path
+        let run = try ChildProcess.strata(["restore", backup, destination])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("the backup is damaged") && run.stderr.contains("nothing was restored"), "\(run.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path).filter { $0.hasPrefix("restored.db") || $0.hasPrefix(".restored.db") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    /// A restore reads the backup only: one whose WAL still holds commits (a copy of a
+    /// document that crashed) keeps its WAL and its file byte for byte.
+    @Test func aRestoreLeavesABackupWithAWALAsItIs() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        _ = populate(engine)
+        let copy = fixture.directory.url.appendingPathComponent("crashed.db").path
+        let location = StoreLocation(path: fixture.directory.databasePath)
+        try FileManager.default.copyItem(atPath: location.path, toPath: copy)
+        try FileManager.default.copyItem(atPath: location.walPath, toPath: copy + "-wal")
+        try engine.shutdown()
+        let before = [try Data(contentsOf: URL(fileURLWithPath: copy)), try Data(contentsOf: URL(fileURLWithPath: copy + "-wal"))]
+        #expect(before[1].count > 0, "the WAL holds the commits")
+        let destination = fixture.directory.url.appendingPathComponent("restored.db").path
+        _ = try Backup.restore(from: copy, to: destination)
+        let after = [try Data(contentsOf: URL(fileURLWithPath: copy)), try Data(contentsOf: URL(fileURLWithPath: copy + "-wal"))]
+        #expect(after == before, "the backup and its WAL are as they were")
+        #expect(try PersistedComponents.read(destination).count(Title.self) == 200)
+    }
+
     @Test func scheduledBackupsFollowThePowerAndKeepTheNewest() throws {
         var fixture = EngineFixture()
         let wall = TestWallClock()

@@ -39,8 +39,23 @@ extension Backup {
             throw StoreError(.open, message: "no such backup", path: source.path)
         }
         let final = StoreLocation(path: destination)
+        // A backup that does not pass quick_check is refused before anything is made at DEST
+        // (read-only: the backup stays as it is, WAL and all).
+        if let damage = Engine.quickCheck(source) {
+            throw StoreError(.corrupt, sqliteCode: damage.sqliteCode,
+                             message: "the backup is damaged (\(damage.message)): nothing was restored, \(final.path) is as it was",
+                             path: source.path)
+        }
+        let lockPath = DocumentLock.path(for: final)
+        let lockExisted = FileManager.default.fileExists(atPath: lockPath)
         let lock = try DocumentLock.acquire(for: final)
-        defer { lock.release() }
+        var restored = false
+        defer {
+            // A restore to a new name that failed leaves nothing there, its lock file neither
+            // (removed while held: no other owner can have waited on a name that held nothing).
+            if !restored && !lockExisted && !FileManager.default.fileExists(atPath: final.path) { unlink(lockPath) }
+            lock.release()
+        }
         let occupied = [final.path, final.walPath, final.assetsPath, final.rejectedPath].filter { FileManager.default.fileExists(atPath: $0) }
         if !occupied.isEmpty && !replacing {
             throw StoreError(.write, message: "\(occupied[0]) exists; restore with --replace (replacing: true) to set it aside first",
@@ -83,6 +98,7 @@ extension Backup {
         let aside = occupied.isEmpty ? nil : try setAside(final, at: unixMilliseconds())
         do {
             let report = try staged.name(verified: verified)
+            restored = true
             return RestoreReport(backup: source.path, destination: final.path, setAside: aside?.path, node: node.description,
                                  bytes: report.bytes, assetsLinked: report.assetsLinked, assetsCopied: report.assetsCopied)
         } catch {
@@ -93,10 +109,14 @@ extension Backup {
 
     /// The backup's pages, assets and parked rows at the target's temporary name.
     private static func stage(_ source: StoreLocation, into target: BackupTarget) throws -> StagedBackup {
+        // Read-only: a read-write connection's close would checkpoint the backup's WAL into it
+        // and delete the WAL, changing the file a restore promises to leave as it is.
+        let before = source.companions
+        defer { source.removeCompanionsMadeByReading(before: before) }
         do {
-            let queue = try DatabaseQueue(path: source.path)
+            let queue = try source.readOnlyQueue()
             defer { try? queue.close() }
-            return try queue.writeWithoutTransaction { db in
+            return try queue.inDatabase { db in
                 guard try DocumentKind.classify(db) == .strata else {
                     throw StoreError(.foreign, message: "not a Strata document this build can open: \(try DocumentKind.classify(db))",
                                      path: source.path)
