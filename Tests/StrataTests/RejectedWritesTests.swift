@@ -250,4 +250,23 @@ import Testing
         let left = try String(contentsOfFile: path, encoding: .utf8)
         #expect(left == torn + "\n", "the torn line, and only it")
     }
+
+    /// A side-file line that does not read is kept, and said: at open, by `strata inspect` and
+    /// by `strata doctor` (it used to be kept without a word until a replay).
+    @Test func aSideFileLineThatDoesNotReadIsSaidAtOpenAndByTheTools() throws {
+        let fixture = EngineFixture()
+        try fixture.open().shutdown()
+        let path = fixture.directory.databasePath + ".rejected"
+        try Data(#"{"error":"disk full","kind":"setti"#.utf8).write(to: URL(fileURLWithPath: path))
+        let engine = try fixture.open()
+        #expect(engine.recovery.unreadableSideFileLines == 1)
+        #expect(engine.recovery.description.contains("1 lines of the parked rows' side file do not read"), "\(engine.recovery)")
+        try engine.shutdown()
+        let inspect = try ChildProcess.strata(["inspect", fixture.directory.databasePath])
+        #expect(inspect.stdout.contains("1 lines there do not read"), "\(inspect.stdout)")
+        let report = try DoctorReport.examine(path: fixture.directory.databasePath)
+        #expect(report.unreadableSideFileLines == 1)
+        #expect(report.findings.contains { $0.subject == "rejected_writes" && $0.detail.contains("do not read") }, "\(report.findings)")
+        #expect(FileManager.default.fileExists(atPath: path), "kept")
+    }
 }

@@ -89,6 +89,9 @@ extension Engine {
                                       setAsideCorruptFile: repaired?.setAside, corruption: repaired?.cause)
         recovery.salvage = repaired?.salvage
         recovery.repairResumed = repaired?.resumed ?? false
+        if fm.fileExists(atPath: location.rejectedPath) {
+            recovery.unreadableSideFileLines = SideFile(path: location.rejectedPath).read().unreadableLines.count
+        }
         if recovery.crashed {
             logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
         } else {

@@ -50,6 +50,8 @@ package struct DoctorReport: Codable, Sendable {
     /// Age of the oldest job waiting to run, in seconds.
     public var oldestPendingJobSecs: Double?
     public var rejectedWrites: Int
+    /// Lines of the side file `PATH.rejected` that do not read as a parked row (kept as they are).
+    public var unreadableSideFileLines = 0
     /// Rows in `sqlite_stat1` (0: the planner has no statistics).
     public var statisticsRows: Int
     /// The salvages that made this file, oldest first: where each damaged original was set
@@ -168,6 +170,7 @@ package struct DoctorReport: Codable, Sendable {
         }
         if let unreadable, report.integrity == "ok" { report.integrity = unreadable }
         report.repairs = (try? queue.read { db in try Repair.recorded(db) }) ?? []
+        report.unreadableSideFileLines = inspection.unreadableSideFileLines
         report.unfinishedRepair = Self.unfinishedRepair(location)
         report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner,
                                        entities: inspection.entityCount)
@@ -259,6 +262,10 @@ package struct DoctorReport: Codable, Sendable {
         if let age = oldestPendingJobSecs, age > 3600 {
             add(.info, "jobs", "the oldest job waiting to run was enqueued \(Int(age / 3600)) h ago",
                 "jobs run while an engine with workers has the document open (or the queue is paused: `strata jobs PATH resume`)")
+        }
+        if unreadableSideFileLines > 0 {
+            add(.warning, "rejected_writes", "\(unreadableSideFileLines) lines of PATH.rejected do not read as parked rows (torn by a crash while appended, or written by a newer build): kept in the file as they are",
+                "a newer build may read them; `engine.replayRejectedWrites()` keeps them and lists each")
         }
         if rejectedWrites > 0 {
             add(.warning, "rejected_writes", "\(rejectedWrites) rows a commit refused are parked (`strata inspect` lists them)",

@@ -22,6 +22,9 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
     public var interruptedJobsTime: Duration = .zero
     /// What the reconciliation of the assets folder with its rows did at open.
     public var assets: ReconcileReport?
+    /// Lines of the side file `PATH.rejected` that do not read as parked rows: kept there as
+    /// they are (``Engine/replayRejectedWrites()`` lists them too).
+    public var unreadableSideFileLines = 0
 
     /// The previous session crashed, or left a file that had to be set aside.
     public var crashed: Bool { session.previous == .crashed || setAsideCorruptFile != nil }
@@ -54,6 +57,9 @@ public struct RecoveryReport: Sendable, Equatable, CustomStringConvertible {
             lines.append(line)
         }
         if let assets, !assets.isEmpty { lines.append(assets.description) }
+        if unreadableSideFileLines > 0 {
+            lines.append("\(unreadableSideFileLines) lines of the parked rows' side file do not read (torn, or from a newer build): kept there as they are")
+        }
         if interruptedJobs > 0 { lines.append("\(interruptedJobs) jobs were running: marked interrupted, to run again") }
         return lines.joined(separator: "\n")
     }

@@ -56,8 +56,9 @@ extension DatabaseInspection {
         for (node, count) in operationLog.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(node)  \(count) logged, vector clock \(vectorClock[node].map(String.init) ?? "-")")
         }
-        if rejectedWrites + rejectedWritesInSideFile > 0 {
-            lines.append("rejected writes  \(rejectedWrites) parked in the database, \(rejectedWritesInSideFile) in \(path).rejected")
+        if rejectedWrites + rejectedWritesInSideFile + unreadableSideFileLines > 0 {
+            lines.append("rejected writes  \(rejectedWrites) parked in the database, \(rejectedWritesInSideFile) in \(path).rejected"
+                + (unreadableSideFileLines > 0 ? "; \(unreadableSideFileLines) lines there do not read (kept as they are)" : ""))
         }
         lines.append("settings         \(settings.count)")
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) {

@@ -53,6 +53,9 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
     /// types, comparable with ``World/digest()`` and across devices.
     public var digest: WorldDigest?
     public var rejectedWritesInSideFile = 0
+    /// Lines of the side file that do not read as a parked row (torn by a crash mid-append,
+    /// or written by a newer build): kept in the file as they are.
+    public var unreadableSideFileLines = 0
     /// The clean-shutdown mark: nil if the file has no session row.
     public var cleanShutdown: Bool?
     public var crashCount: Int
@@ -175,7 +178,9 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 if try db.tableExists("rejected_writes") {
                     inspection.rejectedWrites = try Int.fetchOne(db, sql: "SELECT count(*) FROM rejected_writes") ?? 0
                 }
-                inspection.rejectedWritesInSideFile = Engine.sideFileRows(reported.rejectedPath).count
+                let sideFile = SideFile(path: reported.rejectedPath).read()
+                inspection.rejectedWritesInSideFile = sideFile.rows.count
+                inspection.unreadableSideFileLines = sideFile.unreadableLines.count
                 inspection.digest = try Self.digest(db, newest: newest)
                 for kind in DataKind.allCases {
                     for table in kind.tables where try db.tableExists(table.name) {
