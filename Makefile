@@ -119,14 +119,18 @@ bench-sync: deps
 # every I/O call site the workload reaches failed with EIO and with ENOSPC, once and from
 # then on, every read failed with SQLITE_CORRUPT (the file is replaced while running), and 100
 # runs on a real disk that fills (a tmpfs, as root; ~8 min): half freed mid-run, half kept full
-# through the shutdown; and the page sweep: each page of a 2000-shape canvas damaged in turn and
-# started on twice (~4 min). Exits non-zero on any failure, keeping the files in TORTURE_DIR.
+# through the shutdown; the page sweep: each page of a 2000-shape canvas damaged in turn and
+# started on twice (~4 min); and the row-type sweep: NULL, an integer, a real, a text, a blob,
+# an empty and a 1 MB value planted in each column of each table in turn, then inspect, doctor,
+# oplog, history, backup, a start, a start syncing to a private server and maintain on it, none
+# of which may trap or hang. Exits non-zero on any failure, keeping the files in TORTURE_DIR.
 # The convergence fuzzer of replicated components, long: 20 seeds of 1,000 rounds (`make test`
 # runs 6 of 150). One seed again: make fuzz-sync FUZZ_ENV="STRATA_FUZZ_SEED=20269045".
 fuzz-sync: deps
 	STRATA_FUZZ_ROUNDS=1000 STRATA_FUZZ_SEEDS=20 STRATA_FUZZ_VERBOSE=1 $(FUZZ_ENV) $(SWIFT) test --filter ConvergenceFuzzTests
 
 TORTURE_DIR ?= torture-results
+TORTURE_PG_DIR ?= /tmp/strata-torture-pg
 torture: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata torture --mode drop,torn --cycles 500 --dir $(TORTURE_DIR) $(TORTURE_ARGS)
@@ -134,6 +138,9 @@ torture: deps
 	.build/release/strata torture --mode eio,enospc,corrupt --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 	.build/release/strata torture --mode diskfull --cycles 100 --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 	.build/release/strata torture --mode pages --dir $(TORTURE_DIR) $(TORTURE_ARGS)
+	@url=$$(scripts/private-postgres.sh start $(TORTURE_PG_DIR)); \
+	.build/release/strata torture --mode rowtypes --dir $(TORTURE_DIR) --sync-server "$$url" $(TORTURE_ARGS); status=$$?; \
+	scripts/private-postgres.sh stop $(TORTURE_PG_DIR); rm -rf $(TORTURE_PG_DIR); exit $$status
 
 clean:
 	rm -rf .build Benchmarks/.build bench-results torture-results

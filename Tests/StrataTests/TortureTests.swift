@@ -101,4 +101,19 @@ import Testing
         #expect((result.details["rows readable"] ?? 0) > 1000)
         #expect(child.status == 0)
     }
+
+    /// The row-type sweep, short: 16 cases spread over every column of every table (make
+    /// torture plants every value in every column), a value of another type in each. No tool,
+    /// no start (one of them syncing to a private server) traps or hangs, and the start loads
+    /// every entity but the one whose row took the value.
+    @Test func aValueOfAnyTypeInAnyColumnReachesNoTrap() throws {
+        let server = try PrivatePostgres.shared()
+        let (child, results) = try torture(["--mode", "rowtypes", "--cycles", "16", "--seed", "5", "--sync-server", server.url])
+        let result = try #require(results.first, "\(child.stderr)")
+        #expect(result.cycles == 16)
+        #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
+        #expect(result.faults >= 6, "values planted: \(result.details)")
+        #expect((result.details["columns"] ?? 0) > 100, "\(result.details)")
+        #expect(child.status == 0)
+    }
 }

@@ -190,8 +190,8 @@ enum Salvage {
         guard let row = try? source.read({ db in
             try Row.fetchOne(db, sql: "SELECT crash_count, clean_shutdown_count FROM session_state WHERE id = 1")
         }) else { return }
-        report.carriedCrashes = (row.value("crash_count", as: Int.self) ?? 0) + (corruptionCounted ? 1 : 0)
-        report.carriedCleanShutdowns = row.value("clean_shutdown_count", as: Int.self) ?? 0
+        report.carriedCrashes = Store.counter(row.value("crash_count", as: Int.self)) + (corruptionCounted ? 1 : 0)
+        report.carriedCleanShutdowns = Store.counter(row.value("clean_shutdown_count", as: Int.self))
         try? store.queue.write { db in
             try db.execute(sql: "UPDATE session_state SET crash_count = crash_count + ?, clean_shutdown_count = clean_shutdown_count + ? WHERE id = 1",
                            arguments: [report.carriedCrashes, report.carriedCleanShutdowns])

@@ -52,10 +52,11 @@ extension Store {
                 let nowMs = Int64(now.timeIntervalSince1970 * 1000)
                 var state = SessionState(previous: .none, sessionID: EntityID(), crashCount: 0, cleanShutdownCount: 0)
                 if let row {
-                    // A counter that does not read (another type planted there) restarts at 0;
-                    // a mark that does not read is a crash: the check runs.
-                    state.crashCount = (try? row.decode(Int.self, forColumn: "crash_count")) ?? 0
-                    state.cleanShutdownCount = (try? row.decode(Int.self, forColumn: "clean_shutdown_count")) ?? 0
+                    // A counter that does not read (another type planted there), or that no run of
+                    // sessions could reach, restarts at 0; a mark that does not read is a crash:
+                    // the check runs.
+                    state.crashCount = Self.counter(row.value("crash_count", as: Int.self))
+                    state.cleanShutdownCount = Self.counter(row.value("clean_shutdown_count", as: Int.self))
                     state.previous = (try? row.decode(Int.self, forColumn: "clean_shutdown")) == 1 ? .clean : .crashed
                 } else if !isNew {
                     state.previous = .crashed
@@ -103,6 +104,14 @@ extension Store {
 }
 
 extension Store {
+    /// A session counter as read: nil, negative or past 2^48 (damage: a million sessions a
+    /// second would take nine years to count that far) reads as 0, so that counting on never
+    /// overflows.
+    static func counter(_ value: Int?) -> Int {
+        guard let value, value >= 0, value < 1 << 48 else { return 0 }
+        return value
+    }
+
     /// Tables no start reads (the reload reads entities, components, segments, settings,
     /// the operation log and its clock): their damage would wait until a job, an asset or
     /// a sync needs the page. `quick_check(TABLE)` covers a table and its indexes.

@@ -14,24 +14,30 @@ struct TortureCommand: ParsableCommand {
             `strata sim` child. eio and enospc fail every I/O call site the workload reaches, once and \
             from then on; corrupt fails every read with SQLITE_CORRUPT (the file is replaced while running); \
             diskfull runs `strata sim` on a tmpfs a filler has all but filled, freed mid-run or never (root); \
-            pages damages each page of a 2000-shape canvas in turn (--cycles: that many, evenly) and starts on it twice. After each fault the document is reopened and checked: integrity, no orphaned \
+            pages damages each page of a 2000-shape canvas in turn (--cycles: that many, evenly) and starts on it twice; \
+            rowtypes plants NULL, an integer, a real, a text, a blob, an empty and a 1 MB value in each column of each \
+            table in turn and runs inspect, doctor, oplog, history, backup, a start (one syncing, with --sync-server) and \
+            maintain on it: none may trap or hang, and the start loads the rest. After each fault the document is reopened and checked: integrity, no orphaned \
             component, every critical change older than the critical delay present, derived changes \
             within their bound, the crash counted, the next session running. Exits 1 on any failure, \
             keeping the failing files in --dir.
             """)
 
     enum Mode: String, CaseIterable {
-        case drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages
+        case drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes
     }
 
-    @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages.")
+    @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes.")
     var mode: String
 
-    @Option(parsing: .unconditional, help: "Cycles per mode (drop, torn, sigkill, diskfull, pages); for eio/enospc/corrupt the most sites walked per method (default: all).")
+    @Option(parsing: .unconditional, help: "Cycles per mode (drop, torn, sigkill, diskfull, pages, rowtypes); for eio/enospc/corrupt the most sites walked per method (default: all).")
     var cycles: Int?
 
     @Option(parsing: .unconditional, help: "Seed of the cycles' random choices (default: from the time).")
     var seed: UInt64?
+
+    @Option(name: .customLong("sync-server"), help: "A PostgreSQL server (libpq URL) for the row-type sweep's start with sync (without it, that start is left out).")
+    var syncServer: String?
 
     @Option(help: "Where the documents, traces and failing files go (default: a new temporary folder).")
     var dir: String?
@@ -45,7 +51,7 @@ struct TortureCommand: ParsableCommand {
 
     func validate() throws {
         guard !modes.isEmpty, modes.count == mode.split(separator: ",").count else {
-            throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt, diskfull or pages (comma-separated), got '\(mode)'")
+            throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages or rowtypes (comma-separated), got '\(mode)'")
         }
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
     }
@@ -79,6 +85,7 @@ struct TortureCommand: ParsableCommand {
             case .sigkill: try KillTorture(setup: setup, cycles: cycles ?? 100).run(progress: progress)
             case .diskfull: try DiskFullTorture(setup: setup, cycles: cycles ?? 20).run(progress: progress)
             case .pages: try PageSweepTorture(setup: setup, cycles: cycles ?? Int.max).run(progress: progress)
+            case .rowtypes: try RowTypeSweepTorture(setup: setup, cycles: cycles ?? Int.max, syncServer: syncServer).run(progress: progress)
             case .eio, .enospc, .corrupt: try IOFaultTorture(setup: setup, mode: mode.rawValue, maxSites: cycles).run(progress: progress)
             }
             if interactive { writeAll(STDERR_FILENO, "\r\u{1B}[K") }

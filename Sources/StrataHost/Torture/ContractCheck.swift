@@ -21,7 +21,7 @@ struct ContractCheck {
     enum Kind: String, CaseIterable, Codable, Sendable {
         case reopen, integrity, orphan, crashNotCounted = "crash_not_counted"
         case criticalLost = "critical_lost", derivedLost = "derived_lost"
-        case changesLost = "changes_lost", hang, unexpectedExit = "unexpected_exit"
+        case changesLost = "changes_lost", hang, unexpectedExit = "unexpected_exit", trap
         case vectorClock = "vector_clock"
     }
 
