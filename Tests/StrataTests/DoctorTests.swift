@@ -128,6 +128,24 @@ extension JSONDecoder {
         #expect(!run.stdout.isEmpty, "\(run.stderr)")
     }
 
+    /// A value of another type than its column's is kept, and said: per table and column.
+    @Test func doctorCountsValuesOfAnotherTypeThanTheirColumns() throws {
+        let fixture = EngineFixture()
+        try writeTitlesAndOperations(fixture, count: 20)
+        let path = fixture.directory.databasePath
+        #expect(try DoctorReport.examine(path: path).valuesOfAnotherType.isEmpty, "a document as the engine writes it")
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA ignore_check_constraints = ON")
+            try db.execute(sql: "UPDATE jobs SET attempts = 'three' WHERE id IN (SELECT id FROM jobs LIMIT 2)")
+        }
+        try queue.close()
+        let report = try DoctorReport.examine(path: path)
+        #expect(report.valuesOfAnotherType["jobs.attempts"] == 2, "\(report.valuesOfAnotherType)")
+        let finding = try #require(report.findings.first { $0.subject == "values" })
+        #expect(finding.severity == .warning && finding.detail.contains("jobs.attempts 2"), "\(finding)")
+    }
+
     @Test func doctorReportsATruncatedFileAsDamageWithWhatToDo() throws {
         let fixture = EngineFixture()
         try writeTitlesAndOperations(fixture, count: 300)

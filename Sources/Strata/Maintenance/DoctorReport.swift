@@ -14,7 +14,7 @@ package struct DoctorReport: Codable, Sendable {
             private var order: Int { self == .info ? 0 : self == .warning ? 1 : 2 }
         }
         public var severity: Severity
-        /// What it is about: `integrity`, `repair`, `free_pages`, `auto_vacuum`, `wal`, `size`,
+        /// What it is about: `integrity`, `repair`, `values`, `free_pages`, `auto_vacuum`, `wal`, `size`,
         /// `segments`, `outbox`, `jobs`, `rejected_writes`, `statistics`, `owner`.
         public var subject: String
         public var detail: String
@@ -52,6 +52,9 @@ package struct DoctorReport: Codable, Sendable {
     public var rejectedWrites: Int
     /// Lines of the side file `PATH.rejected` that do not read as a parked row (kept as they are).
     public var unreadableSideFileLines = 0
+    /// Per `table.column`, rows holding a value of another type than the column's (kept; the
+    /// engine reads around them): ``valuesOfAnotherType(_:)``.
+    public var valuesOfAnotherType: [String: Int] = [:]
     /// Rows in `sqlite_stat1` (0: the planner has no statistics).
     public var statisticsRows: Int
     /// The salvages that made this file, oldest first: where each damaged original was set
@@ -171,6 +174,7 @@ package struct DoctorReport: Codable, Sendable {
         if let unreadable, report.integrity == "ok" { report.integrity = unreadable }
         report.repairs = (try? queue.read { db in try Repair.recorded(db) }) ?? []
         report.unreadableSideFileLines = inspection.unreadableSideFileLines
+        report.valuesOfAnotherType = (try? queue.read { db in Self.valuesOfAnotherType(db) }) ?? [:]
         report.unfinishedRepair = Self.unfinishedRepair(location)
         report.findings = report.judge(sizeWarningBytes: sizeWarningBytes, owner: inspection.owner,
                                        entities: inspection.entityCount)
@@ -262,6 +266,12 @@ package struct DoctorReport: Codable, Sendable {
         if let age = oldestPendingJobSecs, age > 3600 {
             add(.info, "jobs", "the oldest job waiting to run was enqueued \(Int(age / 3600)) h ago",
                 "jobs run while an engine with workers has the document open (or the queue is paused: `strata jobs PATH resume`)")
+        }
+        if !valuesOfAnotherType.isEmpty {
+            let total = valuesOfAnotherType.values.reduce(0, +)
+            let places = valuesOfAnotherType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            add(.warning, "values", "\(total) rows hold a value of another type than their column's (\(places)): damage, a hand edit or another tool",
+                "they are kept; the engine reads around each where it meets it (a row of its world that does not load is said at the start) and a salvage copies them as they are")
         }
         if unreadableSideFileLines > 0 {
             add(.warning, "rejected_writes", "\(unreadableSideFileLines) lines of PATH.rejected do not read as parked rows (torn by a crash while appended, or written by a newer build): kept in the file as they are",
