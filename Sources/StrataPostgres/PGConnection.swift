@@ -22,11 +22,19 @@ final class PGConnection {
         let deadline = Self.deadline(timeout)
         guard let conn = PQconnectStart(conninfo) else { throw SyncError(.unreachable, "libpq could not allocate a connection") }
         self.conn = conn
-        guard PQstatus(conn) != CONNECTION_BAD else { throw failure(.unreachable, "cannot connect") }
+        // Bad at once: a connection string libpq cannot read (for good), or a socket that
+        // refused at once (a server stopped: its Unix socket is gone).
+        guard PQstatus(conn) != CONNECTION_BAD else {
+            var parseError: UnsafeMutablePointer<CChar>?
+            let options = PQconninfoParse(conninfo, &parseError)
+            if let parseError { PQfreemem(parseError) }
+            if let options { PQconninfoFree(options) }
+            throw failure(options == nil ? .misconfigured : .unreachable, "cannot connect")
+        }
         var polling = PGRES_POLLING_WRITING
         while polling != PGRES_POLLING_OK {
             switch polling {
-            case PGRES_POLLING_FAILED: throw failure(.unreachable, "cannot connect")
+            case PGRES_POLLING_FAILED: throw failure(Self.refusal(conn).map { _ in .misconfigured } ?? .unreachable, "cannot connect")
             case PGRES_POLLING_READING: try wait(for: Int16(POLLIN), until: deadline, doing: "connecting")
             default: try wait(for: Int16(POLLOUT), until: deadline, doing: "connecting")
             }
@@ -137,6 +145,20 @@ final class PGConnection {
             if ready > 0 { return }
             if ready < 0 && errno != EINTR { throw failure(.unreachable, "poll failed") }
         }
+    }
+
+    /// What a server that answered said to refuse the connection for good (it will not
+    /// change by trying again), or nil for a connection that failed on the way (no server
+    /// there, a timeout, a network down): libpq's message for PostgreSQL's FATAL
+    /// `invalid_catalog_name` (no such database), `invalid_authorization_specification` and
+    /// `invalid_password` (no such role, a refused password, no `pg_hba.conf` entry).
+    static func refusal(_ conn: OpaquePointer) -> String? {
+        let message = String(cString: PQerrorMessage(conn))
+        // The server's own FATAL, never the way to it ("No such file or directory" is a
+        // socket not there: a server stopped, not one that refuses).
+        guard message.contains("FATAL:") else { return nil }
+        let forGood = ["\" does not exist", "password authentication failed", "no pg_hba.conf entry", "permission denied for database"]
+        return forGood.contains(where: message.contains) ? message : nil
     }
 
     private func failure(_ kind: SyncError.Kind, _ what: String) -> SyncError {

@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import Logging
 import Strata
@@ -183,6 +184,16 @@ public struct PostgresEndpoint: Sendable, Equatable {
     public init(url: String) throws {
         guard let components = URLComponents(string: url), ["postgresql", "postgres"].contains(components.scheme ?? "") else {
             throw SyncError(.failed, "not a postgresql:// URL: \(url)")
+        }
+        // libpq's own reading of it: an option it does not know is refused here, by name,
+        // not found at the first connect and taken for a server out of reach.
+        var parseError: UnsafeMutablePointer<CChar>?
+        if let options = PQconninfoParse(url, &parseError) {
+            PQconninfoFree(options)
+        } else {
+            let why = parseError.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "it does not read"
+            if let parseError { PQfreemem(parseError) }
+            throw SyncError(.misconfigured, "libpq does not take this URL (\(why)): \(url)")
         }
         user = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
         password = components.password

@@ -144,6 +144,29 @@ import Testing
         #expect(eventually { (try? engine.syncStatus().outboxCount) == 0 })
     }
 
+    /// A server that answers and refuses the connection for good (no such database), or a
+    /// URL libpq does not take: said as such and not retried for the whole run.
+    @Test func aConnectionThatCanNeverWorkStopsTheSyncAndSaysWhy() throws {
+        let server = try PrivatePostgres.shared()
+        #expect(throws: SyncError.self) { _ = try PostgresEndpoint(url: server.url + "&bogus=1") }
+        do {
+            _ = try PostgresEndpoint(url: server.url + "&bogus=1")
+        } catch let error as SyncError {
+            #expect(error.kind == .misconfigured && error.message.contains("bogus"), "\(error)")
+        }
+        var fixture = fixture(server)
+        fixture.config.sync.networkSource = .none
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let missing = server.url.replacingOccurrences(of: "/postgres?", with: "/no_such_database?")
+        engine.startSync(transport: try PostgresTransport(url: missing, document: document, logger: quietLogger)) { _ in }
+        #expect(eventually(timeout: .seconds(10)) { engine.sync?.lastError?.contains("stopped") == true }, "\(engine.sync?.lastError ?? "")")
+        #expect(engine.sync?.lastError?.contains("does not exist") == true, "\(engine.sync?.lastError ?? "")")
+        let requests = engine.sync?.requests ?? 0
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(engine.sync?.requests == requests, "not tried again")
+    }
+
     @Test func aServerStoppedMidPushLosesAndDuplicatesNothing() throws {
         let server = try PrivatePostgres()
         var fixture = fixture(server)

@@ -192,6 +192,17 @@ import Synchronization
                 update { $0.online = true }
             } catch {
                 let failure = error as? SyncError ?? SyncError(.failed, "\(error)")
+                if failure.kind == .misconfigured {
+                    // Trying again cannot help: said once, and the session ends (the host may
+                    // start another once the configuration is fixed).
+                    logger.error("sync: stopped: \(failure.message)")
+                    update {
+                        $0.online = false
+                        $0.lastError = "stopped: \(failure.description)"
+                    }
+                    try? outbox.noteError("stopped: \(failure.description)", now: wallClock())
+                    break
+                }
                 consecutiveFailures += 1
                 let wait = backoff(consecutiveFailures)
                 retryAt = .now + wait

@@ -102,6 +102,10 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case rejected
         /// Anything else (a schema newer than this build, a protocol error).
         case failed
+        /// The server answers, and says the connection can never work as configured (no such
+        /// database or role, a password it refuses, an option it does not know): the sync
+        /// stops and says so, rather than trying again for the whole run.
+        case misconfigured
     }
 
     public var kind: Kind
