@@ -100,6 +100,24 @@ final class TestWallClock: @unchecked Sendable {
         #expect(engine.metrics.failedCommits == 0)
     }
 
+    /// A stroke erased right after it ends: its thumbnail's job rides the next batch, which
+    /// despawns the entity. The job is not queued, said as such (not as an enqueue that
+    /// failed) and counted, at once, not after the request's 60 s.
+    @Test func aJobWhoseEntityIsDespawnedBeforeItIsSavedIsNotQueuedAndIsCounted() throws {
+        let (fixture, _) = fixture()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let entity = engine.world.spawn(Title("stroke"))
+        let id = try #require(engine.world.id(of: entity))
+        #expect(engine.flushNow())
+        engine.jobs.enqueueSoon("thumbnail", for: id)
+        engine.world.despawn(entity)
+        #expect(engine.flushNow())
+        #expect(eventually(timeout: .seconds(5)) { engine.metrics.jobsNotQueued == 1 }, "\(engine.metrics.jobsNotQueued)")
+        #expect(engine.metrics.jobsLost == 0)
+        #expect(try engine.jobs.counts().isEmpty)
+    }
+
     @Test func claimsGoByPriorityThenAgeAndNeverTwice() throws {
         let (fixture, _) = fixture()
         let engine = try fixture.open()

@@ -131,6 +131,8 @@ extension Engine {
         // slow path through it. No cycle: the world refers to no queue. Once the engine
         // stops, its buffer is closed and `enqueueSoon` refuses before it gets here.
         jobs.rideNextBatch = { request in world.ride(request) }
+        jobs.recorder = recorder
+        jobs.isInWorld = { id in world.entity(for: id) != nil }
         let assets = AssetStore(location: store.location, config: config.assets, lane: jobs.lane, wallClock: options.wallClock,
                                 logger: logger)
         buffer.setDeletionListener { [weak jobs, weak assets] numbers in

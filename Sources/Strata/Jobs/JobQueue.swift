@@ -41,6 +41,11 @@ public final class JobQueue: @unchecked Sendable {
     /// Hands a request to the next critical batch (``World/ride(_:)``); set by the engine.
     /// Tick thread.
     var rideNextBatch: ((WriterRequest) -> Void)?
+    /// Where ``enqueueSoon(_:for:payload:priority:)`` counts the jobs it did not queue
+    /// (``PersistenceMetrics/jobsNotQueued``, ``PersistenceMetrics/jobsLost``); set by the engine.
+    var recorder: MetricsRecorder?
+    /// Whether the world has the entity now; set by the engine. Tick thread.
+    var isInWorld: ((EntityID) -> Bool)?
 
     init(buffer: WriteBuffer, config: JobsConfig, wallClock: @escaping @Sendable () -> Int64, logger: Logger, paused: Bool) {
         self.buffer = buffer
@@ -82,10 +87,33 @@ public final class JobQueue: @unchecked Sendable {
     public func enqueueSoon(_ kind: String, for entity: EntityID, payload: [UInt8] = [], priority: Int = 0) {
         let now = wallClock()
         let logger = self.logger
+        let recorder = self.recorder
+        let rides = rideNextBatch != nil
+        guard isInWorld?(entity) ?? true else {
+            logger.error("jobs: \(kind) for \(entity) not queued: no such entity in the world")
+            recorder?.update { $0.jobsLost += 1 }
+            return
+        }
         let request = WriterRequest(durability: .full, deadline: Date(timeIntervalSinceNow: 60), onFinish: { [weak self] error in
-            if let error { logger.error("jobs: enqueue of \(kind) for \(entity) failed: \(error)") } else { self?.onRunnable?() }
+            switch error {
+            case nil:
+                self?.onRunnable?()
+            case JobError.unknownEntity?:
+                // Despawned before its job was saved: the job would have gone with it.
+                logger.info("jobs: \(kind) for \(entity) not queued: the entity was despawned first")
+                recorder?.update { $0.jobsNotQueued += 1 }
+            case let error?:
+                logger.error("jobs: enqueue of \(kind) for \(entity) failed: \(error)")
+                recorder?.update { $0.jobsLost += 1 }
+            }
         }) { db in
-            try JobRows.add(db, kind: kind, entity: entity, payload: payload, priority: priority, now: now) ? .done : .waitForBatch
+            // Riding the batch that holds every change made before it, its entity's spawn
+            // among them, an entity not in the file then was despawned in between.
+            switch try JobRows.add(db, kind: kind, entity: entity, payload: payload, priority: priority, now: now) {
+            case .added: .done
+            case .notYet where !rides: .waitForBatch
+            case .notYet, .entityDespawned: throw JobError.unknownEntity(entity)
+            }
         }
         if buffer.isClosed {
             logger.error("jobs: enqueue of \(kind) for \(entity) after shutdown: not queued")

@@ -42,7 +42,18 @@ enum JobRows {
 
     /// Adds the job unless the entity has one of this kind already. Returns whether the
     /// entity is in the file (false: not yet, nothing written). Without reading the job back.
-    static func add(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Bool {
+    /// What ``add(_:kind:entity:payload:priority:now:)`` did.
+    enum Added {
+        /// Added, or the entity had one of this kind already.
+        case added
+        /// The entity's row is not in the file yet: its spawn comes with a later batch.
+        case notYet
+        /// The entity's row is there and despawned (its despawn waits for compaction): the
+        /// job would go with it, so it is not added.
+        case entityDespawned
+    }
+
+    static func add(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Added {
         let id = entity.withBytes { Data($0) }
         _ = try PendingEntities.promote(id: id, db)   // the job refers to `entities`
         try db.cachedStatement(sql: """
@@ -50,8 +61,11 @@ enum JobRows {
             SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
             """).execute(arguments: [kind, Data(payload), priority, now, id])
-        if db.changesCount > 0 { return true }
-        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))"), arguments: [id]) != nil
+        if db.changesCount > 0 { return .added }
+        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))"), arguments: [id]) != nil {
+            return .added
+        }
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ?"), arguments: [id]) != nil ? .entityDespawned : .notYet
     }
 
     /// Adds the job unless the entity has one of this kind already; returns the job either

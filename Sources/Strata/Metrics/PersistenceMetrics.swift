@@ -116,6 +116,11 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var rejectedRowsInSideFile = 0
     /// Rows neither committed nor parked (the side file could not be written either).
     public var lostRows = 0
+    /// Jobs ``JobQueue/enqueueSoon(_:for:payload:priority:)`` did not queue because their
+    /// entity was despawned before the job was saved (it would have gone with the entity).
+    public var jobsNotQueued = 0
+    /// Jobs it could not queue for another reason (each one logged): lost.
+    public var jobsLost = 0
     /// Rows that committed after their batch failed at least once (a full disk that freed
     /// again, an I/O error that passed): held in memory meanwhile, late but not lost.
     public var rowsCommittedLate = 0
