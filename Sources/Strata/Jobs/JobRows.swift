@@ -93,7 +93,8 @@ enum JobRows {
         for kind in kinds {
             for status in ["pending", "failed"] {
                 for row in try Row.fetchAll(pick, arguments: [kind, status, now, limit]) {
-                    candidates.append((try row.decode(forColumn: "priority"), try row.decode(forColumn: "id")))
+                    // A priority that does not read (damage) runs the job at 0, never a failed claim.
+                    candidates.append((row.value("priority") ?? 0, try row.decode(forColumn: "id")))
                 }
             }
         }

@@ -102,8 +102,9 @@ enum PendingEntities {
         // What waits already, read once (the table has no index by number).
         var waitingSpawns = Set<EntityNumber>(), waitingDespawns = Set<EntityNumber>()
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT num, id IS NULL FROM pending_entities")) {
-            let number = try row.decode(EntityNumber.self, atIndex: 0)
-            if try row.decode(Bool.self, atIndex: 1) { waitingDespawns.insert(number) } else { waitingSpawns.insert(number) }
+            // A number that does not read (damage) names no entity: it stays, and is skipped.
+            guard let number = row.value(at: 0, as: EntityNumber.self) else { continue }
+            if row.value(at: 1, as: Bool.self) == true { waitingDespawns.insert(number) } else { waitingSpawns.insert(number) }
         }
         let insert = try db.cachedStatement(sql: "INSERT INTO pending_entities (num) VALUES (?)").sqliteStatement
         let jobs = try db.cachedStatement(sql: "DELETE FROM jobs WHERE entity_num = ?").sqliteStatement
