@@ -188,6 +188,39 @@ import Testing
         try reopened.shutdown()
     }
 
+    /// A new document's first scheduled backup waits for its first commit (taken at open it
+    /// held nothing, and was the only backup for a whole interval); an idle document is not
+    /// copied again when the interval has passed with nothing committed.
+    @Test func aScheduledBackupWaitsForSomethingCommittedSinceTheLast() throws {
+        var fixture = EngineFixture()
+        let wall = TestWallClock()
+        fixture.options.wallClock = { wall.milliseconds }
+        fixture.config.backup.keep = 5
+        fixture.config.backup.interval = .seconds(600)
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        func made() -> Int { engine.metrics.backupsCompleted }
+        engine.powerState = .charging(80)
+        for _ in 0 ..< 3 {
+            fixture.clock.advance(by: .seconds(20))
+            engine.endTick()
+        }
+        #expect(engine.waitForWriter())
+        #expect(made() == 0, "nothing committed yet: no backup of an empty document")
+        _ = populate(engine, count: 20)
+        fixture.clock.advance(by: .seconds(20))
+        engine.endTick()
+        #expect(eventually { made() == 1 }, "the first commit makes the first backup due")
+        let folder = BackupFolder(document: engine.store.location, folder: "")
+        let first = try #require(folder.backups().first)
+        #expect(try PersistedComponents.read(first.path).count(Title.self) == 20)
+        wall.advance(by: .seconds(601))
+        fixture.clock.advance(by: .seconds(20))
+        engine.endTick()
+        #expect(engine.waitForWriter())
+        #expect(made() == 1, "nothing committed since: not copied again")
+    }
+
     @Test func backupConfigIsCheckedByKey() throws {
         func error(_ toml: String) -> String? {
             do {

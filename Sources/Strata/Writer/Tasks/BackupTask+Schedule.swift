@@ -14,7 +14,7 @@ extension BackupTask {
     }
 
     func scheduledDue() -> Bool {
-        guard folder != nil,
+        guard folder != nil, context.metrics.snapshot.commitCount > commitsAtLastScheduled,
               let wait = Self.wait(config: context.settings.backup, onMains: context.conditions.current?.onMains, failures: requests.failedInARow)
         else { return false }
         guard let lastScheduled else { return true }
@@ -26,6 +26,7 @@ extension BackupTask {
         guard scheduledDue(), let folder else { return nil }
         let now = context.settings.wallClock()
         lastScheduled = now
+        commitsAtLastScheduled = context.metrics.snapshot.commitCount
         do {
             let target = try BackupTarget(source: context.store.location, destination: folder.name(at: now))
             return BackupRequest(target: target, scheduled: true) { [requests] result in

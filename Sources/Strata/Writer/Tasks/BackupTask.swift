@@ -25,6 +25,11 @@ final class BackupTask: WriterTask {
     /// The wall-clock time (Unix ms) of the last scheduled backup started, or of the newest
     /// found in the folder.
     var lastScheduled: Int64?
+    /// The writer's commits when the last scheduled backup began (0 before any): a backup
+    /// is scheduled only once something was committed since, so that a new document's is
+    /// never taken before its first commit (it would hold nothing, and be its only backup
+    /// for a whole interval) and an idle one is not copied again and again.
+    var commitsAtLastScheduled = 0
     /// The finishing threads still running (a shutdown waits for them).
     private let finishing = DispatchGroup()
 
