@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GRDB
 import GRDBSQLite
 import Testing
@@ -207,6 +208,28 @@ import Testing
         try next.shutdown()
         #expect(try fixture.count(persisted: Position(x: 5, y: 1)) == 1)
         #expect(try fixture.count(persisted: Title("late")) == 1)
+    }
+
+    /// Requests waiting behind a batch that cannot commit (a full disk) are answered as soon
+    /// as a shutdown begins, not after every retry: the shutdown waits on them (its workers
+    /// stopping) and used to end long after the run (17 s past a 30 s sim).
+    @Test func requestsBehindABatchThatCannotCommitAreAnsweredOnceAShutdownBegins() throws {
+        let (_, vfs, engine, _) = try engineOnAFullDisk()
+        engine.flush(reason: .explicitSave)
+        #expect(eventually { engine.metrics.failedCommits > 0 }, "the batch fails and is held")
+        let answered = Mutex<Result<Int, any Error>?>(nil)
+        let lane = engine.jobs.lane
+        Thread.detachNewThread {
+            let result = Result { try lane.perform(.normal, timeout: .seconds(120)) { db in try Int.fetchOne(db, sql: "SELECT 1") } }
+            answered.withLock { $0 = result }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(answered.withLock { $0 == nil }, "waiting behind the batch")
+        engine.buffer.beginClosing()
+        #expect(eventually(timeout: .seconds(10)) { answered.withLock { $0 != nil } }, "answered once the shutdown began")
+        if case .success? = answered.withLock({ $0 }) { Issue.record("a request behind a batch that cannot commit cannot succeed") }
+        #expect(throws: StoreError.self) { try engine.shutdown() }
+        vfs.disarm()
     }
 
     @Test func aShutdownThatCannotParkSaysWhatWasLost() throws {

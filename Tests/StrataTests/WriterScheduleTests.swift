@@ -60,7 +60,7 @@ import Testing
         let waits = (1 ... 8).map { WriterSchedule.backoff(after: $0, initial: .milliseconds(100), longest: .seconds(5)) }
         #expect(waits == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
                           .milliseconds(3200), .seconds(5), .seconds(5)])
-        #expect(WriterSchedule.backoff(after: 6, initial: .milliseconds(100), longest: .seconds(5), closing: true) == .seconds(1))
+        #expect(WriterSchedule.backoff(after: 6, initial: .milliseconds(100), longest: .seconds(5), closing: true) == .milliseconds(250))
         #expect(WriterSchedule.backoff(after: 1_000, initial: .milliseconds(100), longest: .seconds(5)) == .seconds(5), "no overflow")
     }
 }

@@ -46,6 +46,8 @@ final class WriteBuffer: @unchecked Sendable {
     private var lastSequence: UInt64 = 0
     private var committedSequence: UInt64 = 0
     private var closed = false
+    /// The engine is shutting down (``beginClosing()``): batches still come, until `close()`.
+    private var closing = false
     /// The writer is inside `take`…
     private var writerWaiting = false
     /// … and will not look at the slot again until woken (or its checkpoint timer).
@@ -188,7 +190,7 @@ final class WriteBuffer: @unchecked Sendable {
     func pause(for duration: Duration, orSubmission: Bool = false) {
         let end = Date(timeIntervalSinceNow: max(0, duration.seconds))
         lock.withLock {
-            let (sequence, pending) = (lastSequence, requests.count)
+            let (sequence, pending, wasClosing) = (lastSequence, requests.count, closing)
             writerWaiting = orSubmission
             writerParked = orSubmission
             defer {
@@ -197,6 +199,7 @@ final class WriteBuffer: @unchecked Sendable {
             }
             while lock.wait(until: end) {
                 if orSubmission && (lastSequence != sequence || requests.count != pending || closed) { return }
+                if closing && !wasClosing { return }   // a shutdown began: its shorter backoff from now on
             }
         }
     }
@@ -285,6 +288,20 @@ final class WriteBuffer: @unchecked Sendable {
     }
 
     var isClosed: Bool { lock.withLock { closed } }
+
+    /// A shutdown begins (its final batch comes later): the writer's backoff after a failure
+    /// shortens to the shutdown's from now on, the one under way included, and requests
+    /// that fail for the machine's trouble (a full disk) are answered at once, so that the
+    /// shutdown's waits on them (the workers stopping) do not last the whole backoff. Any thread.
+    func beginClosing() {
+        lock.withLock {
+            closing = true
+            lock.broadcast()
+        }
+    }
+
+    /// Closed, or closing (``beginClosing()``).
+    var isClosing: Bool { lock.withLock { closed || closing } }
     /// When the last batch was submitted (the writer polls half a tick away from it).
     var lastSubmission: Instant? { lock.withLock { lastSubmitAt } }
     /// Whether the writer is waiting for a wake (tests).

@@ -14,6 +14,7 @@ extension Engine {
     public func shutdown() throws {
         owner.check("Engine")
         guard !isShutDown else { return }
+        buffer.beginClosing()   // the writer's waits shorten now, before the workers are waited for
         stopWorkers()
         stopSync()
         scheduler.drainAll(world: world, reasons: [.shutdown], into: nextBatch)

@@ -62,7 +62,7 @@ extension Writer {
                 buffer.putBack(requests)
                 return true
             }
-            if Self.isTransient(storeError) {
+            if Self.isTransient(storeError) && !buffer.isClosing {
                 consecutiveFailures += 1
                 logger.warning("writer: \(requests.count) requests failed (attempt \(consecutiveFailures)), will retry: \(storeError)")
                 buffer.putBack(requests)

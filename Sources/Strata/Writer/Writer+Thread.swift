@@ -44,6 +44,12 @@ extension Writer {
     /// gets one more try with the disk reserve's space and is then parked (false: the loop
     /// ends); requests fail with the last error.
     func retryAfterFailure(closingFailures: inout Int, batch: Bool) -> Bool {
+        if batch && buffer.isClosing && !buffer.isClosed {
+            // A shutdown began and the batch ahead of the requests cannot commit: neither can
+            // they. Answered now (the workers stopping wait on them), not after every retry.
+            let error = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
+            for request in buffer.takeRequests() { request.finish(error) }
+        }
         if buffer.isClosed {
             closingFailures += 1
             if closingFailures >= settings.shutdownAttempts {
@@ -57,7 +63,7 @@ extension Writer {
                 return true
             }
         }
-        buffer.pause(for: context.retryBackoff(after: consecutiveFailures, closing: buffer.isClosed))
+        buffer.pause(for: context.retryBackoff(after: consecutiveFailures, closing: buffer.isClosing))
         return true
     }
 }
