@@ -20,7 +20,7 @@ import sys
 
 ROOTS = ["Sources/Strata", "Sources/StrataPostgres", "Sources/StrataHost"]
 
-ROW_SUBSCRIPT = re.compile(r"\b\w*[rR]ow\s*\[")
+ROW_SUBSCRIPT = re.compile(r"\b\w*[rR]ow\??\s*\[")
 # `$0[...]` in a closure over fetched rows, or a subscript straight on `Row.fetchOne(...)`.
 FETCHED_ROW_SHORTHAND = re.compile(r"Row\.fetch\w*\(.*(\$\d+\s*\[|\)\??\s*\[)")
 # Any subscript cast with `as Type` (not `as?`): GRDB's row idiom, whatever the row is named.

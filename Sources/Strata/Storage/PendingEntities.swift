@@ -71,11 +71,13 @@ enum PendingEntities {
     }
 
     /// How many spawn rows and despawn rows wait (the writer's ``SegmentLog`` counts: the
-    /// work compaction has left; a spawn despawned while it waits has both).
+    /// work compaction has left; a spawn despawned while it waits has both). A row whose
+    /// number is not an integer (damage) names no entity: no work, never counted (else
+    /// compaction would take it up again and again); it stays, and `strata doctor` counts it.
     static func counts(_ db: Database) throws -> (spawns: Int, despawns: Int) {
         guard try db.tableExists("pending_entities") else { return (0, try despawnNumbers(db).count) }
-        let row = try Row.fetchOne(db, sql: "SELECT count(id), count(*) - count(id) FROM pending_entities")
-        return (row?[0] ?? 0, row?[1] ?? 0)
+        let row = try Row.fetchOne(db, sql: "SELECT count(id), count(*) - count(id) FROM pending_entities WHERE typeof(num) = 'integer'")
+        return (row?.value(at: 0) ?? 0, row?.value(at: 1) ?? 0)
     }
 
     // MARK: Writes (writer thread)
@@ -205,10 +207,11 @@ enum PendingEntities {
     /// `ON DELETE CASCADE`), lowest numbers first, and forgets them. Returns how many
     /// despawns and base rows went. Inside the caller's transaction (a compaction step).
     static func applyDespawns(limit: Int, _ db: Database) throws -> (despawns: Int, baseRows: Int) {
-        let numbers = try EntityNumber.fetchAll(db, sql: "SELECT num FROM pending_entities WHERE id IS NULL ORDER BY num LIMIT ?",
-                                                arguments: [limit])
+        let numbers = try EntityNumber.fetchAll(db, sql: """
+            SELECT num FROM pending_entities WHERE id IS NULL AND typeof(num) = 'integer' ORDER BY num LIMIT ?
+            """, arguments: [limit])
         guard let last = numbers.last else { return (0, 0) }
-        let those = "SELECT num FROM pending_entities WHERE id IS NULL AND num <= \(last)"
+        let those = "SELECT num FROM pending_entities WHERE id IS NULL AND typeof(num) = 'integer' AND num <= \(last)"
         let baseRows = try Int.fetchOne(db, sql: "SELECT count(*) FROM components WHERE entity_num IN (\(those))") ?? 0
         try db.execute(sql: "DELETE FROM entities WHERE num IN (\(those))")
         // Their rows here: the despawn's, and a spawn's that never became a row.

@@ -20,7 +20,7 @@ extension CompactionTask {
                 }
                 let row = try Row.fetchOne(db, sql: "SELECT length(records) AS bytes, record_count FROM segments_set_aside WHERE id = ?",
                                            arguments: [id])
-                let bytes: Int = row?["bytes"] ?? 0, records: Int = row?["record_count"] ?? 0
+                let bytes: Int = row?.value("bytes") ?? 0, records: Int = row?.value("record_count") ?? 0
                 return (bytes, records, try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments"))
             }
             segmentLog.noteRows(removed: 1, bytes: bytes, records: records)
