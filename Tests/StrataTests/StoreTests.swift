@@ -231,6 +231,43 @@ import Testing
         #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 3000 - cells)
     }
 
+    /// One damaged overflow page of a segment row used to cost the whole row (up to 700
+    /// components, with a line on stderr): the records before the damage are read through
+    /// incremental blob I/O and kept, and the report says how many past it were lost.
+    @Test func aDamagedOverflowPageOfASegmentCostsOnlyTheRecordsPastIt() throws {
+        let fixture = EngineFixture()
+        do {
+            let engine = try fixture.open()
+            for i in 0 ..< 2000 { engine.world.spawn(Title(String(repeating: "t", count: 60) + "\(i)")) }
+            try engine.shutdown()
+        }
+        let path = fixture.directory.databasePath
+        let queue = try DatabaseQueue(path: path)
+        let (page, pageSize, rows) = try queue.writeWithoutTransaction { db -> (Int, Int, Int) in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            let pages = try Int.fetchAll(db, sql: "SELECT pageno FROM dbstat WHERE name = 'segments' AND pagetype = 'overflow' ORDER BY pageno")
+            return (pages[pages.count * 3 / 4], try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 512,
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM segments") ?? 0)
+        }
+        try queue.close()
+        #expect(rows > 1)
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: UInt64((page - 1) * pageSize))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: pageSize))
+        try handle.close()
+
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        let salvage = try #require(engine.recovery.salvage)
+        let recovered = salvage.rows["segment records read up to a damaged page"] ?? 0
+        let past = salvage.skipped["segment records past a damaged page"] ?? 0
+        #expect(recovered > 0, "\(salvage.description)")
+        #expect(past > 0, "\(salvage.description)")
+        #expect(engine.recovery.loaded.undecodableRows == 0, "no byte of the damaged page taken for a record")
+        #expect(engine.world.count(of: Title.self) == 2000 - past, "every title but those past the damage: \(salvage.description)")
+        #expect(salvage.description.contains("segment records past a damaged page"))
+    }
+
     /// Entity numbers are never reused, so they grow sparse; a damaged page's range of
     /// numbers then spans far more numbers than rows. The count of rows lost is bounded by
     /// what the table's intact index counts (it used to say "at most 4194305" for a page).

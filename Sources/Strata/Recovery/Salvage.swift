@@ -56,6 +56,7 @@ enum Salvage {
         var report = SalvageReport()
         withSource(corruptPath, into: store, &report) { source, report in
             for (table, key) in keyed { copyKeyed(table, key: key, from: source, into: store, &report) }
+            recoverSegmentPrefixes(from: source, into: store, &report)
             for table in scanned { copyScanned(table, from: source, into: store, &report) }
             copyOperationLog(from: source, into: store, &report)
             carryCounters(from: source, into: store, corruptionCounted: true, &report)

@@ -19,6 +19,27 @@ enum SegmentReader {
         try parse(records, format: format, body)
     }
 
+    /// Calls `body` with every whole record of `prefix`, the part of a row's records that
+    /// read before a damaged page (the salvage's: ``Salvage/recoverSegmentPrefixes(from:into:_:)``),
+    /// and stops at the first that is cut or does not parse; returns how many it passed on.
+    /// No checksum can be checked (it covers the whole row): the bytes are the ones SQLite
+    /// read from pages that passed its own checks.
+    @discardableResult
+    static func forEachRecord(inPrefix prefix: UnsafeRawBufferPointer, format: Int,
+                              _ body: (SegmentRecord) throws -> Void) throws -> Int {
+        guard Segment.readableFormats.contains(format) else { return 0 }
+        var passed = 0
+        do {
+            try parse(prefix, format: format) { record in
+                try body(record)
+                passed += 1
+            }
+        } catch is SegmentDamage {
+            // The cut: what came before it was passed on.
+        }
+        return passed
+    }
+
     private static func parse(_ records: UnsafeRawBufferPointer, format: Int, _ body: (SegmentRecord) throws -> Void) throws {
         // Format 1 has neither flag: its header is type_id << 1 | removed.
         let typeShift: UInt64 = format == 1 ? 1 : 3
