@@ -57,6 +57,8 @@ extension MetricsExporter {
             .counter("strata_rejected_rows_total", m.rejectedRows - m.rejectedRowsInSideFile, ("parked_in", "database")),
             .counter("strata_rejected_rows_total", m.rejectedRowsInSideFile, ("parked_in", "side_file")),
             .counter("strata_lost_rows_total", m.lostRows),
+            .counter("strata_jobs_not_queued_total", m.jobsNotQueued),
+            .counter("strata_jobs_lost_total", m.jobsLost),
             .counter("strata_rows_committed_late_total", m.rowsCommittedLate),
             .gauge("strata_rows_held", Double(m.rowsHeld)),
             .counter("strata_batches_held_for_disk_space_total", m.batchesHeldForDiskSpace),
