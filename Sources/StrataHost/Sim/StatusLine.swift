@@ -77,14 +77,15 @@ struct StatusLine {
                    m.compactionSteps, m.maxCompactionStepDuration.milliseconds, megabytes(m.compactionBytesRead) as NSString,
                    megabytes(m.compactionBytesWritten) as NSString, m.compactionKeysFolded),
             "  checkpoints  \(m.checkpointCount) \(m.checkpointsByMode.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")); WAL now \(megabytes(m.walSizeBytes)), peak \(megabytes(m.maxWalSizeBytes))",
-            "  failures     \(m.failedCommits) failed commits (retried), \(m.rowsCommittedLate) rows committed late\(m.rowsHeld > 0 ? ", \(m.rowsHeld) held in memory" : ""), \(m.rejectedRows) rows rejected and parked, \(m.lostRows) lost"
-                + (m.jobsNotQueued > 0 ? "; \(m.jobsNotQueued) jobs not queued (their entity despawned before they were saved)" : "")
-                + (m.jobsLost > 0 ? "; \(m.jobsLost) jobs lost (see the log)" : ""),
+            "  failures     \(m.failedCommits) failed commits (retried), \(m.rowsCommittedLate) rows committed late\(m.rowsHeld > 0 ? ", \(m.rowsHeld) held in memory" : ""), \(m.rejectedRows) rows rejected and parked, \(m.lostRows) lost",
             "  disk         \(m.freeDiskBytes.map { megabytes($0) + " free" } ?? "free space unknown")\(m.batchesHeldForDiskSpace > 0 ? ", derived batches held \(m.batchesHeldForDiskSpace) times for space" : "")",
             String(format: "  writer       %.1f ms of CPU", m.writerCPUTime.milliseconds),
             "  sessions     \(m.crashRecoveryCount) crashes, \(m.cleanShutdownCount) clean shutdowns",
             "  power        \(engine.powerState) [\(engine.powerTier.rawValue)] \(sourceDescription(engine.powerReading.source))",
         ]
+        if m.jobsNotQueued + m.jobsLost > 0 {
+            lines.append("  jobs         \(m.jobsNotQueued) not queued (their entity despawned before they were saved), \(m.jobsLost) lost (each in the log)")
+        }
         if let vfs = m.vfs {
             lines.append("  disk         \(vfs.syncs) sync requests (WAL \(vfs.wal.syncs), database \(vfs.mainDatabase.syncs)), "
                 + "\(megabytes(vfs.writeBytes)) written in \(vfs.writes) writes, as SQLite asked (counting VFS)"
