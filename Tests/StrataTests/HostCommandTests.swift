@@ -159,6 +159,21 @@ import Testing
         #expect(same.status != 0 && same.stderr.contains("two or more different paths"), "one document named twice")
     }
 
+    /// A number from the command line is range-checked before any conversion: refused by
+    /// name, never a trap (1e300 seconds used to stop the process converting to an integer).
+    @Test(arguments: [(["bench", "--seconds", "1e300", "--entities", "10", "--moving", "1"], "--seconds"),
+                      (["bench", "--compaction-backlog-kb", "1e300", "--entities", "10", "--moving", "1"], "--compaction-backlog-kb"),
+                      (["bench", "--snapshot-secs", "1e300", "--entities", "10", "--moving", "1"], "--snapshot-secs"),
+                      (["power", "--poll-interval", "1e300"], "--poll-interval"),
+                      (["sim", "--duration", "1e300"], "--duration"),
+                      (["sim", "--switch-every", "-1", "--documents", "a.db,b.db"], "--switch-every")])
+    func aNumberPastItsRangeIsRefusedByName(arguments: [String], option: String) throws {
+        let directory = TestDirectory()
+        let run = try strata(arguments, in: directory.url)
+        #expect(!run.signalled, "\(run.stderr)")
+        #expect(run.status == 64 && run.stderr.contains(option), "\(run.status): \(run.stderr)")
+    }
+
     @Test func inspectOfAMissingFileFails() throws {
         let run = try strata(["inspect", "/nonexistent/strata.db"])
         #expect(run.status == 1)

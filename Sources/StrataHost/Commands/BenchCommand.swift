@@ -74,14 +74,18 @@ struct BenchCommand: ParsableCommand {
         if !["components", "canvas"].contains(workload) { throw ValidationError("--workload must be components or canvas") }
         if workload == "canvas", `repeat` != nil { throw ValidationError("--repeat runs the components workload; leave out --workload canvas") }
         if entities < 1 || moving < 0 || moving > entities { throw ValidationError("need 1 ≤ entities and 0 ≤ moving ≤ entities") }
-        if !(seconds > 0) { throw ValidationError("--seconds must be positive") }
+        // Every number is checked before a conversion could trap on it (1e300 did).
+        if !(seconds > 0 && seconds <= 30 * 86_400) { throw ValidationError("--seconds must be positive, at most 30 days") }
+        if !(snapshotSecs > 0 && snapshotSecs <= 86_400) { throw ValidationError("--snapshot-secs must be positive, at most a day") }
         if let pageSize, !(512 ... 65536).contains(pageSize) || pageSize & (pageSize - 1) != 0 {
             throw ValidationError("--page-size must be a power of two between 512 and 65536")
         }
         if let autoVacuum, AutoVacuum(rawValue: autoVacuum) == nil {
             throw ValidationError("--auto-vacuum must be one of: \(AutoVacuum.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        if let compactionBacklogKB, !(compactionBacklogKB > 0) { throw ValidationError("--compaction-backlog-kb must be positive") }
+        if let compactionBacklogKB, !(compactionBacklogKB > 0 && compactionBacklogKB <= 64 * 1024 * 1024) {
+            throw ValidationError("--compaction-backlog-kb must be positive, at most 64 GB")
+        }
         if let historySecs, !(historySecs > 0 && historySecs <= 30 * 86_400) { throw ValidationError("--history-secs must be a positive number of seconds, at most 30 days") }
         if let `repeat`, `repeat` < 1 { throw ValidationError("--repeat must be at least 1") }
         if `repeat` != nil, strategies != nil { throw ValidationError("--repeat runs the baseline, Strata and the twin; leave out --strategies") }

@@ -20,6 +20,12 @@ struct PowerCommand: ParsableCommand {
     @Option(name: .customLong("poll-interval"), help: "With --watch: seconds between reads besides change signals.")
     var pollInterval: Double?
 
+    func validate() throws {
+        if let pollInterval, !(pollInterval > 0 && pollInterval <= 86_400) {
+            throw ValidationError("--poll-interval must be a positive number of seconds, at most a day")
+        }
+    }
+
     func run() throws {
         var config = try loadConfig(config, command: "power")
         if let pollInterval { config.persistence.power.pollInterval = .nanoseconds(Int64(pollInterval * 1e9)) }
