@@ -38,7 +38,7 @@ extension Salvage {
                                                           payload: record.isRemoval ? nil : start ..< arena.count))
                 }
             }
-            let recorded = header.value("record_count", as: Int.self) ?? pending.count
+            let recorded = Segment.plausibleRecordCount(header.value("record_count", as: Int64.self) ?? 0, bytes: Segment.maxRecordsBytes + 1024)
             guard !pending.isEmpty else { continue }
             var encoder = SegmentEncoder()
             let chunks = arena.withUnsafeBytes { encoder.encode(&pending, arena: $0) }

@@ -150,7 +150,7 @@ struct Compactor {
                 lastCreatedAt = createdAt
                 result.consumedRows += 1
                 result.consumedBytes += records.count
-                result.consumedRecords += Int(sqlite3_column_int64(rows, 2))
+                result.consumedRecords += Segment.plausibleRecordCount(sqlite3_column_int64(rows, 2), bytes: records.count)
             }
             sqlite3_reset(rows)   // no cursor stays open on the rows deleted below
         }

@@ -58,6 +58,14 @@ enum Segment {
 
     static func id(seq: Int64, part: Int) -> Int64 { seq << partBits | Int64(part) }
     static func seq(ofID id: Int64) -> Int64 { id >> partBits }
+
+    /// A row's `record_count` as counts may use it: between 0 and the bytes of its records
+    /// (every record takes a byte at least), else 0. The value is read from the file, and
+    /// adding a damaged one up (Int64's top) overflowed; the reader finds such a row
+    /// malformed anyway, by the records it parses.
+    static func plausibleRecordCount(_ stored: Int64, bytes: Int) -> Int {
+        (0 ... Int64(bytes)).contains(stored) ? Int(stored) : 0
+    }
 }
 
 extension Segment {

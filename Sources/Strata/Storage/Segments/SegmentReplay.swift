@@ -38,7 +38,7 @@ enum SegmentReplay {
                 let id = sqlite3_column_int64(rows, 0)
                 let seq = Segment.seq(ofID: id)
                 let records = columnBlob(rows, 4)
-                let count = Int(sqlite3_column_int64(rows, 2))
+                let count = Segment.plausibleRecordCount(sqlite3_column_int64(rows, 2), bytes: records.count)
                 log.noteRows(added: 1, bytes: records.count, records: count)
                 log.noteRowTime(id: id, createdAt: sqlite3_column_int64(rows, 5), bytes: records.count)
                 log.lastID = id

@@ -20,7 +20,8 @@ extension CompactionTask {
                 }
                 let row = try Row.fetchOne(db, sql: "SELECT length(records) AS bytes, record_count FROM segments_set_aside WHERE id = ?",
                                            arguments: [id])
-                let bytes: Int = row?.value("bytes") ?? 0, records: Int = row?.value("record_count") ?? 0
+                let bytes: Int = row?.value("bytes") ?? 0
+                let records = Segment.plausibleRecordCount(row?.value("record_count") ?? 0, bytes: bytes)
                 return (bytes, records, try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments"))
             }
             segmentLog.noteRows(removed: 1, bytes: bytes, records: records)
