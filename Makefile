@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync torture clean
+.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture clean
 
 all: build
 
@@ -128,6 +128,13 @@ bench-sync: deps
 # runs 6 of 150). One seed again: make fuzz-sync FUZZ_ENV="STRATA_FUZZ_SEED=20269045".
 fuzz-sync: deps
 	STRATA_FUZZ_ROUNDS=1000 STRATA_FUZZ_SEEDS=20 STRATA_FUZZ_VERBOSE=1 $(FUZZ_ENV) $(SWIFT) test --filter ConvergenceFuzzTests
+
+# The cut-short sweep, long: a salvage (maintain --repair), a backup, a restore, maintenance and
+# a document switch, each killed (SIGKILL, SIGTERM) at CUTS evenly spaced moments of its run,
+# then started on (`make test` runs 16 and 10). Debug build, ~3 min at 100.
+CUTS ?= 100
+cuts: deps
+	STRATA_CUTS=$(CUTS) STRATA_REPAIR_CUTS=$(CUTS) $(SWIFT) test --filter "CutShortTests|aRepairKilledAtAnyMomentEndsWhole"
 
 TORTURE_DIR ?= torture-results
 TORTURE_PG_DIR ?= /tmp/strata-torture-pg
