@@ -176,7 +176,8 @@ struct Annotation: Component, Equatable {
         let expected = contents(engine.world)
         #expect(engine.metrics.storeReplacements == 0)
         #expect(engine.metrics.lastWriteError?.contains("replacing the corrupt file") == true, "\(engine.metrics.lastWriteError ?? "")")
-        #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".replacing"), "names the set-aside file until done")
+        #expect(FileManager.default.fileExists(atPath: fixture.directory.databasePath + ".repair"), "names the set-aside file until done")
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory.databasePath), "the name holds no unfinished copy")
 
         vfs.disarm()
         engine.world.setSetting(.boolean(true), for: "late")
@@ -194,23 +195,42 @@ struct Annotation: Component, Equatable {
     }
 
     @Test func aReplacementCutShortIsFinishedByTheNextOpen() throws {
-        // The process dies while the new file is being made: PATH is an unfinished copy, and
-        // PATH.replacing names the set-aside file. The next open salvages that one instead,
-        // as it would any corrupt file.
+        // The process dies while the new file is being made: the name holds nothing (the new
+        // file is built under PATH.salvage), and PATH.repair names the set-aside file. The
+        // next open finishes the repair from that one (the world in memory died with it).
         let (fixture, engine, vfs, ids, lost) = try replacementThatCannotWrite()
-        let marker = fixture.directory.databasePath + ".replacing"
-        let original = try String(contentsOfFile: marker, encoding: .utf8)
+        let marker = fixture.directory.databasePath + ".repair"
+        let original = try JSONDecoder().decode(Repair.Marker.self, from: Data(contentsOf: URL(fileURLWithPath: marker))).original
         engine.abandon()
         vfs.disarm()
 
         let reopened = try fixture.open()
         defer { try? reopened.shutdown() }
         #expect(reopened.recovery.setAsideCorruptFile == original)
-        #expect(reopened.recovery.corruption?.contains("cut short") == true, "\(reopened.recovery.corruption ?? "")")
+        #expect(reopened.recovery.repairResumed, "\(reopened.recovery)")
         #expect(reopened.world.entityCount == ids.count - lost, "the set-aside file, less its damaged page")
         #expect(reopened.world.setting("theme") == .string("dark"))
         #expect(!FileManager.default.fileExists(atPath: marker))
         #expect(try reopened.store.verify().isEmpty)
+    }
+
+    /// `PATH.replacing`, as builds before the replacement was a repair left it: PATH an
+    /// unfinished copy, the marker naming the set-aside file. The open sets the copy aside
+    /// too and repairs from the named one.
+    @Test func aReplacingMarkerOfAnOlderBuildIsStillFinished() throws {
+        let fixture = EngineFixture()
+        let ids = try makeDocument(fixture)
+        let path = fixture.directory.databasePath
+        let original = path + ".corrupt-1"
+        try FileManager.default.moveItem(atPath: path, toPath: original)
+        try Data(repeating: 0x5A, count: 4096).write(to: URL(fileURLWithPath: path))
+        try Data(original.utf8).write(to: URL(fileURLWithPath: path + ".replacing"))
+        let reopened = try fixture.open()
+        defer { try? reopened.shutdown() }
+        #expect(reopened.recovery.setAsideCorruptFile == original)
+        #expect(reopened.world.entityCount == ids.count)
+        #expect(!FileManager.default.fileExists(atPath: path + ".replacing") && !FileManager.default.fileExists(atPath: path + ".repair"))
+        #expect(try setAsideFiles(fixture).count == 2, "the original and the unfinished copy, both kept")
     }
 }
 
@@ -261,4 +281,5 @@ struct Annotation: Component, Equatable {
             _ = try lane.perform(.normal, timeout: .seconds(600)) { _ in 1 }
         }
     }
+
 }

@@ -13,26 +13,30 @@ import Logging
 /// submission (or from `flushNow`'s wait) and, in ``replaceCorruptStore(closing:)``:
 ///
 /// 1. drains every tier, so that nothing the world holds is left out;
-/// 2. closes the file and sets it aside (`PATH.corrupt-<time>`, as at open), writing
-///    `PATH.replacing` first with the name it goes to;
-/// 3. opens a new file and copies from the damaged one what the world does not hold:
-///    the operation log and its tables, the settings, parked rows, type ids and session
-///    counters (``Salvage/copyHistory(from:into:logger:)``);
-/// 4. writes the whole world, every entity under its number, and everything the waiting
+/// 2. closes the file and sets it aside as a repair at open does (`Recovery/Repair.swift`):
+///    `PATH.repair` first, naming `PATH.corrupt-<time>`, then the file moved there;
+/// 3. builds the new file under `PATH.salvage`, with the document's lock held: copies from
+///    the damaged one what the world does not hold (the operation log and its tables, the
+///    settings, parked rows, type ids and session counters: ``Salvage/copyHistory(from:into:logger:)``),
+///    writes the whole world, every entity under its number, and everything the waiting
 ///    batches held beyond it (operations, acknowledgements, removed settings) in ONE
 ///    transaction (FULL), then the base rows of component types this build does not
 ///    register, for the entities that are still alive;
-/// 5. removes `PATH.replacing`, and starts a new writer on the new file.
+/// 4. renames it to `PATH` whole (synced), removes `PATH.repair`, opens it and starts a new
+///    writer on it.
 ///
 /// The tick that does it waits for it (O(world): one commit of every entity and
 /// component; rare enough that a stall beats a second code path). If it fails (the disk
 /// is full, the new file cannot be created), everything stays in memory and in the
 /// hand-off and the next flush tries again, after a backoff. A process that dies in the
-/// middle leaves `PATH.replacing`: the next open salvages the set-aside file as it would
-/// any corrupt one (``Engine/open(config:components:logger:options:)``).
+/// middle leaves `PATH.repair`: the next open finishes the repair from the set-aside file
+/// (the world in memory died with the process), or keeps the new file if it was in place
+/// (``Engine/open(config:components:logger:options:)``; `PATH.replacing`, which builds
+/// before this one left, is still read there).
 ///
 /// The document's owner lock is released while the old file is closed and taken again
-/// by the new store: for those few milliseconds another process could open it.
+/// for the build (and again by the new store): for those moments another process could
+/// take it; the replacement then fails and is tried again.
 extension Engine {
     /// A replacement that has not finished: where the damaged file went, and when to
     /// try again after a failed attempt.
@@ -61,42 +65,55 @@ extension Engine {
         let location = store.location
         var fresh: Store?
         do {
+            let storeOptions = Engine.storeOptions(config: config, options: options)
             let setAside: String
             if let earlier = state.setAside {
                 setAside = earlier
-                // The last attempt's unfinished file: made from the set-aside one and memory.
-                try? FileManager.default.removeItem(atPath: location.path)
-                try? FileManager.default.removeItem(atPath: location.walPath)
-                try? FileManager.default.removeItem(atPath: location.shmPath)
                 logger.notice("replacing \(location.path) again from \(setAside) and memory")
             } else {
                 try? store.close()
-                setAside = try Engine.setAsideCorruptFiles(location) { target in
-                    try Data(target.utf8).write(to: URL(fileURLWithPath: location.replacingMarkerPath), options: .atomic)
-                }
+                setAside = Engine.setAsideTarget(for: location)
+            }
+            // As a repair at open (`Recovery/Repair.swift`): the marker first, the damaged file
+            // aside, the new one built under `PATH.salvage` with the document's lock held, and
+            // renamed into place whole; a process that dies on the way leaves the marker, and
+            // the next open finishes it from the set-aside file.
+            let lock = try DocumentLock.acquire(for: location)
+            defer { lock.release() }
+            if state.setAside == nil {
+                try Repair.write(Repair.Marker(original: setAside, cause: corruption.message, startedAt: unixMilliseconds()), for: location)
+                try Repair.moveAside(location, to: setAside)
                 state.setAside = setAside
                 try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
             }
-            let (store, _) = try Engine.openVerified(location, Engine.storeOptions(config: config, options: options))
-            fresh = store
             var typeNames: [String] = []
             for type in world.componentTypes { typeNames.append(type.typeName) }
-            var salvage = Salvage.copyHistory(from: setAside, into: store, logger: logger)
-            let typeIDs = try store.queue.writeWithoutTransaction { db in
-                try db.execute(sql: "INSERT OR IGNORE INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
-                               arguments: [world.operationLog.node.withBytes { Data($0) }, unixMilliseconds()])
-                var ids: [Int64?] = []
-                for name in typeNames { ids.append(try ComponentTypeNames.intern(name, db)) }
-                return ids
-            }
             let whole = wholeWorld(keeping: held)
+            let segmentLog = SegmentLog()
+            var typeIDs: [Int64?] = []
+            let marker = Repair.Marker(original: setAside, cause: corruption.message, startedAt: unixMilliseconds())
+            let salvage = try Repair.build(location, from: marker, options: storeOptions, lock: lock) { building in
+                var salvage = Salvage.copyHistory(from: setAside, into: building, logger: logger)
+                typeIDs = try building.queue.writeWithoutTransaction { db in
+                    try db.execute(sql: "INSERT OR IGNORE INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
+                                   arguments: [world.operationLog.node.withBytes { Data($0) }, unixMilliseconds()])
+                    var ids: [Int64?] = []
+                    for name in typeNames { ids.append(try ComponentTypeNames.intern(name, db)) }
+                    return ids
+                }
+                // A writer of its own, never started: this thread owns the new file until it is in place.
+                let filling = try Engine.makeWriter(config: config, options: options, store: building, buffer: buffer, recorder: recorder,
+                                                    logger: logger, typeIDs: typeIDs, segmentLog: segmentLog, checkpointAtStart: false)
+                try filling.commitWhole(whole)
+                Salvage.copyForeignComponents(from: setAside, into: building, registered: Set(typeNames), logger: logger, &salvage)
+                Salvage.dropOrphans(building, &salvage)
+                return salvage
+            }
+            lock.release()   // the store takes it again
+            let (store, _) = try Engine.openVerified(location, storeOptions)
+            fresh = store
             let writer = try Engine.makeWriter(config: config, options: options, store: store, buffer: buffer, recorder: recorder,
-                                               logger: logger, typeIDs: typeIDs, segmentLog: SegmentLog(), checkpointAtStart: false)
-            try writer.commitWhole(whole)   // not started: this thread owns the store until `start`
-            Salvage.copyForeignComponents(from: setAside, into: store, registered: Set(typeNames),
-                                          logger: logger, &salvage)
-            Salvage.dropOrphans(store, &salvage)
-            try? FileManager.default.removeItem(atPath: location.replacingMarkerPath)
+                                               logger: logger, typeIDs: typeIDs, segmentLog: segmentLog, checkpointAtStart: false)
 
             let entities = whole.entityInserts.count
             let components = whole.writes.count

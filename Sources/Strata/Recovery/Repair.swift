@@ -115,14 +115,14 @@ enum Repair {
         }
     }
 
-    private static func write(_ marker: Marker, for location: StoreLocation) throws {
+    static func write(_ marker: Marker, for location: StoreLocation) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try DurableFile.write(try encoder.encode(marker), to: location.repairMarkerPath)
     }
 
     /// Step 2: the database, then its WAL and shared memory, each unless it moved already.
-    private static func moveAside(_ location: StoreLocation, to original: String) throws {
+    static func moveAside(_ location: StoreLocation, to original: String) throws {
         let fm = FileManager.default
         for (from, to) in [(location.path, original), (location.walPath, original + "-wal"), (location.shmPath, original + "-shm")]
             where fm.fileExists(atPath: from) && !fm.fileExists(atPath: to) {
@@ -134,12 +134,23 @@ enum Repair {
     /// lock lent (no lock file of its own), and renamed into place when complete.
     private static func build(_ location: StoreLocation, from marker: Marker, options: Store.Options, lock: DocumentLock,
                               logger: Logger) throws -> SalvageReport {
+        try build(location, from: marker, options: options, lock: lock) { store in
+            Salvage.run(from: marker.original, into: store, logger: logger)
+        }
+    }
+
+    /// Steps 3 to 5 with `fill` writing the new file's contents (a salvage of the original,
+    /// or a running engine's world with what it copies from the original:
+    /// `Engine+StoreReplacement.swift`), which returns the salvage's report; the session row
+    /// (ended cleanly, the report's counters) and the repair's row are written after it.
+    static func build(_ location: StoreLocation, from marker: Marker, options: Store.Options, lock: DocumentLock,
+                      fill: (Store) throws -> SalvageReport) throws -> SalvageReport {
         removeSalvageFiles(location)
         let building = StoreLocation(path: location.salvagePath, vfs: location.vfs)
         let store = try Store(location: building, options: options, lock: lock)
         var report: SalvageReport
         do {
-            report = Salvage.run(from: marker.original, into: store, logger: logger)
+            report = try fill(store)
             let now = unixMilliseconds()
             try store.queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -174,7 +185,7 @@ enum Repair {
     }
 
     /// An unfinished `PATH.salvage` and its WAL files (made again from the original).
-    private static func removeSalvageFiles(_ location: StoreLocation) {
+    static func removeSalvageFiles(_ location: StoreLocation) {
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: location.salvagePath + suffix) }
     }
 }
