@@ -142,13 +142,23 @@ import Testing
                 if now == damaged {
                     state = "the original"
                 } else {
-                    let queue = try DatabaseQueue(path: path)
-                    let (repairs, entities) = try queue.read { db in
-                        (try Int.fetchOne(db, sql: "SELECT count(*) FROM repairs") ?? 0, try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0)
+                    var readOnly = Configuration()
+                    readOnly.readonly = true
+                    let queue = try DatabaseQueue(path: path, configuration: readOnly)
+                    let repairs = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM repairs") ?? 0 }
+                    if repairs == 0 {
+                        // The original, with the session mark of the open that then found its
+                        // damage (an ordinary open marks the session before it reads the world):
+                        // still damaged, the same file.
+                        let check = (try? queue.inDatabase { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }) ?? ["malformed"]
+                        #expect(check != ["ok"], "cut \(cut): a file under the name that is neither the original nor whole")
+                        state = "the original, its session marked"
+                    } else {
+                        let entities = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0 }
+                        #expect(repairs == 1 && entities == survivors, "cut \(cut): a file under the name that is neither the original nor whole")
+                        state = "the whole salvage"
                     }
                     try queue.close()
-                    #expect(repairs == 1 && entities == survivors, "cut \(cut): a file under the name that is neither the original nor whole")
-                    state = "the whole salvage"
                 }
             }
             outcomes[state, default: 0] += 1
