@@ -72,8 +72,15 @@ struct RowTypeSweepTorture {
             try FileManager.default.createDirectory(atPath: trialFolder, withIntermediateDirectories: true)
             let trial = trialFolder + "/trial.db"
             try FileManager.default.copyItem(atPath: original, toPath: trial)
-            guard Self.plant(trialCase, in: trial) else {
-                result.details["not plantable (a constraint refuses it)", default: 0] += 1
+            switch Self.plant(trialCase, in: trial) {
+            case .planted:
+                break
+            case .emptyTable:
+                result.details["not planted: the table has no row", default: 0] += 1
+                result.cycles = cycle
+                continue
+            case .refused:
+                result.details["not planted: a constraint refuses it", default: 0] += 1
                 result.cycles = cycle
                 continue
             }
@@ -129,14 +136,24 @@ struct RowTypeSweepTorture {
         return result
     }
 
-    /// The canvas, its strokes, thumbnails and operations, made by `strata sim` and shut
-    /// down cleanly.
+    /// The canvas, its strokes, thumbnails and operations, with a history window, synced
+    /// (with `--sync-server`: the sync's own tables), made by `strata sim` and shut down
+    /// cleanly.
     private func makeDocument(at path: String) throws {
-        let run = try Self.runTool(["sim", "--db", path, "--entities", String(Self.shapes), "--duration", "3", "--activity", "5",
-                                    "--seed", String(setup.seed & 0xFFFF), "--log-level", "critical"],
-                                   in: URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        guard run.status == 0, run.signal == nil else {
-            throw TortureError("strata sim could not make the document (status \(run.status)): \(run.stderr.suffix(300))")
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let config = folder + "/document.toml"
+        try "[history]\nkeep_secs = 600\n".write(toFile: config, atomically: true, encoding: .utf8)
+        // A first session as `strata sim` runs (jobs, thumbnails, waiting spawns), then one
+        // with the history window and, given a server, the sync.
+        let session = ["sim", "--db", path, "--entities", String(Self.shapes), "--activity", "5",
+                       "--seed", String(setup.seed & 0xFFFF), "--log-level", "critical"]
+        var second = session + ["--config", config, "--duration", "2"]
+        if let syncServer { second += ["--sync", syncServer, "--sync-document", "rowtypes-\(setup.seed)-original", "--sync-settle", "1"] }
+        for arguments in [session + ["--duration", "3"], second] {
+            let run = try Self.runTool(arguments, in: folder)
+            guard run.status == 0, run.signal == nil else {
+                throw TortureError("strata sim could not make the document (status \(run.status)): \(run.stderr.suffix(300))")
+            }
         }
     }
 
@@ -163,22 +180,25 @@ struct RowTypeSweepTorture {
         }
     }
 
+    enum Planted { case planted, emptyTable, refused }
+
     /// Puts the case's value in its column of the table's first row, past CHECK constraints
-    /// and foreign keys (damage does not ask them); false if the table is empty or another
-    /// constraint refuses it.
-    static func plant(_ trialCase: Case, in path: String) -> Bool {
+    /// and foreign keys (damage does not ask them); not if the table is empty or another
+    /// constraint (NOT NULL, a primary key that must be an integer, UNIQUE) refuses it.
+    static func plant(_ trialCase: Case, in path: String) -> Planted {
         do {
             let queue = try DatabaseQueue(path: path)
             defer { try? queue.close() }
             return try queue.writeWithoutTransaction { db in
+                guard try Row.fetchOne(db, sql: "SELECT 1 FROM \(trialCase.column.table) LIMIT 1") != nil else { return .emptyTable }
                 try db.execute(sql: "PRAGMA ignore_check_constraints = ON; PRAGMA foreign_keys = OFF")
                 try db.execute(sql: "UPDATE \(trialCase.column.table) SET \(trialCase.column.name) = \(trialCase.value.sql) WHERE \(trialCase.column.firstRow)")
                 let changed = db.changesCount > 0
                 _ = try db.checkpoint(.truncate)
-                return changed
+                return changed ? .planted : .refused
             }
         } catch {
-            return false
+            return .refused
         }
     }
 
