@@ -202,10 +202,9 @@ struct RowTypeSweepTorture {
         }
     }
 
+    /// The entities a start loads: waiting spawns in, waiting despawns out (`strata inspect`'s count).
     static func entityCount(_ path: String) throws -> Int {
-        let queue = try DatabaseQueue(path: path)
-        defer { try? queue.close() }
-        return try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0 }
+        try DatabaseInspection.inspect(path: path).entityCount
     }
 
     /// "recovered N entities" in a start's report.
