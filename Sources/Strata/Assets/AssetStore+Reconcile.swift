@@ -36,7 +36,7 @@ public struct ReconcileReport: Sendable, Equatable, Codable, CustomStringConvert
     }
 }
 
-/// The storage seed's "storage sync": the folder and the rows brought back in step. At
+/// The folder and the rows brought back in step (docs/specification.md, *Assets*). At
 /// open (``Engine/open(config:components:logger:options:)``) and on demand.
 extension AssetStore {
     /// Reconciles the assets folder with the `assets` rows:

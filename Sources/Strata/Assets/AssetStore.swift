@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Logging
 
-/// The document's files (the storage seed's recordings, the canvas's thumbnails): large
+/// The document's files (a host's recordings, the canvas's thumbnails): large
 /// blobs kept as files in `PATH.assets/`, one row each in `assets` (owner, name, size,
 /// CRC32C, state). ``Engine/assets``; callable from any thread.
 ///

@@ -45,9 +45,9 @@ final class WriteBuffer: @unchecked Sendable {
     private var spares: [WriteBatch] = []
     private var lastSequence: UInt64 = 0
     private var committedSequence: UInt64 = 0
-    private var closed = false
-    /// The engine is shutting down (``beginClosing()``): batches still come, until `close()`.
-    private var closing = false
+    /// Where a shutdown is: batches still come while closing (``beginClosing()``), none once closed.
+    private var stage = Stage.open
+    private enum Stage: Comparable { case open, closing, closed }
     /// The writer is inside `take`…
     private var writerWaiting = false
     /// … and will not look at the slot again until woken (or its checkpoint timer).
@@ -142,7 +142,7 @@ final class WriteBuffer: @unchecked Sendable {
                 writerWaiting = false
                 writerParked = false
             }
-            while waiting == nil && requests.isEmpty && !closed && !nudged && corruption == nil {
+            while waiting == nil && requests.isEmpty && stage != .closed && !nudged && corruption == nil {
                 if !lock.wait(until: deadline) { break }
             }
             nudged = false
@@ -155,7 +155,7 @@ final class WriteBuffer: @unchecked Sendable {
                 defer { requests.removeAll() }
                 return .requests(requests)
             }
-            return closed ? .closed : .timedOut
+            return stage == .closed ? .closed : .timedOut
         }
     }
 
@@ -164,7 +164,7 @@ final class WriteBuffer: @unchecked Sendable {
     @discardableResult
     func submit(_ request: WriterRequest) -> Bool {
         lock.withLock {
-            guard !closed else { return false }
+            guard stage != .closed else { return false }
             requests.append(request)
             if writerWaiting { lock.broadcast() }
             return true
@@ -178,7 +178,7 @@ final class WriteBuffer: @unchecked Sendable {
 
     /// The requests still waiting, taken (the writer, as it finishes, fails them).
     func takeRequests() -> [WriterRequest] {
-        lock.withLock {
+        lock.withLock { () -> [WriterRequest] in
             defer { requests.removeAll() }
             return requests
         }
@@ -190,16 +190,12 @@ final class WriteBuffer: @unchecked Sendable {
     func pause(for duration: Duration, orSubmission: Bool = false) {
         let end = Date(timeIntervalSinceNow: max(0, duration.seconds))
         lock.withLock {
-            let (sequence, pending, wasClosing) = (lastSequence, requests.count, closing)
-            writerWaiting = orSubmission
-            writerParked = orSubmission
-            defer {
-                writerWaiting = false
-                writerParked = false
-            }
+            let (sequence, pending, stageBefore) = (lastSequence, requests.count, stage)
+            (writerWaiting, writerParked) = (orSubmission, orSubmission)
+            defer { (writerWaiting, writerParked) = (false, false) }
             while lock.wait(until: end) {
-                if orSubmission && (lastSequence != sequence || requests.count != pending || closed) { return }
-                if closing && !wasClosing { return }   // a shutdown began: its shorter backoff from now on
+                if orSubmission && (lastSequence != sequence || requests.count != pending || stage == .closed) { return }
+                if stage > stageBefore { return }   // a shutdown began: its shorter backoff from now on
             }
         }
     }
@@ -280,28 +276,22 @@ final class WriteBuffer: @unchecked Sendable {
     }
 
     /// No more batches will be submitted: `take` returns `.closed` once the slot is empty.
-    func close() {
+    func close() { advance(to: .closed) }
+
+    /// A shutdown begins (its last batch comes later): the writer's backoff shortens to the
+    /// shutdown's, the one under way too, and requests behind a batch that cannot commit are
+    /// answered at once (the workers stopping wait on them). Any thread.
+    func beginClosing() { advance(to: .closing) }
+
+    private func advance(to next: Stage) {
         lock.withLock {
-            closed = true
+            stage = max(stage, next)
             lock.broadcast()
         }
     }
 
-    var isClosed: Bool { lock.withLock { closed } }
-
-    /// A shutdown begins (its final batch comes later): the writer's backoff after a failure
-    /// shortens to the shutdown's from now on, the one under way included, and requests
-    /// that fail for the machine's trouble (a full disk) are answered at once, so that the
-    /// shutdown's waits on them (the workers stopping) do not last the whole backoff. Any thread.
-    func beginClosing() {
-        lock.withLock {
-            closing = true
-            lock.broadcast()
-        }
-    }
-
-    /// Closed, or closing (``beginClosing()``).
-    var isClosing: Bool { lock.withLock { closed || closing } }
+    var isClosed: Bool { lock.withLock { stage == .closed } }
+    var isClosing: Bool { lock.withLock { stage >= .closing } }   // closed, or ``beginClosing()`` called
     /// When the last batch was submitted (the writer polls half a tick away from it).
     var lastSubmission: Instant? { lock.withLock { lastSubmitAt } }
     /// Whether the writer is waiting for a wake (tests).

@@ -57,7 +57,7 @@ extension Engine {
                     throw leftAsItIs(StoreError(.corrupt, message: "the replacement of a corrupt file (set aside as \(original)) was cut short", path: location.path),
                                      path: location.path)
                 }
-                let unfinished = fm.fileExists(atPath: location.path) ? try setAsideCorruptFiles(location) : nil
+                let unfinished = fm.fileExists(atPath: location.path) ? try Repair.setAside(location) : nil
                 let cause = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
                 logger.error("\(cause): starting a new file with what still reads of \(original)")
                 try Repair.adopt(location, original: original, cause: cause)
@@ -282,33 +282,6 @@ extension Engine {
             try? store.close()
             throw error
         }
-    }
-
-    /// A name to set the document aside under, free now: `PATH.corrupt-<unix time>`; two
-    /// set-asides within a second get -2, -3…: never a collision, never an overwrite.
-    static func setAsideTarget(for location: StoreLocation) -> String {
-        let stamp = Int(Date().timeIntervalSince1970)
-        let fm = FileManager.default
-        var target = "\(location.path).corrupt-\(stamp)"
-        var attempt = 1
-        while [target, target + "-wal", target + "-shm"].contains(where: fm.fileExists(atPath:)) {
-            attempt += 1
-            target = "\(location.path).corrupt-\(stamp)-\(attempt)"
-        }
-        return target
-    }
-
-    /// Moves the database and its WAL and shared-memory files aside; returns the new path.
-    /// `willMove` learns the new path first.
-    static func setAsideCorruptFiles(_ location: StoreLocation, willMove: (String) throws -> Void = { _ in }) throws -> String {
-        let fm = FileManager.default
-        let target = setAsideTarget(for: location)
-        try willMove(target)
-        for (from, suffix) in [(location.path, ""), (location.walPath, "-wal"), (location.shmPath, "-shm")]
-            where fm.fileExists(atPath: from) {
-            try fm.moveItem(atPath: from, toPath: target + suffix)
-        }
-        return target
     }
 }
 

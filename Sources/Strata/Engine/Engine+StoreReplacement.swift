@@ -72,7 +72,7 @@ extension Engine {
                 logger.notice("replacing \(location.path) again from \(setAside) and memory")
             } else {
                 try? store.close()
-                setAside = Engine.setAsideTarget(for: location)
+                setAside = Repair.setAsideTarget(for: location)
             }
             // As a repair at open (`Recovery/Repair.swift`): the marker first, the damaged file
             // aside, the new one built under `PATH.salvage` with the document's lock held, and

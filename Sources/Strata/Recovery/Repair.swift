@@ -53,7 +53,7 @@ enum Repair {
     static func run(_ location: StoreLocation, cause: String, options: Store.Options, logger: Logger) throws -> Outcome {
         let lock = try DocumentLock.acquire(for: location)
         defer { lock.release() }
-        let original = Engine.setAsideTarget(for: location)
+        let original = setAsideTarget(for: location)
         let marker = Marker(original: original, cause: cause, startedAt: unixMilliseconds())
         try write(marker, for: location)
         try moveAside(location, to: original)
@@ -119,6 +119,28 @@ enum Repair {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try DurableFile.write(try encoder.encode(marker), to: location.repairMarkerPath)
+    }
+
+    /// A name to set the document aside under, free now: `PATH.corrupt-<unix time>`; two
+    /// set-asides within a second get -2, -3…: never a collision, never an overwrite.
+    static func setAsideTarget(for location: StoreLocation) -> String {
+        let stamp = Int(Date().timeIntervalSince1970)
+        let fm = FileManager.default
+        var target = "\(location.path).corrupt-\(stamp)"
+        var attempt = 1
+        while [target, target + "-wal", target + "-shm"].contains(where: fm.fileExists(atPath:)) {
+            attempt += 1
+            target = "\(location.path).corrupt-\(stamp)-\(attempt)"
+        }
+        return target
+    }
+
+    /// Moves the document (with its WAL and shared memory) to a free set-aside name, without
+    /// a marker (a file that is itself no repair's original: an unfinished copy). Returns where.
+    static func setAside(_ location: StoreLocation) throws -> String {
+        let target = setAsideTarget(for: location)
+        try moveAside(location, to: target)
+        return target
     }
 
     /// Step 2: the database, then its WAL and shared memory, each unless it moved already.

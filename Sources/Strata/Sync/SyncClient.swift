@@ -274,28 +274,4 @@ import Synchronization
         let factor = Double(1 << min(attempts - 1, 30))
         return min(config.retryInitialBackoff * factor, config.retryMaxBackoff)
     }
-
-    /// Runs an async call from this thread, waiting at most `request_timeout_ms`.
-    func call<T: Sendable>(toServer: Bool = true, _ body: @escaping @Sendable () async throws -> T) throws -> T {
-        if toServer { update { $0.requests += 1 } }
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Result<T, any Error>?
-        let task = Task(executorPreference: executor) {
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            done.signal()
-        }
-        guard done.wait(timeout: .now() + config.requestTimeout.seconds) == .success else {
-            task.cancel()
-            blocking { await self.transport.disconnect() }
-            throw SyncError(.unreachable, "no answer within \(Int(config.requestTimeout.milliseconds)) ms")
-        }
-        guard let result else { throw SyncError(.unreachable, "the call ended without an answer") }   // signalled after it is set
-        return try result.get()
-    }
-
-    func blocking(_ body: @escaping @Sendable () async -> Void) {
-        let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: executor) { await body(); done.signal() }
-        _ = done.wait(timeout: .now() + config.requestTimeout.seconds)
-    }
 }

@@ -40,9 +40,7 @@ final class Writer: @unchecked Sendable {
     var observer: (any PersistenceObserver)? { context.observer }
     var segmentLog: SegmentLog { context.segmentLog }
 
-    enum State: Equatable {
-        case created, running, finished
-    }
+    enum State: Equatable { case created, running, finished }
 
     let controlLock = Lock()
     var state = State.created
