@@ -125,7 +125,7 @@ extension AssetStore {
             let target = folder.appendingPathComponent(newName)
             try fm.createDirectory(at: folder, withIntermediateDirectories: true)
             try fm.moveItem(at: url, to: target)
-            Self.syncFolder(folder)
+            DurableFile.syncFolder(folder.path)
             try register(target, name: newName, now: now)
             report.imported[name] = newName
         }

@@ -120,15 +120,6 @@ public final class AssetStore: @unchecked Sendable {
             unlink(temporary.path)
             throw error
         }
-        syncFolder(directory)
-    }
-
-    /// Syncs a folder, so that a rename in it survives a power loss.
-    static func syncFolder(_ url: URL) {
-        let folder = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
+        DurableFile.syncFolder(directory.path)
     }
 }

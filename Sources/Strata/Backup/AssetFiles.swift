@@ -40,7 +40,7 @@ enum AssetFiles {
                 throw StoreError(.write, message: "cannot link the asset \(name): \(String(cString: strerror(errno)))", path: destination)
             }
         }
-        AssetStore.syncFolder(URL(fileURLWithPath: to))
+        DurableFile.syncFolder(to)
         return outcome
     }
 

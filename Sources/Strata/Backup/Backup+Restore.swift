@@ -153,6 +153,6 @@ extension Backup {
                        (from.rejectedPath, to.rejectedPath), (from.path, to.path)] where FileManager.default.fileExists(atPath: a) {
             try StagedBackup.rename(a, to: b)
         }
-        AssetStore.syncFolder(URL(fileURLWithPath: to.path).deletingLastPathComponent())
+        DurableFile.syncFolder(of: to.path)
     }
 }

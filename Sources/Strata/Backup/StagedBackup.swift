@@ -61,7 +61,7 @@ struct StagedBackup: Sendable {
                 throw StoreError(.write, message: "cannot name the backup \(final.path): \(String(cString: strerror(errno)))", path: final.path)
             }
             unlink(staging.path)
-            AssetStore.syncFolder(URL(fileURLWithPath: final.path).deletingLastPathComponent())
+            DurableFile.syncFolder(of: final.path)
             return BackupReport(source: target.source.path, destination: final.path, bytes: Self.size(final.path),
                                 pages: pages, steps: steps, longestStepMilliseconds: longestStep.milliseconds,
                                 copySeconds: copyTime.seconds,

@@ -16,7 +16,7 @@ extension DoctorReport {
         }
         if let unfinishedRepair {
             add(.error, "repair", "a repair of this document was cut short: its damaged original is \(unfinishedRepair)",
-                "the next start (or `strata maintain --repair PATH`) finishes it from that original; nothing of it is lost")
+                "the next start (or `strata maintain --repair PATH`) finishes it from that original, which a repair only reads")
         }
         for repair in repairs {
             let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(repair.repairedAt) / 1000))

@@ -51,8 +51,12 @@ enum DurableFile {
 
     /// Syncs the folder holding `path`: a file created, renamed or removed there is so on disk.
     static func syncFolder(of path: String) {
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        syncFolder(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+    }
+
+    /// Syncs `folder` itself ("" is the current one), so that a rename in it survives a power loss.
+    static func syncFolder(_ folder: String) {
+        let fd = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)
         close(fd)

@@ -35,7 +35,7 @@ struct SideFile {
         let folder = (path as NSString).deletingLastPathComponent
         if rows.isEmpty && unreadable.isEmpty {
             try FileManager.default.removeItem(atPath: path)
-            syncFolder(folder)
+            DurableFile.syncFolder(folder)
             return
         }
         let encoder = JSONEncoder()
@@ -45,26 +45,10 @@ struct SideFile {
             data.append(line)
             data.append(UInt8(ascii: "\n"))
         }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw sideFileError("open \(temporary)") }
-        let wrote = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = wrote == data.count && fsync(fd) == 0
-        close(fd)
-        guard synced, rename(temporary, path) == 0 else {
-            let error = sideFileError("write \(temporary)")
-            unlink(temporary)
-            throw error
+        do {
+            try DurableFile.write(data, to: path)
+        } catch let error as StoreError {
+            throw StoreError(.write, message: "could not \(error.message); \(path) is unchanged", path: path)
         }
-        syncFolder(folder)
-    }
-
-    private func syncFolder(_ folder: String) {
-        let fd = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
-    }
-
-    private func sideFileError(_ what: String) -> StoreError {
-        StoreError(.write, message: "could not \(what): \(String(cString: strerror(errno))); \(path) is unchanged", path: path)
     }
 }
