@@ -52,6 +52,18 @@ public struct StrokePoints: Component {
     public init(from p: inout PayloadReader, version: Int) throws { xy = try p.read() }
 }
 
+/// Marks a stroke this device is drawing (critical, local: it never leaves the device).
+/// A device that opens finishes only the strokes it marked: another device's stroke in
+/// progress is that device's to end.
+public struct DrawingHere: Component {
+    public static let typeName = "canvas.drawing_here"
+    public static let tier = Tier.critical
+
+    public init() {}
+    public func encode(to p: inout PayloadWriter) {}
+    public init(from p: inout PayloadReader, version: Int) throws {}
+}
+
 /// The document's metadata (critical: the specification, *Tiers*).
 public struct DocumentMetadata: Component {
     public static let typeName = "canvas.document"
@@ -88,6 +100,6 @@ public struct PeerCursor: Component {
 
 /// Every component type of the canvas, for `Engine.open(components:)`.
 public let canvasComponents: [any Component.Type] = [
-    ShapeTransform.self, ShapeStyle.self, StrokeStyle.self, StrokePoints.self,
+    ShapeTransform.self, ShapeStyle.self, StrokeStyle.self, StrokePoints.self, DrawingHere.self,
     DocumentMetadata.self, Viewport.self, PeerCursor.self,
 ]

@@ -49,8 +49,8 @@ extension CanvasScenario {
         if let current = stroke {
             stroke = nil
             world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
-            listed.insert(current.entity)
-            strokes.append(current.entity)
+            world.remove(DrawingHere.self, from: current.entity)
+            if world.isAlive(current.entity), listed.insert(current.entity).inserted { strokes.append(current.entity) }
         }
         engine.flush(reason: .majorAction)
     }

@@ -60,31 +60,33 @@ public final class CanvasScenario {
 
         // Resume what the database holds.
         shapes = world.entities(with: ShapeStyle.self).map(\.entity)
-        // A stroke a stopped session left unfinished (killed while drawing) is finished as
-        // drawn: its points up to the kill are on every device already, and it stays.
-        for (entity, style) in world.entities(with: StrokeStyle.self) where !style.finished {
+        // A stroke this device left unfinished (killed while drawing) is finished as drawn:
+        // its points up to the kill are on every device already, and it stays. Another
+        // device's unfinished stroke is that device's to end (it may be drawing it now).
+        for (entity, _) in world.entities(with: DrawingHere.self) {
             world.mutate(StrokeStyle.self, of: entity) { $0.finished = true }
+            world.remove(DrawingHere.self, from: entity)
         }
-        strokes = world.entities(with: StrokeStyle.self).map(\.entity)
+        strokes = world.entities(with: StrokeStyle.self).filter(\.value.finished).map(\.entity)
         listed = Set(shapes + strokes)
         if let existing = world.entities(with: DocumentMetadata.self).first {
             document = existing.entity
-        } else if let alive = world.entity(for: Self.documentID) {
-            // The entity is there but its metadata is not (it did not decode, or a salvage
-            // lost it; the start reported which): start the metadata again on the same entity.
-            document = alive
-            world.insert(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0), for: document)
         } else {
             // The same id in every document: devices that sync share one metadata entity.
-            document = world.spawn(id: Self.documentID)
-            world.insert(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0), for: document)
-            trace?.record(.spawn, world.id(of: document)!)
+            // The entity may be there without its metadata (it did not decode, or a salvage
+            // lost it; the start reported which): the metadata starts again on it. Either
+            // way a default: it loses to any metadata another device wrote (a device opening
+            // a shared document before it pulled must not reset it).
+            let alive = world.entity(for: Self.documentID)
+            document = alive ?? world.spawn(id: Self.documentID)
+            world.insertDefault(DocumentMetadata(name: "Untitled", revision: 0, modifiedAtMs: 0), for: document)
+            if alive == nil { trace?.record(.spawn, Self.documentID) }
         }
         if let existing = world.entities(with: Viewport.self).first {
             viewport = existing.entity
         } else {
             viewport = world.spawn(Viewport(panX: 0, panY: 0, zoom: 1))
-            trace?.record(.spawn, world.id(of: viewport)!)
+            if let id = world.id(of: viewport) { trace?.record(.spawn, id) }
         }
         // A peer's cursor rides on the viewport: ephemeral, so never written.
         world.insert(PeerCursor(x: 0, y: 0), for: viewport)
@@ -116,7 +118,7 @@ public final class CanvasScenario {
             engine.noteInput()
             if drag == nil, syncing { engine.flush(reason: .majorAction) }   // a drag ended: where it stopped
         } else if !shapes.isEmpty, rng.chance(0.8 * perSecond) {
-            let shape = shapes.randomElement(using: &rng)!
+            let shape = shapes[Int.random(in: 0 ..< shapes.count, using: &rng)]
             drag = (shape, Int(hz * Double.random(in: 1 ... 3, using: &rng)),
                     Float.random(in: -3 ... 3, using: &rng), Float.random(in: -3 ... 3, using: &rng))
         }
@@ -130,20 +132,22 @@ public final class CanvasScenario {
             if current.ticksLeft > 1 {
                 stroke = (current.entity, current.ticksLeft - 1)
             } else {
-                world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
-                let id = world.id(of: current.entity)!
-                trace?.record(.strokeEnd, id)
-                engine.flush(reason: .majorAction)
-                // Its thumbnail, rendered by a worker (Thumbnails.swift), durable within milliseconds.
-                engine.jobs.enqueueSoon(Thumbnails.kind, for: id, payload: Thumbnails.payload(world.get(StrokePoints.self, for: current.entity)?.xy ?? []))
-                strokes.append(current.entity)
-                listed.insert(current.entity)
                 stroke = nil
+                world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
+                world.remove(DrawingHere.self, from: current.entity)
+                engine.flush(reason: .majorAction)
+                if let id = world.id(of: current.entity) {   // not despawned by another device meanwhile
+                    trace?.record(.strokeEnd, id)
+                    // Its thumbnail, rendered by a worker (Thumbnails.swift), durable within milliseconds.
+                    engine.jobs.enqueueSoon(Thumbnails.kind, for: id, payload: Thumbnails.payload(world.get(StrokePoints.self, for: current.entity)?.xy ?? []))
+                    strokes.append(current.entity)
+                    listed.insert(current.entity)
+                }
             }
         } else if rng.chance(0.25 * perSecond) {
             let entity = world.spawn(StrokeStyle(color: UInt32.random(in: 0 ... 0xFFFFFF, using: &rng), width: 2),
-                                     StrokePoints())
-            trace?.record(.spawn, world.id(of: entity)!)
+                                     StrokePoints(), DrawingHere())
+            if let id = world.id(of: entity) { trace?.record(.spawn, id) }
             stroke = (entity, Int(hz * Double.random(in: 0.5 ... 1.5, using: &rng)))
         }
 
@@ -153,10 +157,11 @@ public final class CanvasScenario {
             strokes.swapAt(i, strokes.count - 1)
             let entity = strokes.removeLast()
             listed.remove(entity)
-            let id = world.id(of: entity)!
-            world.despawn(entity)
-            trace?.record(.despawn, id)
-            engine.flush(reason: .majorAction)
+            if let id = world.id(of: entity) {
+                world.despawn(entity)
+                trace?.record(.despawn, id)
+                engine.flush(reason: .majorAction)
+            }
         }
 
         // Metadata edits: a major action, flushed within the critical delay.
@@ -166,13 +171,13 @@ public final class CanvasScenario {
                 meta.modifiedAtMs = Int(Date().timeIntervalSince1970 * 1000)
                 return meta.revision
             } ?? 0
-            trace?.record(.metadata(revision: revision), world.id(of: document)!)
+            trace?.record(.metadata(revision: revision), Self.documentID)
             engine.flush(reason: .majorAction)
         }
 
         // Undo: restore a shape's previous style (a major action).
         if !shapes.isEmpty, rng.chance(0.1 * perSecond) {
-            let shape = shapes.randomElement(using: &rng)!
+            let shape = shapes[Int.random(in: 0 ..< shapes.count, using: &rng)]
             world.mutate(ShapeStyle.self, of: shape) { $0.color ^= 0xFFFFFF }
             engine.flush(reason: .majorAction)
         }
@@ -181,7 +186,7 @@ public final class CanvasScenario {
         if !syncing, !shapes.isEmpty, rng.chance(0.3 * perSecond) {
             let count = Int.random(in: 1 ... 3, using: &rng)
             for _ in 0 ..< count {
-                world.mutate(ShapeStyle.self, of: shapes.randomElement(using: &rng)!) { $0.kind = ($0.kind + 1) % 4 }
+                world.mutate(ShapeStyle.self, of: shapes[Int.random(in: 0 ..< shapes.count, using: &rng)]) { $0.kind = ($0.kind + 1) % 4 }
             }
             for operation in peer.deliver(count, kind: "shape.restyle", using: &rng)
                 where engine.receiveOperation(operation) != .duplicate {
@@ -197,7 +202,7 @@ public final class CanvasScenario {
                 view.zoom = Float.random(in: 0.5 ... 2, using: &rng)
                 return view.panX
             }
-            if let panX { trace?.record(.pan(x: Int(panX)), world.id(of: viewport)!) }
+            if let panX, let id = world.id(of: viewport) { trace?.record(.pan(x: Int(panX)), id) }
         }
     }
 
@@ -207,7 +212,7 @@ public final class CanvasScenario {
             ShapeTransform(x: Float.random(in: 0 ... 2000, using: &rng), y: Float.random(in: 0 ... 2000, using: &rng)))
         shapes.append(entity)
         listed.insert(entity)
-        trace?.record(.spawn, world.id(of: entity)!)
+        if let id = world.id(of: entity) { trace?.record(.spawn, id) }
     }
 
     private func despawnShape() {
@@ -217,7 +222,7 @@ public final class CanvasScenario {
         let entity = shapes.removeLast()
         listed.remove(entity)
         if drag?.shape == entity { drag = nil }
-        let id = world.id(of: entity)!
+        guard let id = world.id(of: entity) else { return }
         world.despawn(entity)
         trace?.record(.despawn, id)
     }

@@ -38,7 +38,7 @@ import Testing
         #expect(a.engine.waitForWriter())
         let operations = try logged(a)
         let last = try #require(operations.last)
-        guard case let .component(id, type, version, payload) = last else { Issue.record("\(last)"); return }
+        guard case let .component(id, type, version, payload, _) = last else { Issue.record("\(last)"); return }
         #expect(id == a.world.id(of: shape) && type == SharedPosition.typeName && version == 1)
         var writer = PayloadWriter()
         SharedPosition(x: 300, y: 0).encode(to: &writer)
@@ -47,7 +47,7 @@ import Testing
         // Not yet 300 on disk unless the last flush came after the last tick; flush and check it is one more at most.
         #expect(a.engine.flushNow())
         let final = try logged(a)
-        guard case let .component(_, _, _, finalPayload) = final.last! else { return }
+        guard case let .component(_, _, _, finalPayload, _) = final.last! else { return }
         #expect(finalPayload.map(Array.init) == writer.bytes, "the latest value")
         #expect(try a.committedOperations(after: 0).count == final.count, "nothing but replicated values was logged")
         let syncs = try #require(a.engine.countingVFS).counts.syncs - synced

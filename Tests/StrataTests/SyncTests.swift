@@ -485,7 +485,7 @@ func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
     private func shared(_ path: String) throws -> [EntityID: [String: PersistedComponents.Value]] {
         var result: [EntityID: [String: PersistedComponents.Value]] = [:]
         for (id, components) in try PersistedComponents.read(path).entities {
-            let synced = components.filter { !["canvas.viewport", "canvas.peer_cursor"].contains($0.key) }
+            let synced = components.filter { !["canvas.viewport", "canvas.peer_cursor", "canvas.drawing_here"].contains($0.key) }
             if !synced.isEmpty { result[id] = synced }
         }
         return result

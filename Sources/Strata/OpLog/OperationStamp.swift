@@ -30,6 +30,17 @@ public struct OperationStamp: Comparable, Hashable, Sendable, Codable {
     /// Whether this is ``zero`` (no stamp), without loading the constant.
     var isZero: Bool { timestamp == .min && nodeHigh == 0 && nodeLow == 0 }
 
+    /// The stamp of a default value `node` wrote (a value that only fills a gap): above
+    /// ``zero``, below every operation's (a hybrid timestamp of 0 is 1970's first
+    /// millisecond), so it loses to any value a device wrote; between two defaults, the
+    /// higher node wins, the same on every device.
+    static func ofDefault(node: NodeID) -> OperationStamp {
+        OperationStamp(timestamp: HybridTimestamp(rawValue: 0), node: node)
+    }
+
+    /// Whether this is a default value's stamp (``ofDefault(node:)``).
+    var isDefault: Bool { timestamp == 0 }
+
     public static func < (a: OperationStamp, b: OperationStamp) -> Bool {
         (a.timestamp, a.nodeHigh, a.nodeLow) < (b.timestamp, b.nodeHigh, b.nodeLow)
     }

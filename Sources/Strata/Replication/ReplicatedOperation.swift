@@ -6,20 +6,27 @@ import Foundation
 /// Each rides the operation log like any other (its own kind, so a host's hook never
 /// sees it), and is pushed, pulled, deduplicated and retained the same way. The payload:
 ///
-/// - `strata.component`: a format byte (1), the entity's 16-byte id, the type's name, the
+/// - `strata.component`: a format byte (1, or 2 for a default: a value that only fills a
+///   gap, ``World/insertDefault(_:for:)``), the entity's 16-byte id, the type's name, the
 ///   payload version it was encoded with, then the value's payload bytes, or nothing
-///   (a flag byte says which) for a removal;
+///   (a flag byte says which) for a removal. A default is stamped below every other
+///   value (``OperationStamp/ofDefault(node:)``): it loses to any value a device wrote,
+///   whenever that arrives;
 /// - `strata.despawn`: a format byte (1) and the entity's id. Kept in the log, it is the
 ///   entity's tombstone (read back at every open): a despawn wins over every edit of the
 ///   entity, concurrent or later, and its id never comes back.
 enum ReplicatedOperation: Equatable {
     /// `payload`: the value's bytes (nil: a removal); decoded, a slice of the operation's own.
-    case component(entity: EntityID, type: String, version: Int, payload: ArraySlice<UInt8>?)
+    /// `isDefault`: a value that only fills a gap (format 2).
+    case component(entity: EntityID, type: String, version: Int, payload: ArraySlice<UInt8>?, isDefault: Bool = false)
     case despawn(entity: EntityID)
 
     static let componentKind = "strata.component"
     static let despawnKind = "strata.despawn"
     static let format: UInt8 = 1
+    /// The format byte of a default value's `strata.component` (a build that reads only
+    /// format 1 keeps it as malformed: never applied, never dropped).
+    static let defaultFormat: UInt8 = 2
 
     /// Whether operations of `kind` are Strata's own (applied to the world, not handed to a host).
     static func isReplicated(kind: String) -> Bool { kind == componentKind || kind == despawnKind }
@@ -44,15 +51,15 @@ enum ReplicatedOperation: Equatable {
 
     var entity: EntityID {
         switch self {
-        case .component(let entity, _, _, _), .despawn(let entity): entity
+        case .component(let entity, _, _, _, _), .despawn(let entity): entity
         }
     }
 
     func encoded() -> [UInt8] {
         var writer = PayloadWriter(capacity: 48)
-        writer.write(Self.format)
         switch self {
-        case let .component(entity, type, version, payload):
+        case let .component(entity, type, version, payload, isDefault):
+            writer.write(isDefault ? Self.defaultFormat : Self.format)
             writer.write(entity)
             writer.write(type)
             writer.write(version)
@@ -62,6 +69,7 @@ enum ReplicatedOperation: Equatable {
                 payload.withUnsafeBytes { writer.append($0) }
             }
         case let .despawn(entity):
+            writer.write(Self.format)
             writer.write(entity)
         }
         return writer.bytes
@@ -72,8 +80,8 @@ enum ReplicatedOperation: Equatable {
     init(kind: String, payload: [UInt8], knownType: String? = nil) throws {
         let edit = try payload.withUnsafeBytes { try ReplicatedEdit.parse(kind: kind, payload: $0, knownType: knownType) }
         switch edit {
-        case let .component(entity, type, version, value):
-            self = .component(entity: entity, type: type, version: version, payload: value.map { payload[$0] })
+        case let .component(entity, type, version, value, isDefault):
+            self = .component(entity: entity, type: type, version: version, payload: value.map { payload[$0] }, isDefault: isDefault)
         case let .despawn(entity):
             self = .despawn(entity: entity)
         }
@@ -85,7 +93,7 @@ enum ReplicatedOperation: Equatable {
 /// that nothing retains the payload, an array another thread made (a pull brings
 /// thousands: each retain would take its cache line from the thread that wrote it).
 enum ReplicatedEdit {
-    case component(entity: EntityID, type: String, version: Int, value: Range<Int>?)
+    case component(entity: EntityID, type: String, version: Int, value: Range<Int>?, isDefault: Bool)
     case despawn(entity: EntityID)
 
     /// `known` if `bytes` spell it, else a new string of them.
@@ -107,8 +115,10 @@ enum ReplicatedEdit {
     static func parse(kind: String, payload bytes: UnsafeRawBufferPointer, knownType: String?) throws -> ReplicatedEdit {
         var reader = PayloadReader(bytes)
         let format: UInt8 = try reader.read()
-        guard format == ReplicatedOperation.format else {
-            throw PayloadError.invalid("\(kind) format \(format), this build reads \(ReplicatedOperation.format)")
+        let isDefault = format == ReplicatedOperation.defaultFormat && kind == ReplicatedOperation.componentKind
+        guard format == ReplicatedOperation.format || isDefault else {
+            throw PayloadError.invalid("\(kind) format \(format), this build reads \(ReplicatedOperation.format)"
+                                       + (kind == ReplicatedOperation.componentKind ? " and \(ReplicatedOperation.defaultFormat)" : ""))
         }
         let entity: EntityID = try reader.read()
         let decoded: ReplicatedEdit
@@ -123,7 +133,7 @@ enum ReplicatedEdit {
                 let count = try reader.readBytes().count
                 value = reader.offset - count ..< reader.offset
             }
-            decoded = .component(entity: entity, type: type, version: version, value: value)
+            decoded = .component(entity: entity, type: type, version: version, value: value, isDefault: isDefault)
         case ReplicatedOperation.despawnKind:
             decoded = .despawn(entity: entity)
         default:

@@ -30,8 +30,9 @@ extension World {
             case .despawn(let id):
                 applyStaged()
                 note(applyDespawn(of: id), of: operation.node, operation.seq)
-            case let .component(id, type, version, range):
-                let value = HeldValue(stamp: OperationStamp(timestamp: operation.timestamp, node: operation.node), version: version, payload: nil, reason: .unknownType)
+            case let .component(id, type, version, range, isDefault):
+                let stamp = isDefault ? .ofDefault(node: operation.node) : OperationStamp(timestamp: operation.timestamp, node: operation.node)
+                let value = HeldValue(stamp: stamp, version: version, payload: nil, reason: .unknownType)
                 if let outcome = applyValue(of: type, to: id, value, payload: range.map { UnsafeRawBufferPointer(rebasing: payload[$0]) },
                                             releasing: false, staging: (operation.node, operation.seq)) {
                     note(outcome, of: operation.node, operation.seq)
