@@ -10,7 +10,7 @@ import Strata
 /// The viewport and peer cursors are each device's own.
 extension CanvasScenario {
     /// The document metadata's entity id, the same in every canvas.
-    static let documentID = EntityID(UUID(uuidString: "00000000-0000-4000-8000-00000000d0c5")!)
+    public static let documentID = EntityID(UUID(uuidString: "00000000-0000-4000-8000-00000000d0c5")!)
 
     /// Another device's change, applied by the engine: the lists follow it.
     func replicated(_ change: ReplicatedChange) {
