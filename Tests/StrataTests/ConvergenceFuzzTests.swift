@@ -22,7 +22,7 @@ import Testing
             """)
         #expect(outcome.operations > 0)
         if Self.environment["STRATA_FUZZ_VERBOSE"] != nil {
-            print("seed \(seed): \(outcome.digests.count) replicas, \(outcome.operations) operations, \(outcome.deliveries) deliveries, \(outcome.crashes) crashes, shapes \(outcome.entities), digest \(outcome.digests[0])")
+            print("seed \(seed): \(outcome.digests.count) replicas\(outcome.clockAhead ? " (one 10 min ahead)" : ""), \(outcome.operations) operations, \(outcome.deliveries) deliveries, \(outcome.crashes) crashes, shapes \(outcome.entities), digest \(outcome.digests[0])")
         }
     }
 }

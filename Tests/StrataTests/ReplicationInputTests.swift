@@ -92,7 +92,7 @@ import Testing
         #expect(b.engine.replicationStatus.heldNow == ["undecodable": 1, "stamped in the future": 1])
         b.tick(.seconds(3_200))
         #expect(b.engine.replicationStatus.heldNow == ["undecodable": 1, "stamped in the future": 1],
-                "not yet: still more than max_clock_skew_secs ahead")
+                "not yet: still more than max_clock_ahead_secs ahead")
         b.tick(.seconds(200))
         b.tick()
         #expect(b.engine.replicationStatus.heldNow == ["undecodable": 1])

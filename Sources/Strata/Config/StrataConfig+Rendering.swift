@@ -111,7 +111,7 @@ extension StrataConfig {
             network_source = "\(sync.networkSource.rawValue)"
             request_timeout_ms = \(ms(sync.requestTimeout))
             \(sync.replicateInterval.map { "replicate_interval_ms = \(ms($0))" } ?? "# replicate_interval_ms: the critical flush delay")
-            max_clock_skew_secs = \(secs(sync.maxClockSkew))
+            max_clock_ahead_secs = \(secs(sync.maxClockAhead))
 
             [assets]
             unknown_files = "\(assets.unknownFiles.rawValue)"

@@ -250,11 +250,17 @@ extension StrataConfig {
         if r.has("replicate_interval_ms") {
             c.replicateInterval = try r.duration("replicate_interval_ms", default: .seconds(1), unit: .milliseconds, max: .seconds(3600))
         }
-        c.maxClockSkew = try r.duration("max_clock_skew_secs", default: c.maxClockSkew, unit: .seconds, max: .seconds(86_400 * 365))
+        // `max_clock_skew_secs`: its name before, still read.
+        if r.has("max_clock_ahead_secs") && r.has("max_clock_skew_secs") {
+            throw ConfigError(.invalidValue, keyPath: "sync.max_clock_skew_secs",
+                              message: "is the former name of sync.max_clock_ahead_secs: give one of them")
+        }
+        let aheadKey = r.has("max_clock_skew_secs") ? "max_clock_skew_secs" : "max_clock_ahead_secs"
+        c.maxClockAhead = try r.duration(aheadKey, default: c.maxClockAhead, unit: .seconds, max: .seconds(86_400 * 365))
         try r.rejectUnknownKeys(known: ["server", "document", "batch_size", "pull_batch_size", "max_attempts", "retry_initial_backoff_ms",
                                         "retry_max_backoff_secs", "pull_interval_ms", "push_interval_ms", "network_source",
                                         "request_timeout_ms", "join_batch_size", "listen", "safety_pull_secs",
-                                        "replicate_interval_ms", "max_clock_skew_secs"])
+                                        "replicate_interval_ms", "max_clock_ahead_secs", "max_clock_skew_secs"])
         return c
     }
 

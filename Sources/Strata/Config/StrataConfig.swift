@@ -244,10 +244,10 @@ public struct SyncConfig: Sendable, Equatable {
     /// at most this long after they happen, whatever the type's tier (nil: the critical
     /// flush delay, so they ride the critical flush and cost no sync of their own).
     public var replicateInterval: Duration?
-    /// `max_clock_skew_secs`: a replicated change stamped further than this ahead of this
+    /// `max_clock_ahead_secs`: a replicated change stamped further than this ahead of this
     /// device's clock is kept, reported and applied only once the clock reaches it (so
     /// one device's wrong clock cannot push every later edit into the future).
-    public var maxClockSkew: Duration = .seconds(300)
+    public var maxClockAhead: Duration = .seconds(300)
 
     public enum NetworkSource: String, Sendable, CaseIterable {
         case networkmanager

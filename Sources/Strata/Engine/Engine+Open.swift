@@ -238,7 +238,7 @@ extension Engine {
             world.register(ReplicaState.self)
             let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
             let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock,
-                                                                        maxSkewMilliseconds: Int64(config.sync.maxClockSkew.milliseconds))
+                                                                        maxSkewMilliseconds: Int64(config.sync.maxClockAhead.milliseconds))
             return Opened(store: store, session: session, world: world, summary: summary, typeIDs: typeIDs,
                           segmentLog: segmentLog, operationLog: operationLog, operations: operations)
         } catch {

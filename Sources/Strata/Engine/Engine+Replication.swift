@@ -19,13 +19,25 @@ extension Engine {
         return status
     }
 
+    /// Copies the replication status into the metrics' snapshot when it moved (after a
+    /// drain that logged, after pulled operations were applied): the exporter's thread
+    /// reads it there, never the world.
+    func publishReplicationStatus() {
+        let status = world.replicas.status
+        guard status != publishedReplication else { return }
+        publishedReplication = status
+        var published = status
+        published.heldNow = world.heldCounts()
+        recorder.update { $0.replication = published }
+    }
+
     /// Sets up the world's replication after the open: the tombstones from the log, the
     /// interval and skew from the configuration, and every held value tried again (this
     /// build may know a type or a payload version the last one did not).
     func openReplication() {
         let delay = config.persistence.criticalFlushDelay
         world.tracker.replicateLeadNanoseconds = ((config.sync.replicateInterval ?? delay) - delay).nanoseconds
-        world.replicas.maxSkewMilliseconds = Int64(config.sync.maxClockSkew.milliseconds)
+        world.replicas.maxSkewMilliseconds = Int64(config.sync.maxClockAhead.milliseconds)
         world.replicas.wallClock = options.wallClock
         do {
             world.replicas.tombstones = try store.readReplicaTombstones()
@@ -52,6 +64,7 @@ extension Engine {
             world.replicas.notices.removeAll(keepingCapacity: true)
         }
         deliverReplicatedChanges()
+        publishReplicationStatus()
     }
 
     private func report(_ notice: ReplicaNotice) {

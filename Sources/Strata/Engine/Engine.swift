@@ -92,6 +92,8 @@ public final class Engine {
     var stoppedSyncState: SyncState?
     /// Reports the figures through swift-metrics on a thread of its own (`Engine+Metrics.swift`).
     var metricsExporter: MetricsExporter?
+    /// The replication status last copied into the metrics (``publishReplicationStatus()``).
+    var publishedReplication = ReplicationStatus()
 
     /// The power state the flush policy uses. Set it when the battery changes; until a
     /// power monitor is attached the engine assumes ``PowerState/assumedAC``.
@@ -248,6 +250,7 @@ public final class Engine {
             return
         }
         if buffer.submit(&nextBatch, at: now ?? clock.now()).corrupt { replaceCorruptStore() }
+        publishReplicationStatus()
     }
 
     /// Every thread the engine started stops (workers, sync, monitors, the exporter, the

@@ -106,6 +106,29 @@ extension MetricsExporter {
         return sessions > 0 && Double(m.crashRecoveryCount) / Double(sessions) > 0.1
     }
 
+    /// Replicated components (``ReplicationStatus``): outcomes, overwrites between devices
+    /// by the gap between them, values held back by reason (since the open, and now).
+    static func readings(replication status: ReplicationStatus) -> [Reading] {
+        let overwrites = status.overwrites
+        var r: [Reading] = [
+            .counter("strata_replicated_applied_total", status.applied),
+            .counter("strata_replicated_superseded_total", status.superseded),
+            .counter("strata_replicated_after_despawn_total", status.afterDespawn),
+            .counter("strata_replicated_malformed_total", status.malformed),
+            .counter("strata_replicated_logged_total", status.logged),
+            .counter("strata_replicated_overwrites_total", overwrites.under250ms, ("gap", "under_250ms")),
+            .counter("strata_replicated_overwrites_total", overwrites.under1s, ("gap", "under_1s")),
+            .counter("strata_replicated_overwrites_total", overwrites.under10s, ("gap", "under_10s")),
+            .counter("strata_replicated_overwrites_total", overwrites.longer, ("gap", "10s_or_more")),
+        ]
+        for reason in HeldValue.Reason.allCases {
+            let name = reason.metricLabel
+            r.append(.counter("strata_replicated_held_total", status.heldByReason[reason.description] ?? 0, ("reason", name)))
+            r.append(.gauge("strata_replicated_held", Double(status.heldNow[reason.description] ?? 0), ("reason", name)))
+        }
+        return r
+    }
+
     static func readings(jobs: [Job.Status: Int]) -> [Reading] {
         Job.Status.allCases.map { .gauge("strata_jobs", Double(jobs[$0] ?? 0), ("status", $0.rawValue)) }
     }

@@ -73,7 +73,7 @@ final class MetricsExporter: @unchecked Sendable {
 
     /// Reports `metrics` alone, without the queries (after the writer has stopped).
     func report(_ metrics: PersistenceMetrics) {
-        report(Self.readings(metrics))
+        report(Self.readings(metrics) + Self.readings(replication: metrics.replication))
     }
 
     private func run() {
@@ -91,7 +91,8 @@ final class MetricsExporter: @unchecked Sendable {
 
     /// One report of every figure (the exporter's thread; tests call it directly).
     func exportNow() {
-        var readings = Self.readings(sources.metrics())
+        let metrics = sources.metrics()
+        var readings = Self.readings(metrics) + Self.readings(replication: metrics.replication)
         if let jobs = sources.jobs?() { readings += Self.readings(jobs: jobs) }
         if let sync = lock.withLock({ sync })?() { readings += Self.readings(sync: sync.state, outbox: sync.outbox) }
         report(readings)

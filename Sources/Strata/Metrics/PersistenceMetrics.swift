@@ -128,6 +128,10 @@ public struct PersistenceMetrics: Sendable, Equatable {
     public var rowsHeld = 0
     /// Times a shutdown on a full disk freed the disk reserve (`[writer] disk_reserve_kb`).
     public var diskReserveReleases = 0
+    /// Replicated components: what this device did with other devices' values, the
+    /// overwrites between devices, what it holds back (``Engine/replicationStatus``, as of
+    /// the last flush or pull).
+    public var replication = ReplicationStatus()
     /// Free space on the document's filesystem at the last commit (bytes), and whether it
     /// was below `min_free_disk_mb` (derived batches are then held in memory).
     public var freeDiskBytes: Int?

@@ -41,7 +41,7 @@ public final class OperationLog {
     /// Acknowledgements received since the last critical drain: peer → node → sequence.
     private var pendingAcks: [NodeID: [NodeID: Int64]] = [:]
     private let wallClock: @Sendable () -> Int64
-    /// `[sync] max_clock_skew_secs` in milliseconds: how far ahead of the wall clock a
+    /// `[sync] max_clock_ahead_secs` in milliseconds: how far ahead of the wall clock a
     /// peer's timestamp may be and still move this replica's clock.
     var maxSkewMilliseconds: Int64 = 300_000 { didSet { lastSkewBound = .min } }
     @exclusivity(unchecked) private var lastSkewBound: Int64 = .min

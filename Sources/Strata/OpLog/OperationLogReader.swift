@@ -169,7 +169,7 @@ package final class OperationLogReader: Sendable {
         return floors
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try queue.read(body)
         } catch {

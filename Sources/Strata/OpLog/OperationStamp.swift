@@ -41,6 +41,11 @@ public struct OperationStamp: Comparable, Hashable, Sendable, Codable {
     /// Whether this is a default value's stamp (``ofDefault(node:)``).
     var isDefault: Bool { timestamp == 0 }
 
+    /// Whether both stamps are of one node.
+    func sameNode(as other: OperationStamp) -> Bool {
+        nodeHigh == other.nodeHigh && nodeLow == other.nodeLow
+    }
+
     public static func < (a: OperationStamp, b: OperationStamp) -> Bool {
         (a.timestamp, a.nodeHigh, a.nodeLow) < (b.timestamp, b.nodeHigh, b.nodeLow)
     }

@@ -22,7 +22,7 @@ struct ReplicaBook {
     /// The earliest wall-clock millisecond at which a value held as stamped in the future
     /// may be applied; nil if none is.
     var earliestFuture: Int64?
-    /// `max_clock_skew_secs` in milliseconds.
+    /// `max_clock_ahead_secs` in milliseconds.
     var maxSkewMilliseconds: Int64 = 300_000
     /// A raw hybrid timestamp no operation above is applied: the wall clock plus the skew,
     /// as last read (it only grows, so a stale one is only too strict, and read again).

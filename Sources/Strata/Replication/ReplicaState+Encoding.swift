@@ -136,8 +136,3 @@ extension ReplicaState {
     }
 }
 
-private extension OperationStamp {
-    func sameNode(as other: OperationStamp) -> Bool {
-        nodeHigh == other.nodeHigh && nodeLow == other.nodeLow
-    }
-}

@@ -96,7 +96,7 @@ struct HeldValue: Equatable, Sendable {
         case newerVersion = 2
         /// The type's decoder refused it: kept, reported, tried at every open.
         case undecodable = 3
-        /// Stamped beyond `max_clock_skew_secs` ahead of the clock: tried once it is not.
+        /// Stamped beyond `max_clock_ahead_secs` ahead of the clock: tried once it is not.
         case future = 4
 
         var description: String {
@@ -105,6 +105,16 @@ struct HeldValue: Equatable, Sendable {
             case .newerVersion: "newer payload version"
             case .undecodable: "undecodable"
             case .future: "stamped in the future"
+            }
+        }
+
+        /// The reason as a metric's label value.
+        var metricLabel: String {
+            switch self {
+            case .unknownType: "unknown_type"
+            case .newerVersion: "newer_version"
+            case .undecodable: "undecodable"
+            case .future: "too_far_ahead"
             }
         }
     }

@@ -43,11 +43,51 @@ public struct ReplicationStatus: Sendable, Equatable {
     public var held = 0
     /// Whose operation bytes do not parse: kept in the log, reported, never applied.
     public var malformed = 0
-    /// Values held right now, by reason ("unknown type", "newer payload version",
-    /// "undecodable", "stamped in the future").
+    /// Values held since the open, by reason ("unknown type", "newer payload version",
+    /// "undecodable", "stamped in the future"); ``held`` is their sum.
+    public var heldByReason: [String: Int] = [:]
+    /// Values held right now, by reason (the same names).
     public var heldNow: [String: Int] = [:]
     /// Operations this device logged for its own replicated changes.
     public var logged = 0
+    /// Values one device wrote that a newer value from another device replaced here (an
+    /// edit made here, or one pulled): two devices wrote one value, and the last writer
+    /// won. A default (``World/insertDefault(_:for:)``) replaced is not counted.
+    public var overwrites = OverwriteCounts()
 
     public init() {}
+}
+
+/// Overwrites of one device's value by another's (``ReplicationStatus/overwrites``), by
+/// the gap between the two writes' stamps. Under 250 ms, neither device can have seen the
+/// other's value before it wrote its own (a sync's round trip is longer): a true
+/// conflict, decided by the stamps. Ten seconds or more apart, one device most likely
+/// edited what it had seen.
+public struct OverwriteCounts: Sendable, Equatable, Codable, CustomStringConvertible {
+    public var total = 0
+    public var under250ms = 0
+    /// From 250 ms to under 1 s.
+    public var under1s = 0
+    /// From 1 s to under 10 s.
+    public var under10s = 0
+    /// 10 s or more.
+    public var longer = 0
+
+    public init() {}
+
+    /// Counts an overwrite `gap` milliseconds after the value it replaced.
+    mutating func add(gapMilliseconds gap: Int64) {
+        total += 1
+        switch gap {
+        case ..<250: under250ms += 1
+        case ..<1_000: under1s += 1
+        case ..<10_000: under10s += 1
+        default: longer += 1
+        }
+    }
+
+    /// "171 (56 under 250 ms apart, 30 under 1 s, 70 under 10 s, 15 longer)", or "none".
+    public var description: String {
+        total == 0 ? "none" : "\(total) (\(under250ms) under 250 ms apart, \(under1s) under 1 s, \(under10s) under 10 s, \(longer) longer)"
+    }
 }

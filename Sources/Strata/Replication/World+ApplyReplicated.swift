@@ -49,7 +49,9 @@ extension World {
             replicas.appliedSinceDrain += 1
         case .superseded: replicas.status.superseded += 1
         case .afterDespawn: replicas.status.afterDespawn += 1
-        case .held: replicas.status.held += 1
+        case .held(let reason):
+            replicas.status.held += 1
+            replicas.status.heldByReason[reason.description, default: 0] += 1
         case .malformed: replicas.status.malformed += 1
         }
         return outcome

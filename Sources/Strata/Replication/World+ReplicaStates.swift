@@ -24,11 +24,17 @@ extension World {
     }
 
     /// `type`'s value of `entity` (column `typeIndex`) now has `stamp`, logged here or
-    /// applied from a peer; a value held for the type is superseded.
+    /// applied from a peer; a value held for the type with an older stamp is superseded
+    /// (one stamped later, held as too far ahead, still waits: it wins when it is due).
     func setStamp(_ stamp: OperationStamp, typeIndex: Int, type: String, of entity: Entity) {
+        let kept = replicas.stamps.stamp(typeIndex, entity.index)
+        if stamp > kept, !kept.sameNode(as: stamp), !kept.isZero, !kept.isDefault, !stamp.isDefault {
+            // Another device's value replaced (by one pulled, or an edit made here).
+            replicas.status.overwrites.add(gapMilliseconds: (stamp.timestamp >> 16) &- (kept.timestamp >> 16))
+        }
         replicas.stamps.set(typeIndex, entity.index, stamp)
         withStateColumn { column in
-            if let d = column.denseIndex(entity.index), column.values[d].heldValue(of: type) != nil {
+            if let d = column.denseIndex(entity.index), let held = column.values[d].heldValue(of: type), held.stamp <= stamp {
                 column.values[d].hold(type, nil)
                 if column.values[d].isEmpty { column.remove(at: entity.index) }
             }

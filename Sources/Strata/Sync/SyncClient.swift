@@ -231,6 +231,9 @@ import Synchronization
         if let serverNow = try? call({ try await self.transport.serverClock() }) {
             let skew = serverNow - (before + wallClock()) / 2
             update { $0.clockSkew = skew }
+            if let ahead = state.secondsAhead(of: config.maxClockAhead) {
+                logger.warning("sync: this device's clock is \(Int(ahead)) s ahead of the server's, more than [sync] max_clock_ahead_secs (\(Int(config.maxClockAhead.seconds))): the other devices hold its edits until their clocks get there, and then those edits win over what they wrote meanwhile")
+            }
         }
         if self.server?.node != info.node { pullCursor = 0 }
         self.server = info

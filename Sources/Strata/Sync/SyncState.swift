@@ -39,6 +39,15 @@ public struct SyncState: Sendable, Equatable {
     public var catchingUp = false
     public var catchUpPulled = 0
 
+    /// How far this device's clock is ahead of the server's (s), if it is more than
+    /// `limit` ahead (`[sync] max_clock_ahead_secs`): the other devices hold its edits
+    /// as stamped in the future until their clocks get there. Nil if it is not (or the
+    /// server's clock was never read).
+    public func secondsAhead(of limit: Duration) -> Double? {
+        guard let skew = clockSkew, Double(-skew) > limit.milliseconds else { return nil }
+        return Double(-skew) / 1000
+    }
+
     /// This replica's operations the server lacks, given the highest logged one.
     public func outbox(highest: Int64) -> Int { Int(max(0, highest - acknowledgedThrough)) }
 }

@@ -22,6 +22,9 @@ struct SyncCommand: ParsableCommand {
         @Flag(help: "Print JSON (a stable interface for scripts).")
         var json = false
 
+        @Option(help: "The TOML config file, for [sync] max_clock_ahead_secs (defaults apply when it is absent and not given).")
+        var config: String?
+
         func run() throws {
             let status: SyncStatus
             do {
@@ -30,9 +33,13 @@ struct SyncCommand: ParsableCommand {
                 printError("strata sync status: \(error)")
                 throw ExitCode.failure
             }
+            // What the log holds about conflicts: a report of its own, never a reason to fail.
+            let limit = try loadConfig(config, command: "sync status").sync.maxClockAhead
+            let conflicts = try? OperationLogReader(path: path).conflicts(now: Int64(Date().timeIntervalSince1970 * 1000), maxAheadMilliseconds: Int64(limit.milliseconds))
             if json {
                 var object = try JSONSerialization.jsonObject(with: jsonEncoder().encode(status)) as? [String: Any] ?? [:]
                 object["outbox"] = status.outboxCount
+                if let conflicts { object["conflicts"] = try JSONSerialization.jsonObject(with: jsonEncoder().encode(conflicts)) }
                 say(String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]), as: UTF8.self))
                 return
             }
@@ -45,6 +52,13 @@ struct SyncCommand: ParsableCommand {
             if let error = status.lastError { say("last error    \(error) (\(time(status.lastErrorAt)))") }
             for failure in status.failing + status.deadLetters {
                 say("  #\(failure.sequence) \(failure.deadAt == nil ? "refused" : "DEAD LETTER") after \(failure.attempts) attempts: \(failure.lastError)")
+            }
+            if let conflicts {
+                say("conflicts     \(conflicts.overwrites.total == 0 ? "no" : conflicts.overwrites.description) overwrites between devices "
+                    + "in the log's \(conflicts.operations) replicated values; \(conflicts.defaultsReplaced) defaults replaced by a value a device wrote")
+                let ahead = conflicts.furthestAheadMilliseconds.map { ", the furthest \($0 / 1000) s ahead" } ?? ""
+                say("held back     \(conflicts.aheadOfClock) stamped more than max_clock_ahead_secs (\(Int(limit.seconds))) ahead of this clock\(ahead); "
+                    + "\(conflicts.unknownType) of a type this document does not replicate")
             }
         }
     }

@@ -105,8 +105,34 @@ struct StatusLine {
                 + "\(sync.pulledOperations) pulled; outbox \(sync.outbox(highest: engine.vectorClock[engine.nodeID] ?? 0)), \(sync.deadLetters) dead letters"
                 + (sync.lastError.map { "; last error: \($0)" } ?? ""))
         }
+        lines += replicationLines(engine)
         for alert in m.alerts { lines.append("  alert        \(alert)") }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension StatusLine {
+    /// The summary's replicated components: what was logged and applied, the overwrites
+    /// between devices, what is held back and why, and this device's clock if it is so
+    /// far ahead of the server's that the others hold its edits.
+    static func replicationLines(_ engine: Engine) -> [String] {
+        let r = engine.replicationStatus
+        var lines: [String] = []
+        guard r.logged + r.applied + r.superseded + r.afterDespawn + r.held + r.malformed > 0 else { return lines }
+        lines.append("  replicated   \(r.logged) operations logged here; of other devices', \(r.applied) applied, \(r.superseded) superseded, "
+            + "\(r.afterDespawn) after a despawn, \(r.malformed) malformed; overwrites between devices: \(r.overwrites)")
+        if r.held > 0 || !r.heldNow.isEmpty {
+            let byReason = { (counts: [String: Int]) in counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") }
+            let now = r.heldNow.values.reduce(0, +)
+            lines.append("  held back    \(r.held) since the open (\(byReason(r.heldByReason))); \(now) held now"
+                + (now > 0 ? " (\(byReason(r.heldNow)))" : ""))
+        }
+        let limit = engine.config.sync.maxClockAhead
+        if let ahead = engine.sync?.secondsAhead(of: limit) {
+            lines.append("  clock        \(Int(ahead)) s ahead of the server's, more than max_clock_ahead_secs (\(Int(limit.seconds))): "
+                + "the other devices hold this device's edits until their clocks get there")
+        }
+        return lines
     }
 }
 

@@ -5,8 +5,12 @@ import StrataCanvas
 /// A seeded convergence run, the way CRDT libraries prove theirs: 3–5 replicas (each a
 /// real engine on its own file) edit the same entities at random, concurrently and
 /// offline; a loopback server carries their operations with partitions, reordering,
-/// duplicates and drops; replicas crash (as SIGKILL would leave them) and restart. After
-/// the network heals every replica's replicated digest must be the same.
+/// duplicates and drops; replicas crash (as SIGKILL would leave them) and restart. In one
+/// run of three, one replica's clock is 10 minutes ahead (beyond `max_clock_ahead_secs`:
+/// the others hold its edits until their clocks get there). Replicas also give a
+/// well-known entity (the same id everywhere, as a host's document) a default value.
+/// After the network heals and every clock passes the furthest one, every replica's
+/// replicated digest must be the same.
 struct ConvergenceFuzzer {
     let seed: UInt64
     let rounds: Int
@@ -14,6 +18,9 @@ struct ConvergenceFuzzer {
     private var replicas: [Replica] = []
     private var offline: Set<Int> = []
     private let server = LoopbackServer()
+    /// The well-known entity every replica gives a default label (never despawned: a
+    /// despawned id never comes back, and a host would not spawn it again).
+    static let documentID = EntityID(UUID(uuidString: "00000000-0000-4000-8000-00000000f022") ?? UUID())
     /// What happened, for the failure message.
     private(set) var log: [String] = []
 
@@ -29,17 +36,21 @@ struct ConvergenceFuzzer {
         var entities: [Int]
         var crashes = 0
         var deliveries = 0
+        /// Whether one replica's clock was 10 minutes ahead.
+        var clockAhead = false
         var operations = 0
     }
 
     mutating func run() throws -> Outcome {
         let count = 3 + Int(rng.next() % 3)
+        let ahead = rng.next() % 3 == 0
         for i in 0 ..< count {
             // Clocks up to 2 s apart: "later" differs from device to device.
-            let wall = 1_800_000_000_000 + Int64(rng.next() % 2_000)
+            let wall = 1_800_000_000_000 + Int64(rng.next() % 2_000) + (ahead && i == 0 ? 600_000 : 0)
             replicas.append(try Replica("fuzz-\(seed)-\(i)", wallStart: wall))
         }
         var outcome = Outcome(digests: [], entities: [])
+        outcome.clockAhead = ahead
         for round in 0 ..< rounds {
             let r = Int(rng.next() % UInt64(count))
             let roll = rng.next() % 100
@@ -70,6 +81,13 @@ struct ConvergenceFuzzer {
         try heal()
         outcome.operations = server.operations.count
         for replica in replicas {
+            if ProcessInfo.processInfo.environment["STRATA_FUZZ_DUMP"] != nil {
+                let world = replica.world
+                var lines: [String] = []
+                world.forEach(SharedPosition.self) { e, v in lines.append("\(world.id(of: e)!) pos \(v.x.bitPattern) \(v.y.bitPattern)") }
+                world.forEach(SharedLabel.self) { e, v in lines.append("\(world.id(of: e)!) label \(v.text)") }
+                print("DUMP \(replica.name) held \(replica.engine.replicationStatus.heldNow)\n" + lines.sorted().joined(separator: "\n"))
+            }
             outcome.digests.append(replica.world.digest().replicated)
             outcome.entities.append(replica.world.count(of: SharedPosition.self))
         }
@@ -89,6 +107,8 @@ struct ConvergenceFuzzer {
                 pushed += try server.push(from: replica)
             }
             for (i, _) in replicas.enumerated() { _ = deliverSome(to: i, everything: true) }
+            // Every clock past the one that ran ahead: what was held as too far ahead is due.
+            for replica in replicas { replica.tick(.seconds(900)); replica.tick() }
             if pushed == 0 { break }
         }
         for replica in replicas { _ = replica.engine.flushNow() }
@@ -122,8 +142,16 @@ struct ConvergenceFuzzer {
         let world = replica.world
         let shapes = world.entities(with: SharedPosition.self).map(\.entity)
         let labelled = world.entities(with: SharedLabel.self).map(\.entity)
-        let pool = shapes + labelled
+        let pool = (shapes + labelled).filter { world.id(of: $0) != Self.documentID }
         let roll = rng.next() % 100
+        if roll >= 95 {
+            // The host's start: its well-known entity gets a default unless it has a value.
+            let document = world.entity(for: Self.documentID) ?? world.spawn(id: Self.documentID)
+            let filled = world.insertDefault(SharedLabel("default of \(replica.name)"), for: document)
+            if rng.next() % 2 == 0 { world.insertDefault(SharedPosition(x: 0, y: 0), for: document) }
+            log.append("\(round): \(replica.name) default \(filled)")
+            return
+        }
         if pool.isEmpty || roll < 15 {
             world.spawn(SharedPosition(x: float(), y: float()), Title("local \(round)"))
             log.append("\(round): \(replica.name) spawn")
@@ -135,6 +163,7 @@ struct ConvergenceFuzzer {
         case 60 ..< 78: world.insert(SharedLabel("label \(round)"), for: entity)
         case 78 ..< 86: world.remove(SharedLabel.self, from: entity)
         case 86 ..< 92: world.remove(SharedPosition.self, from: entity)
+        case 92 ..< 95: if let document = world.entity(for: Self.documentID) { world.insert(SharedLabel("document \(round)"), for: document) }
         default: world.despawn(entity)
         }
         log.append("\(round): \(replica.name) edit \(roll)")
