@@ -65,6 +65,12 @@ struct SimCommand: ParsableCommand {
     @Option(name: .customLong("trace-jobs"), help: ArgumentHelp("Append a line for every thumbnail rendered to this file (for crash tests).", visibility: .hidden))
     var traceJobs: String?
 
+    @Flag(name: .customLong("power-cuts"), help: ArgumentHelp("Run through the fault VFS; SIGUSR2 cuts the power (the sync checker).", visibility: .hidden))
+    var powerCuts = false
+
+    @Option(name: .customLong("trace-operations"), help: ArgumentHelp("Append a line each time this device's operations reach a new sequence (the sync checker).", visibility: .hidden))
+    var traceOperations: String?
+
     func validate() throws {
         if let duration, !(duration > 0 && duration <= Self.maxDuration) {
             throw ValidationError("--duration must be a positive number of seconds, at most \(Int(Self.maxDuration)) (omit it to run until stopped)")
@@ -135,10 +141,18 @@ struct SimCommand: ParsableCommand {
         defer { metricsServer?.stop() }
         if let metricsServer { say("strata sim: metrics at http://127.0.0.1:\(metricsServer.port)/metrics") }
 
+        let faults: DeviceFaults
+        do {
+            faults = try DeviceFaults(powerCuts: powerCuts, traceOperations: traceOperations, seed: seed)
+        } catch {
+            printError("strata sim: --power-cuts/--trace-operations: \(error)")
+            throw ExitCode.failure
+        }
         var engine: Engine
         do {
             var options = Engine.Options()
             options.stopWaiting = { signals.stopWaiting }   // no wait on the engine outlives a stop signal
+            if let vfs = faults.vfsName { options.vfs = vfs }
             engine = try Engine.open(config: config, components: canvasComponents, logger: logger, options: options)
         } catch let error as StoreError {
             printError("strata sim: cannot open the database: \(error)")
@@ -187,7 +201,7 @@ struct SimCommand: ParsableCommand {
             say("strata sim: syncing \"\(config.sync.document)\" through \(config.sync.server)")
         }
         var tried = 0   // the index in --documents of the last document opened or tried
-        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config, pages: pages) { engine, now in
+        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config, pages: pages, faults: faults) { engine, now in
             // Every --switch-every seconds, the next document of --documents; one that cannot
             // open is skipped (the one after it is tried next time), and so is the open one.
             guard let rotation else { return nil }
@@ -237,7 +251,7 @@ struct SimCommand: ParsableCommand {
     /// `switchDocument` is asked every `--switch-every` seconds for another engine and
     /// scenario to go on with (nil: stay).
     private func runLoop(engine: inout Engine, scenario: inout CanvasScenario, signals: SignalFlags, config: StrataConfig,
-                         pages: PageTally, switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
+                         pages: PageTally, faults: DeviceFaults, switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
         let clock = MonotonicClock()
         var timestep = FixedTimestep(hz: config.simulation.tickHz, maxCatchUp: config.simulation.maxCatchUpTicks)
         let status = StatusLine()
@@ -285,6 +299,7 @@ struct SimCommand: ParsableCommand {
                 let tickStart = clock.now()
                 if settleUntil == nil { scenario.step() }
                 engine.endTick()
+                faults.afterTick(engine)
                 outcome.maxTick = max(outcome.maxTick, clock.now().duration(since: tickStart))
                 outcome.ticks += 1
             }

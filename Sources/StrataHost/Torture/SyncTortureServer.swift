@@ -1,0 +1,94 @@
+import Foundation
+
+/// The sync checker's PostgreSQL server: private (initdb in the run's folder), listening
+/// on TCP on every address (the devices reach it through their network namespaces) and a
+/// Unix socket (the checker's own queries), trust authentication, user `strata`. As root
+/// it runs as the `postgres` user (PostgreSQL refuses root). It can be stopped hard (as a
+/// machine that loses power: `pg_ctl stop -m immediate`) and started again.
+final class SyncTortureServer {
+    let folder: URL
+    let port: Int
+    private let bin: String
+
+    init(folder: URL, port: Int) throws {
+        self.folder = folder
+        self.port = port
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let newest = versions.sorted(by: { $0.compare($1, options: .numeric) == .orderedAscending }).last else {
+            throw TortureSetupError("no PostgreSQL under /usr/lib/postgresql (Debian's postgresql package; make installs it)")
+        }
+        bin = "/usr/lib/postgresql/\(newest)/bin"
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if getuid() == 0 { try run("/bin/chown", ["postgres:postgres", folder.path]) }
+        let data = folder.appendingPathComponent("data").path
+        if !FileManager.default.fileExists(atPath: data) {
+            try asOwner("\(bin)/initdb", ["-D", data, "-U", "strata", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            let hba = "host all all 10.231.0.0/16 trust\nhost all all 127.0.0.1/32 trust\n"
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/pg_hba.conf"))
+            handle.seekToEndOfFile()
+            handle.write(Data(hba.utf8))
+            try handle.close()
+        }
+        try start()
+    }
+
+    /// The URL a device in namespace `index` (``SyncTortureNetwork``) connects to.
+    func url(forDevice index: Int) -> String {
+        "postgresql://strata@\(SyncTortureNetwork.hostAddress(index)):\(port)/postgres"
+    }
+
+    func start() throws {
+        try asOwner("\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-l", folder.appendingPathComponent("log").path,
+                                      "-w", "-o", "-k \(folder.path) -c listen_addresses='*' -p \(port) -c max_connections=60 -c fsync=off",
+                                      "start"])
+    }
+
+    /// Stopped as by a power loss: no checkpoint, connections cut.
+    func stopHard() throws {
+        try asOwner("\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", "immediate", "-w", "stop"])
+    }
+
+    func stop() {
+        try? asOwner("\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-m", "fast", "-w", "stop"])
+    }
+
+    /// Runs `sql` through psql on the Unix socket: rows of tab-separated fields.
+    func query(_ sql: String) throws -> [[String]] {
+        let output = try run("\(bin)/psql", ["-h", folder.path, "-p", "\(port)", "-U", "strata", "-d", "postgres", "-At", "-F", "\t",
+                                             "-v", "ON_ERROR_STOP=1", "-c", sql])
+        return output.split(separator: "\n", omittingEmptySubsequences: true).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
+    }
+
+    private func asOwner(_ tool: String, _ arguments: [String]) throws {
+        if getuid() == 0 {
+            try run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
+        } else {
+            try run(tool, arguments)
+        }
+    }
+
+    @discardableResult
+    func run(_ tool: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TortureSetupError("\(URL(fileURLWithPath: tool).lastPathComponent) \(arguments.joined(separator: " ")): "
+                + String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// Something the sync checker needs is missing (a tool, root, a namespace).
+struct TortureSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
