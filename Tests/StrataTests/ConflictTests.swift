@@ -89,6 +89,28 @@ import StrataPostgres
         try a.engine.shutdown(); try b.engine.shutdown(); try tolerant.engine.shutdown()
     }
 
+    /// A device whose clock is set back 10 minutes while it is off: its hybrid clock does
+    /// not go back with it, so its next edit still wins over its last one everywhere (the
+    /// sync checker found devices that kept their own newest edit while the others kept
+    /// the older one, stamped higher).
+    @Test func aClockSetBackWhileOffStillStampsTheNextEditAboveTheLast() throws {
+        let a = try Replica("set-back-a"), b = try Replica("set-back-b")
+        let server = LoopbackServer()
+        let shape = a.world.spawn(SharedLabel("before"))
+        let id = try #require(a.world.id(of: shape))
+        try server.deliver(from: a, to: b)
+        try a.engine.shutdown()
+        a.wall.advance(by: .seconds(-600))
+        try a.restart()
+        a.world.insert(SharedLabel("after"), for: try #require(a.entity(id)))
+        try server.deliver(from: a, to: b)
+        b.tick()
+        let operations = try a.committedOperations(after: 0)
+        #expect(operations.count == 2 && operations[1].timestamp > operations[0].timestamp)
+        #expect(b.world.get(SharedLabel.self, for: try #require(b.entity(id))) == SharedLabel("after"))
+        try a.engine.shutdown(); try b.engine.shutdown()
+    }
+
     /// The device whose clock is ahead learns it from the server's clock, and says so.
     @Test func aDeviceFarAheadOfTheServerSeesItInItsStatus() throws {
         let server = try PrivatePostgres()

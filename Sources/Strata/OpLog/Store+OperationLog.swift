@@ -112,11 +112,15 @@ extension Store {
                     guard let seq = row.value("seq", as: Int64.self), seq >= 0, seq <= OperationLog.highestSequence else { continue }   // damage
                     if let id = OperationLogReader.node(row) { floors[id] = seq }
                 }
-                // The newest timestamp, not one beyond the allowed skew (a peer's wrong clock: see
-                // OperationLog.receive); then the keys alone.
+                // The newest timestamp, not a peer's beyond the allowed skew (a peer's wrong clock:
+                // see OperationLog.receive), but every one of this replica's own: its clock never
+                // goes back, even when the wall clock did (set back while it was off), so that its
+                // next edit still wins over its last one. Then the keys alone.
                 let bound = HybridTimestamp(milliseconds: wallClock() &+ maxSkewMilliseconds, counter: 0xFFFF).rawValue
-                lastTimestamp = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log WHERE timestamp <= ?",
-                                                   arguments: [bound]) ?? 0
+                let peers = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log WHERE timestamp <= ?",
+                                               arguments: [bound]) ?? 0
+                let newestOwn = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM local_operations") ?? 0
+                lastTimestamp = max(peers, newestOwn)
                 // Each node's sequences in order: this replica's by its table's key, then the
                 // received by their (node, seq) index.
                 for sql in ["SELECT replica.node_id, seq FROM replica, local_operations WHERE replica.id = 1 ORDER BY seq",

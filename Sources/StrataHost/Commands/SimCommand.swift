@@ -68,6 +68,10 @@ struct SimCommand: ParsableCommand {
     @Flag(name: .customLong("power-cuts"), help: ArgumentHelp("Run through the fault VFS; SIGUSR2 cuts the power (the sync checker).", visibility: .hidden))
     var powerCuts = false
 
+    @Option(name: .customLong("clock-offset"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds added to the engine's wall clock: a device whose clock is set wrong (the sync checker).", visibility: .hidden))
+    var clockOffset = 0.0
+
     @Option(name: .customLong("trace-operations"), help: ArgumentHelp("Append a line each time this device's operations reach a new sequence (the sync checker).", visibility: .hidden))
     var traceOperations: String?
 
@@ -88,6 +92,7 @@ struct SimCommand: ParsableCommand {
             if db != nil { throw ValidationError("--documents replaces --db: give one or the other") }
         }
         if sync != nil && documents != nil { throw ValidationError("--sync syncs one document: it cannot be combined with --documents") }
+        if !(abs(clockOffset) <= 86_400 * 365) { throw ValidationError("--clock-offset must be within a year either way") }
         if !(syncSettle >= 0 && syncSettle <= 3600) { throw ValidationError("--sync-settle must be between 0 and 3600 seconds") }
         if let metricsPort, !(0 ... 65535).contains(metricsPort) { throw ValidationError("--metrics-port must be between 0 and 65535") }
         if !(switchEvery > 0 && switchEvery <= Self.maxDuration) { throw ValidationError("--switch-every must be a positive number of seconds, at most \(Int(Self.maxDuration))") }
@@ -143,7 +148,7 @@ struct SimCommand: ParsableCommand {
 
         let faults: DeviceFaults
         do {
-            faults = try DeviceFaults(powerCuts: powerCuts, traceOperations: traceOperations, seed: seed)
+            faults = try DeviceFaults(powerCuts: powerCuts, traceOperations: traceOperations, clockOffset: clockOffset, seed: seed)
         } catch {
             printError("strata sim: --power-cuts/--trace-operations: \(error)")
             throw ExitCode.failure
@@ -152,7 +157,7 @@ struct SimCommand: ParsableCommand {
         do {
             var options = Engine.Options()
             options.stopWaiting = { signals.stopWaiting }   // no wait on the engine outlives a stop signal
-            if let vfs = faults.vfsName { options.vfs = vfs }
+            faults.configure(&options)
             engine = try Engine.open(config: config, components: canvasComponents, logger: logger, options: options)
         } catch let error as StoreError {
             printError("strata sim: cannot open the database: \(error)")

@@ -17,17 +17,21 @@ struct TortureCommand: ParsableCommand {
             pages damages each page of a 2000-shape canvas in turn (--cycles: that many, evenly) and starts on it twice; \
             rowtypes plants NULL, an integer, a real, a text, a blob, an empty and a 1 MB value in each column of each \
             table in turn and runs inspect, doctor, oplog, history, backup, a start (one syncing, with --sync-server) and \
-            maintain on it: none may trap or hang, and the start loads the rest. After each fault the document is reopened and checked: integrity, no orphaned \
+            maintain on it: none may trap or hang, and the start loads the rest. sync runs 3-5 `strata sim --sync` devices \
+            in network namespaces through a private PostgreSQL server (root): partitions, kills, power cuts, the server \
+            stopped hard, clock jumps (the engine's wall clock moved), late joiners; after it heals, every device must hold the server's \
+            operations once, the replicated digest the checker works out from them, and every operation logged before \
+            the critical delay (--cycles: runs). After each fault the document is reopened and checked: integrity, no orphaned \
             component, every critical change older than the critical delay present, derived changes \
             within their bound, the crash counted, the next session running. Exits 1 on any failure, \
             keeping the failing files in --dir.
             """)
 
     enum Mode: String, CaseIterable {
-        case drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes
+        case drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes, sync
     }
 
-    @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes.")
+    @Option(help: "Comma-separated: drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes, sync.")
     var mode: String
 
     @Option(parsing: .unconditional, help: "Cycles per mode (drop, torn, sigkill, diskfull, pages, rowtypes); for eio/enospc/corrupt the most sites walked per method (default: all).")
@@ -38,6 +42,9 @@ struct TortureCommand: ParsableCommand {
 
     @Option(name: .customLong("sync-server"), help: "A PostgreSQL server (libpq URL) for the row-type sweep's start with sync (without it, that start is left out).")
     var syncServer: String?
+
+    @Option(name: .customLong("fault-seconds"), parsing: .unconditional, help: "sync: seconds of faults per run.")
+    var faultSeconds = 6.0
 
     @Option(help: "Where the documents, traces and failing files go (default: a new temporary folder).")
     var dir: String?
@@ -51,9 +58,10 @@ struct TortureCommand: ParsableCommand {
 
     func validate() throws {
         guard !modes.isEmpty, modes.count == mode.split(separator: ",").count else {
-            throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages or rowtypes (comma-separated), got '\(mode)'")
+            throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes or sync (comma-separated), got '\(mode)'")
         }
         if let cycles, cycles < 1 { throw ValidationError("--cycles must be at least 1") }
+        if !(faultSeconds >= 0.5 && faultSeconds <= 3600) { throw ValidationError("--fault-seconds must be between 0.5 and 3600") }
     }
 
     private var modes: [Mode] {
@@ -86,6 +94,7 @@ struct TortureCommand: ParsableCommand {
             case .diskfull: try DiskFullTorture(setup: setup, cycles: cycles ?? 20).run(progress: progress)
             case .pages: try PageSweepTorture(setup: setup, cycles: cycles ?? Int.max).run(progress: progress)
             case .rowtypes: try RowTypeSweepTorture(setup: setup, cycles: cycles ?? Int.max, syncServer: syncServer).run(progress: progress)
+            case .sync: try SyncTorture(setup: setup, runs: cycles ?? 20, faultSeconds: faultSeconds).run(progress: progress)
             case .eio, .enospc, .corrupt: try IOFaultTorture(setup: setup, mode: mode.rawValue, maxSites: cycles).run(progress: progress)
             }
             if interactive { writeAll(STDERR_FILENO, "\r\u{1B}[K") }

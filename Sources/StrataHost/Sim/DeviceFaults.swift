@@ -12,18 +12,25 @@ private let powerCutRequested = Atomic<Bool>(false)
 ///   power: nothing written from that moment reaches the files, every change since a
 ///   file's last sync is undone (as a disk that lost power leaves it), and the process
 ///   ends at once (exit status 75), without a shutdown.
-/// - `--trace-operations FILE`: a line `SEQ NS` each time this device's operations reach
-///   sequence SEQ, NS the `CLOCK_MONOTONIC` instant (the checker's clock too): which
+/// - `--trace-operations FILE`: a line `NODE SEQ NS` each time this device's operations
+///   reach sequence SEQ, NS the `CLOCK_MONOTONIC` instant (the checker's clock too): which
 ///   operations were logged how long before a kill or a cut.
+/// - `--clock-offset SECONDS`: the engine's wall clock (its operations' stamps, its
+///   hybrid clock, what it compares with the server's) runs that far from the real one. The
+///   checker's clock jumps; libfaketime would do it for the whole process, but under its
+///   `LD_PRELOAD` a Swift program sees no command-line arguments (`CommandLine.arguments`
+///   is empty: tried with Debian 12's libfaketime and this toolchain).
 final class DeviceFaults {
     static let powerCutStatus: Int32 = 75
     private let vfs: FaultVFS?
     private let trace: FileHandle?
     private var traced: Int64 = 0
     private let seed: UInt64
+    private let clockOffsetMilliseconds: Int64
 
-    init(powerCuts: Bool, traceOperations: String?, seed: UInt64) throws {
+    init(powerCuts: Bool, traceOperations: String?, clockOffset: Double, seed: UInt64) throws {
         self.seed = seed
+        clockOffsetMilliseconds = Int64(clockOffset * 1000)
         if powerCuts {
             vfs = try FaultVFS.register(name: "strata-device")
             var action = sigaction()
@@ -48,8 +55,14 @@ final class DeviceFaults {
         }
     }
 
-    /// The engine's VFS, when power cuts are on.
-    var vfsName: String? { vfs?.name }
+    /// The engine's VFS (when power cuts are on) and wall clock.
+    func configure(_ options: inout Engine.Options) {
+        if let vfs { options.vfs = vfs.name }
+        if clockOffsetMilliseconds != 0 {
+            let offset = clockOffsetMilliseconds
+            options.wallClock = { Int64(Date().timeIntervalSince1970 * 1000) + offset }
+        }
+    }
 
     /// After each tick: the operations logged so far, and a power cut if one was asked for.
     func afterTick(_ engine: Engine) {
@@ -57,7 +70,7 @@ final class DeviceFaults {
             let highest = engine.world.operationLog.nextSequence - 1
             if highest > traced {
                 traced = highest
-                trace.write(Data("\(highest) \(MonotonicClock().now().nanoseconds)\n".utf8))
+                trace.write(Data("\(engine.nodeID) \(highest) \(MonotonicClock().now().nanoseconds)\n".utf8))
             }
         }
         if let vfs, powerCutRequested.load(ordering: .relaxed) {

@@ -23,6 +23,9 @@ struct ContractCheck {
         case criticalLost = "critical_lost", derivedLost = "derived_lost"
         case changesLost = "changes_lost", hang, unexpectedExit = "unexpected_exit", trap
         case vectorClock = "vector_clock"
+        // The sync checker (`--mode sync`).
+        case diverged, duplicate, missingOperation = "missing_operation", acknowledgedLost = "acknowledged_lost"
+        case notSettled = "not_settled"
     }
 
     struct Failure: Codable, Sendable, CustomStringConvertible {

@@ -19,7 +19,7 @@ final class SyncTortureServer {
         }
         bin = "/usr/lib/postgresql/\(newest)/bin"
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        if getuid() == 0 { try run("/bin/chown", ["postgres:postgres", folder.path]) }
+        if getuid() == 0 { try run(["/bin/chown", "postgres:postgres", folder.path]) }
         let data = folder.appendingPathComponent("data").path
         if !FileManager.default.fileExists(atPath: data) {
             try asOwner("\(bin)/initdb", ["-D", data, "-U", "strata", "--auth=trust", "-E", "UTF8", "--no-sync"])
@@ -30,6 +30,21 @@ final class SyncTortureServer {
             try handle.close()
         }
         try start()
+    }
+
+    /// A TCP port nothing listens on now (the kernel's pick for port 0).
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = INADDR_ANY
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        return bound ? Int(UInt16(bigEndian: address.sin_port)) : 54_321
     }
 
     /// The URL a device in namespace `index` (``SyncTortureNetwork``) connects to.
@@ -54,36 +69,18 @@ final class SyncTortureServer {
 
     /// Runs `sql` through psql on the Unix socket: rows of tab-separated fields.
     func query(_ sql: String) throws -> [[String]] {
-        let output = try run("\(bin)/psql", ["-h", folder.path, "-p", "\(port)", "-U", "strata", "-d", "postgres", "-At", "-F", "\t",
+        let output = try run(["\(bin)/psql", "-h", folder.path, "-p", "\(port)", "-U", "strata", "-d", "postgres", "-At", "-F", "\t",
                                              "-v", "ON_ERROR_STOP=1", "-c", sql])
         return output.split(separator: "\n", omittingEmptySubsequences: true).map { $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init) }
     }
 
     private func asOwner(_ tool: String, _ arguments: [String]) throws {
-        if getuid() == 0 {
-            try run("/usr/sbin/runuser", ["-u", "postgres", "--", tool] + arguments)
-        } else {
-            try run(tool, arguments)
-        }
+        try run((getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + [tool] + arguments)
     }
 
     @discardableResult
-    func run(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TortureSetupError("\(URL(fileURLWithPath: tool).lastPathComponent) \(arguments.joined(separator: " ")): "
-                + String(decoding: errors, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        return String(decoding: output, as: UTF8.self)
+    private func run(_ command: [String]) throws -> String {
+        try SpawnedProcess.run(command)
     }
 }
 
