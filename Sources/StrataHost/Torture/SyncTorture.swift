@@ -169,16 +169,13 @@ struct SyncTorture {
                     "--duration", "0.05", "--sync-settle", round == 1 ? "3" : "2", "--activity", "0.001"])
             }
             for device in devices { device.waitForExit(seconds: 60) }
-            let onServer = Int(try server.query("SELECT count(*) FROM strata_operations WHERE document = '\(document)'").first?.first ?? "") ?? -1
-            let held = try devices.map { device in
-                try OperationLogReader(path: device.databasePath).summary().values.reduce(0) { $0 + $1.count }
-            }
-            if onServer == last, held.allSatisfy({ $0 == onServer }) {
+            let keys = try SyncTortureCheck.serverKeys(server, document: document)
+            if keys.count == last, devices.allSatisfy({ SyncTortureCheck.holdsExactly($0, keys) }) {
                 settled = true
                 result.details["settle_rounds", default: 0] += round
                 break
             }
-            last = onServer
+            last = keys.count
         }
         if !settled { outcome.fail(.notSettled, "the devices did not settle in 6 rounds (replay: --seed \(seed) --cycles 1)") }
         let check = SyncTortureCheck(server: server, document: document, devices: devices, strata: strata,
