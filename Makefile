@@ -3,13 +3,14 @@
 
 SWIFT ?= swift
 # libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus);
-# postgresql: the sync tests start a private server (initdb + pg_ctl, a Unix socket).
-APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev
+# postgresql: the sync tests start a private server (initdb + pg_ctl, a Unix socket);
+# iproute2: the sync checker's network namespaces (ip netns).
+APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev iproute2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture clean
+.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture torture-sync clean
 
 all: build
 
@@ -148,6 +149,19 @@ torture: deps
 	@url=$$(scripts/private-postgres.sh start $(TORTURE_PG_DIR)); \
 	.build/release/strata torture --mode rowtypes --dir $(TORTURE_DIR) --sync-server "$$url" $(TORTURE_ARGS); status=$$?; \
 	scripts/private-postgres.sh stop $(TORTURE_PG_DIR); rm -rf $(TORTURE_PG_DIR); exit $$status
+
+# Replication checked from outside (release build, root; ~15 s a run): SYNC_RUNS runs of 3-5
+# `strata sim --sync` devices, each in a network namespace of its own, through a private
+# PostgreSQL server, with partitions, kills, power cuts, the server stopped hard, clock jumps
+# and late joiners; after each, every device must hold the server's operations once, the
+# replicated digest the checker works out from them, and every operation logged before the
+# critical delay (docs/durability.md). `make test` runs 2. One run again:
+# make torture-sync SYNC_RUNS=1 SYNC_SEED=<its seed>.
+SYNC_RUNS ?= 500
+SYNC_SEED ?= 1
+torture-sync: deps
+	$(SWIFT) build -c release --product strata
+	.build/release/strata torture --mode sync --cycles $(SYNC_RUNS) --seed $(SYNC_SEED) --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 
 clean:
 	rm -rf .build Benchmarks/.build bench-results torture-results

@@ -102,6 +102,25 @@ import Testing
         #expect(child.status == 0)
     }
 
+    /// The sync checker, short (`make torture-sync` runs 500): two runs of 3-5 `strata sim`
+    /// devices in network namespaces through a private server, with every fault kind the
+    /// schedule draws; and a third whose server loses an operation before the check, which
+    /// the check must catch. Needs root (namespaces).
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"))
+    func replicationCheckedFromOutsideHoldsAndTheCheckCanFail() throws {
+        let (child, results) = try torture(["--mode", "sync", "--cycles", "2", "--seed", "11", "--fault-seconds", "4"])
+        let result = try #require(results.first, "\(child.stderr)")
+        #expect(result.cycles == 2)
+        #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
+        #expect(result.faults >= 4 && (result.details["operations"] ?? 0) > 100, "\(result.details)")
+        #expect(child.status == 0)
+
+        let (sabotaged, broken) = try torture(["--mode", "sync", "--cycles", "1", "--seed", "11", "--fault-seconds", "2", "--sabotage-sync"])
+        let caught = try #require(broken.first, "\(sabotaged.stderr)")
+        #expect(caught.failuresByKind["missing_operation"] != nil, "\(caught.failuresByKind)")
+        #expect(sabotaged.status != 0)
+    }
+
     /// The row-type sweep, short: 16 cases spread over every column of every table (make
     /// torture plants every value in every column), a value of another type in each. No tool,
     /// no start (one of them syncing to a private server) traps or hangs, and the start loads

@@ -56,6 +56,10 @@ struct TortureCommand: ParsableCommand {
           help: ArgumentHelp("Commit critical batches without a sync (critical_durability = \"crash\"): power cuts must then fail the check.", visibility: .hidden))
     var weakenDurability = false
 
+    @Flag(name: .customLong("sabotage-sync"),
+          help: ArgumentHelp("sync: delete an operation from the server before each check: the check must then fail.", visibility: .hidden))
+    var sabotageSync = false
+
     func validate() throws {
         guard !modes.isEmpty, modes.count == mode.split(separator: ",").count else {
             throw ValidationError("--mode takes drop, torn, sigkill, eio, enospc, corrupt, diskfull, pages, rowtypes or sync (comma-separated), got '\(mode)'")
@@ -94,7 +98,7 @@ struct TortureCommand: ParsableCommand {
             case .diskfull: try DiskFullTorture(setup: setup, cycles: cycles ?? 20).run(progress: progress)
             case .pages: try PageSweepTorture(setup: setup, cycles: cycles ?? Int.max).run(progress: progress)
             case .rowtypes: try RowTypeSweepTorture(setup: setup, cycles: cycles ?? Int.max, syncServer: syncServer).run(progress: progress)
-            case .sync: try SyncTorture(setup: setup, runs: cycles ?? 20, faultSeconds: faultSeconds).run(progress: progress)
+            case .sync: try SyncTorture(setup: setup, runs: cycles ?? 20, faultSeconds: faultSeconds, sabotage: sabotageSync).run(progress: progress)
             case .eio, .enospc, .corrupt: try IOFaultTorture(setup: setup, mode: mode.rawValue, maxSites: cycles).run(progress: progress)
             }
             if interactive { writeAll(STDERR_FILENO, "\r\u{1B}[K") }

@@ -18,6 +18,9 @@ struct SyncTorture {
     let runs: Int
     /// Seconds of faults per run.
     let faultSeconds: Double
+    /// Before each check, one replicated operation is deleted from the server (as a server
+    /// that lost a write it had acknowledged): the check must then fail. Proves it can.
+    var sabotage = false
 
     enum Fault: String, CaseIterable {
         case partition, isolateSome = "partition_some", kill, powerCut = "power_cut", serverStop = "server_stop", clockJump = "clock_jump"
@@ -28,7 +31,7 @@ struct SyncTorture {
         let started = MonotonicClock().now()
         let strata = try strataExecutable()
         let network = try SyncTortureNetwork(devices: 5)
-        defer { network.teardown() }
+        defer { withExtendedLifetime(network) { network.teardown() } }
         let server = try SyncTortureServer(folder: setup.directory.appendingPathComponent("server"), port: SyncTortureServer.freePort())
         defer { server.stop() }
         let config = setup.directory.appendingPathComponent("device.toml").path
@@ -178,6 +181,12 @@ struct SyncTorture {
             last = keys.count
         }
         if !settled { outcome.fail(.notSettled, "the devices did not settle in 6 rounds (replay: --seed \(seed) --cycles 1)") }
+        if sabotage {
+            _ = try server.query("""
+                DELETE FROM strata_operations WHERE position = (SELECT max(position) FROM strata_operations
+                WHERE document = '\(document)' AND kind = 'strata.component')
+                """)
+        }
         let check = SyncTortureCheck(server: server, document: document, devices: devices, strata: strata,
                                      criticalDelay: StrataConfig().persistence.criticalFlushDelay)   // the devices' (device.toml leaves it)
         result.details["devices", default: 0] += count
