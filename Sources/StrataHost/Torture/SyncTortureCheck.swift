@@ -30,15 +30,21 @@ struct SyncTortureCheck {
             """)
         var operations: [SyncTortureReference.Operation] = []
         var serverKeys = Set<String>(), serverIDs = Set<String>()
-        for row in rows {
-            guard row.count == 6, let seq = Int64(row[1]), let hlc = Int64(row[3]), let node = Self.uuidBytes(row[0]) else {
-                outcome.fail(.diverged, "a server row does not read: \(row.prefix(3))")
+        for fields in rows {
+            // psql's fields as text, by position (no index past the count).
+            guard fields.count == 6 else {
+                outcome.fail(.diverged, "a server row does not read: \(fields.prefix(3))")
                 continue
             }
-            let key = "\(row[0].lowercased()):\(seq)"
+            let (nodeText, seqText, idText, hlcText, kind, payloadHex) = (fields[0], fields[1], fields[2], fields[3], fields[4], fields[5])
+            guard let seq = Int64(seqText), let hlc = Int64(hlcText), let node = Self.uuidBytes(nodeText) else {
+                outcome.fail(.diverged, "a server row does not read: \(fields.prefix(3))")
+                continue
+            }
+            let key = "\(nodeText.lowercased()):\(seq)"
             if !serverKeys.insert(key).inserted { outcome.fail(.duplicate, "the server holds \(key) twice") }
-            if !serverIDs.insert(row[2].lowercased()).inserted { outcome.fail(.duplicate, "the server holds operation id \(row[2]) twice") }
-            operations.append(.init(node: node, seq: seq, hlc: hlc, kind: row[4], payload: Self.hexBytes(row[5])))
+            if !serverIDs.insert(idText.lowercased()).inserted { outcome.fail(.duplicate, "the server holds operation id \(idText) twice") }
+            operations.append(.init(node: node, seq: seq, hlc: hlc, kind: kind, payload: Self.hexBytes(payloadHex)))
         }
         figures.operations = operations.count
         let reference = SyncTortureReference(operations)
