@@ -53,6 +53,14 @@ import StrataPostgres
             #expect(logged.overwrites.total == 1 && logged.overwrites.under250ms == 1, "\(replica.name): \(logged.overwrites)")
             #expect(logged.aheadOfClock == 0 && logged.unknownType == 0)
         }
+        // And from the command line.
+        let text = try ChildProcess.strata(["sync", "status", a.fixture.directory.databasePath])
+        #expect(text.stdout.contains("conflicts     1 (1 under 250 ms apart, 0 under 1 s, 0 under 10 s, 0 longer) overwrites between devices"),
+                "\(text.stdout)\(text.stderr)")
+        let json = try ChildProcess.strata(["sync", "status", a.fixture.directory.databasePath, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let conflicts = try #require(object["conflicts"] as? [String: Any])
+        #expect((conflicts["overwrites"] as? [String: Any])?["under250ms"] as? Int == 1, "\(conflicts)")
     }
 
     /// The rule for a device whose clock is an hour ahead: the others hold its edits while
