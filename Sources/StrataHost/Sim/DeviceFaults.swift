@@ -66,19 +66,21 @@ final class DeviceFaults {
 
     /// After each tick: the operations logged so far, and a power cut if one was asked for.
     func afterTick(_ engine: Engine) {
-        if let trace {
-            let highest = engine.world.operationLog.nextSequence - 1
-            if highest > traced {
-                traced = highest
-                trace.write(Data("\(engine.nodeID) \(highest) \(MonotonicClock().now().nanoseconds)\n".utf8))
-            }
-        }
+        // The cut first: what this tick logged after the signal is not traced as logged
+        // before it (the checker compares the trace's instants with the signal's).
         if let vfs, powerCutRequested.load(ordering: .relaxed) {
             vfs.cutPower()
             let path = engine.store.location.path
             _ = try? vfs.applyPowerLoss(.drop, seed: seed)
             unlink(path + "-shm")
             _exit(Self.powerCutStatus)
+        }
+        if let trace {
+            let highest = engine.world.operationLog.nextSequence - 1
+            if highest > traced {
+                traced = highest
+                trace.write(Data("\(engine.nodeID) \(highest) \(MonotonicClock().now().nanoseconds)\n".utf8))
+            }
         }
     }
 }
