@@ -58,12 +58,9 @@ extension OperationLogReader {
         stamped.sort { $0.stamp < $1.stamp }
         var last: [Key: OperationStamp] = [:]
         for (stamp, key) in stamped {
-            if let before = last[key], !before.sameNode(as: stamp) {
-                if before.isDefault, !stamp.isDefault {
-                    report.defaultsReplaced += 1
-                } else if !before.isDefault {
-                    report.overwrites.add(gapMilliseconds: (stamp.timestamp >> 16) - (before.timestamp >> 16))
-                }
+            if let before = last[key] {
+                if before.isDefault, !stamp.isDefault, !before.sameNode(as: stamp) { report.defaultsReplaced += 1 }
+                report.overwrites.note(stamp, replacing: before)
             }
             last[key] = stamp
         }

@@ -135,4 +135,3 @@ extension ReplicaState {
         UInt64(bigEndian: try payload.readBytes(count: 8).loadUnaligned(as: UInt64.self))
     }
 }
-

@@ -75,8 +75,15 @@ public struct OverwriteCounts: Sendable, Equatable, Codable, CustomStringConvert
 
     public init() {}
 
+    /// Counts `new` replacing `old` if that is an overwrite between devices: a later
+    /// stamp of another node over a real one (neither "no stamp" nor a default).
+    mutating func note(_ new: OperationStamp, replacing old: OperationStamp) {
+        guard new > old, !old.sameNode(as: new), !old.isZero, !old.isDefault, !new.isDefault else { return }
+        add(gapMilliseconds: HybridTimestamp(rawValue: new.timestamp).milliseconds &- HybridTimestamp(rawValue: old.timestamp).milliseconds)
+    }
+
     /// Counts an overwrite `gap` milliseconds after the value it replaced.
-    mutating func add(gapMilliseconds gap: Int64) {
+    private mutating func add(gapMilliseconds gap: Int64) {
         total += 1
         switch gap {
         case ..<250: under250ms += 1

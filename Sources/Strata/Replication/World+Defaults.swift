@@ -44,9 +44,7 @@ extension World {
             payload: ReplicatedOperation.component(entity: record.id, type: C.typeName, version: C.payloadVersion,
                                                    payload: Self.encoded(value)[...], isDefault: true).encoded())
         setStamp(.ofDefault(node: operation.node), typeIndex: typeIndex, type: C.typeName, of: entity)
-        replicas.status.logged += 1
-        replicas.loggedSinceRead += 1
-        tracker.noteCriticalWork(clock: clock)
+        noteLogged(1)
         return true
     }
 }

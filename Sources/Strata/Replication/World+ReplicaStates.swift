@@ -27,11 +27,8 @@ extension World {
     /// applied from a peer; a value held for the type with an older stamp is superseded
     /// (one stamped later, held as too far ahead, still waits: it wins when it is due).
     func setStamp(_ stamp: OperationStamp, typeIndex: Int, type: String, of entity: Entity) {
-        let kept = replicas.stamps.stamp(typeIndex, entity.index)
-        if stamp > kept, !kept.sameNode(as: stamp), !kept.isZero, !kept.isDefault, !stamp.isDefault {
-            // Another device's value replaced (by one pulled, or an edit made here).
-            replicas.status.overwrites.add(gapMilliseconds: (stamp.timestamp >> 16) &- (kept.timestamp >> 16))
-        }
+        // Another device's value replaced (by one pulled, or an edit made here) is counted.
+        replicas.status.overwrites.note(stamp, replacing: replicas.stamps.stamp(typeIndex, entity.index))
         replicas.stamps.set(typeIndex, entity.index, stamp)
         withStateColumn { column in
             if let d = column.denseIndex(entity.index), let held = column.values[d].heldValue(of: type), held.stamp <= stamp {

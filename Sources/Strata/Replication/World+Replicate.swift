@@ -36,11 +36,15 @@ extension World {
         }
         typeIndices.removeAll(keepingCapacity: true)
         swap(&typeIndices, &tracker.replicaColumns)
-        if logged > 0 {
-            replicas.status.logged += logged
-            replicas.loggedSinceRead += logged
-            tracker.noteCriticalWork(clock: clock)
-        }
+        if logged > 0 { noteLogged(logged) }
+    }
+
+    /// Counts `count` operations logged here for replicated changes; the critical tier
+    /// drains them.
+    func noteLogged(_ count: Int) {
+        replicas.status.logged += count
+        replicas.loggedSinceRead += count
+        tracker.noteCriticalWork(clock: clock)
     }
 
     /// Logs the despawn of a replicated entity (``isReplicated(_:)``: an operation was
@@ -48,9 +52,7 @@ extension World {
     func logDespawn(of id: EntityID) {
         _ = operationLog.append(kind: ReplicatedOperation.despawnKind, payload: ReplicatedOperation.despawn(entity: id).encoded())
         replicas.tombstones.insert(id)
-        replicas.status.logged += 1
-        replicas.loggedSinceRead += 1
-        tracker.noteCriticalWork(clock: clock)
+        noteLogged(1)
     }
 
     /// Marks every replicated value that has no stamp for its type to be logged (at open):
