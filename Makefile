@@ -155,7 +155,7 @@ torture: deps
 # PostgreSQL server, with partitions, kills, power cuts, the server stopped hard, clock jumps
 # and late joiners; after each, every device must hold the server's operations once, the
 # replicated digest the checker works out from them, and every operation logged before the
-# critical delay (docs/durability.md). `make test` runs 2. One run again:
+# critical delay (docs/durability.md). `make test` runs 1. One run again:
 # make torture-sync SYNC_RUNS=1 SYNC_SEED=<its seed>.
 SYNC_RUNS ?= 500
 SYNC_SEED ?= 1
