@@ -50,15 +50,18 @@ import Testing
         let fixture = EngineFixture()
         let sim = Process()
         sim.executableURL = URL(fileURLWithPath: try strataExecutable())
-        sim.arguments = ["sim", "--db", fixture.directory.databasePath, "--log-level", "error", "--entities", "50"]
+        sim.arguments = ["sim", "--db", fixture.directory.databasePath, "--log-level", "warning", "--entities", "50"]
+        let err = Pipe()
         sim.standardOutput = FileHandle.nullDevice
-        sim.standardError = FileHandle.nullDevice
+        sim.standardError = err
+        let log = OutputCollector(err.fileHandleForReading)
         try sim.run()
         defer { if sim.isRunning { kill(sim.processIdentifier, SIGKILL) } }
         let location = StoreLocation(path: fixture.directory.databasePath)
-        #expect(eventually { DocumentLock.owner(of: location)?.pid == sim.processIdentifier })
+        #expect(eventually { DocumentLock.owner(of: location)?.pid == sim.processIdentifier }, "\(log.text)")
         // Wait until its session mark is committed: the refusal must not be what changes it.
-        #expect(eventually { (try? DatabaseInspection.inspect(path: location.path).cleanShutdown) == false })
+        #expect(eventually { (try? DatabaseInspection.inspect(path: location.path).cleanShutdown) == false },
+                "running: \(sim.isRunning); it said: \(log.text)")
 
         let error = try #require(refusal { try fixture.open() })
         #expect(error.code == .locked)
@@ -120,6 +123,34 @@ import Testing
         #expect(error.message.contains("not a Strata document"), "\(error)")
         #expect(files(fixture.directory) == before, "not switched to WAL, no table added, user_version kept")
         #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).document == "foreign")
+    }
+
+    /// A tool reading the file (`strata inspect`, a backup) while the engine makes the
+    /// document in it: the switch to WAL needs the file to itself, the first checkpoint every
+    /// reader gone. The open waits for the reader rather than failing on the 100 ms busy timeout.
+    @Test(arguments: ["delete", "wal"])
+    func aReaderOnTheFileDoesNotFailTheOpenThatMakesTheDocument(journalMode: String) throws {
+        let fixture = EngineFixture()
+        try DatabaseQueue(path: fixture.directory.databasePath).writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = \(journalMode)")
+        }
+        let reading = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        let reader = try fixture.reader()
+        Thread.detachNewThread {
+            try? reader.read { db in
+                _ = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master")
+                reading.signal()
+                Thread.sleep(forTimeInterval: 0.6)
+            }
+            done.signal()
+        }
+        reading.wait()
+        let engine = try fixture.open()
+        engine.world.spawn(Title("made while read"))
+        try engine.shutdown()
+        done.wait()
+        #expect(try DatabaseInspection.inspect(path: fixture.directory.databasePath).entityCount == 1)
     }
 
     @Test func aNewDocumentSaysWhatItIs() throws {

@@ -57,10 +57,18 @@ package final class Store: Sendable {
         try self.init(location: location, options: options, lock: nil)
     }
 
+    /// How long the open waits on another connection's lock (see `init`).
+    static let openBusyTimeout: Duration = .seconds(5)
+
     init(location: StoreLocation, options: Options, lock: DocumentLock?) throws {
         self.location = location
         var configuration = Configuration()
-        configuration.busyMode = .timeout(options.busyTimeout.seconds)
+        // The open waits longer on a lock than the writer does: a tool reading the file
+        // (`strata inspect`, a backup) while the document is made in it holds it up — the
+        // switch to WAL needs the file to itself, the first checkpoint every reader gone —
+        // and an open that failed on that would end the host. The writer's own timeout is
+        // set once the document is open.
+        configuration.busyMode = .timeout(max(options.busyTimeout, Self.openBusyTimeout).seconds)
         configuration.foreignKeysEnabled = true
         configuration.label = "strata.writer"
         let pageSize = options.pageSize
@@ -108,6 +116,8 @@ package final class Store: Sendable {
                     try db.execute(sql: "PRAGMA application_id = \(DocumentKind.applicationID)")
                 }
             }
+            let milliseconds = Int(options.busyTimeout.seconds * 1000)
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA busy_timeout = \(milliseconds)") }
         } catch {
             if ownsLock { ownership.release() }
             throw StoreError((error as? StoreError)?.code ?? .open, wrapping: error, path: location.path)
