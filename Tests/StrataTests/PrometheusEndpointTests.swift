@@ -49,11 +49,13 @@ import Testing
         let line = try #require(output.text.split(separator: "\n").first { $0.contains("metrics at http://") })
         let url = try #require(URL(string: String(line.split(separator: " ").last!)))
 
-        // The exporter reports every 2 s: wait for commits to show.
+        // The exporter reports every 2 s: wait for commits to show, and the job counts (read
+        // through the writer, with a 2 s bound: a busy machine's first reports go without them).
         var page = ""
         #expect(eventually(timeout: .seconds(30)) {
             page = (try? Self.get(url).body) ?? ""
             return (Self.value(#"strata_commits_total{durability="full"}"#, in: page) ?? 0) > 0
+                && Self.value(#"strata_jobs{status="dead"}"#, in: page) != nil
         }, "\(page.prefix(2000))")
         let answer = try Self.get(url)
         #expect(answer.status == 200)
