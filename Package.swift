@@ -7,6 +7,9 @@ let package = Package(
     products: [
         .library(name: "Strata", targets: ["Strata"]),
         .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
+        .library(name: "StrataPQ", targets: ["StrataPQ"]),
+        .library(name: "StrataWire", targets: ["StrataWire"]),
+        .library(name: "StrataHTTP", targets: ["StrataHTTP"]),
         .library(name: "StrataServiceLifecycle", targets: ["StrataServiceLifecycle"]),
         .executable(name: "strata", targets: ["StrataHost"]),
     ],
@@ -77,6 +80,13 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // libpq in Swift: a connection whose every call is bounded by a timeout, text
+        // parameters and results, notifications. Nothing of the engine: the sync service
+        // (the Server package) uses it too.
+        .target(
+            name: "StrataPQ",
+            dependencies: ["CLibPQ"]
+        ),
         // The sync transport to a PostgreSQL server, on libpq: a separate library, so an
         // engine that does not sync does not link it.
         .target(
@@ -84,6 +94,21 @@ let package = Package(
             dependencies: [
                 "Strata",
                 "CLibPQ",
+                "StrataPQ",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The sync service's API as JSON types, on Foundation alone: the device's transport
+        // and the service (the Server package) both speak it.
+        .target(name: "StrataWire"),
+        // The sync transport to a Strata sync service (`strata-server`, the Server package)
+        // over HTTP, on Foundation's URLSession. A library of its own: an engine that does
+        // not sync does not link libcurl.
+        .target(
+            name: "StrataHTTP",
+            dependencies: [
+                "Strata",
+                "StrataWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -118,6 +143,7 @@ let package = Package(
                 "Strata",
                 "StrataBench",
                 "StrataCanvas",
+                "StrataHTTP",
                 "StrataPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,6 +177,7 @@ let package = Package(
                 "Strata",
                 "StrataBench",
                 "StrataCanvas",
+                "StrataHTTP",
                 "StrataPostgres",
                 "StrataServiceLifecycle",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

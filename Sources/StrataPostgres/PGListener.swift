@@ -2,6 +2,7 @@ import CLibPQ
 import Foundation
 import Glibc
 import Strata
+import StrataPQ
 
 /// Listens for a document's notifications on a connection and a thread of its own
 /// (`strata.sync.listen`): `LISTEN` on the document's channel, then a wait on the socket
@@ -108,7 +109,7 @@ final class PGListener: @unchecked Sendable {
             }
             if descriptors[1].revents != 0 { return }
             if descriptors[0].revents != 0 {
-                if try connection.takeNotifications() > 0 { changed(.changed) }
+                if try !connection.takeNotifications().isEmpty { changed(.changed) }
             }
         }
     }

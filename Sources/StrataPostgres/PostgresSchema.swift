@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Strata
+import StrataPQ
 
 /// The server's schema, created by the first client that connects (under an advisory
 /// lock, so two first clients do not race), versioned in `strata_sync_meta`. Append

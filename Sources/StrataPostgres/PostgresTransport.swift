@@ -2,6 +2,7 @@ import CLibPQ
 import Foundation
 import Logging
 import Strata
+import StrataPQ
 
 /// A ``SyncTransport`` to a PostgreSQL server, through libpq (``PGConnection``): one
 /// connection, made on first use and again after a failure; every call one round trip,
@@ -155,6 +156,13 @@ public actor PostgresTransport: SyncTransport {
     /// RAISE): `.rejected`; no connection: `.unreachable`; the rest: `.failed`.
     static func classify(_ error: any Error) -> SyncError {
         if let error = error as? SyncError { return error }
+        if let broken = error as? PGConnectionError {
+            switch broken.kind {
+            case .unreachable: return SyncError(.unreachable, broken.message)
+            case .misconfigured: return SyncError(.misconfigured, broken.message)
+            case .malformed: return SyncError(.failed, broken.message)
+            }
+        }
         guard let server = error as? PGError else { return SyncError(.unreachable, "\(error)") }
         let state = server.sqlState
         // Classes 22 (data exception), 23 (integrity constraint), P0 (PL/pgSQL raise).

@@ -1,7 +1,6 @@
 import CLibPQ
 import Foundation
 import Glibc
-import Strata
 
 /// One libpq connection, driven without blocking past a deadline: the connect
 /// (`PQconnectStart`/`PQconnectPoll`), the send (`PQsendQueryParams` and `PQflush` in
@@ -10,17 +9,20 @@ import Strata
 /// never holds the sync thread nor a shutdown.
 ///
 /// Parameters and results travel as text (PostgreSQL's own text forms: arrays as `{…}`,
-/// `bytea` as `\x` and hex). Not thread-safe: its owner (``PostgresTransport``) calls it
-/// one call at a time.
-final class PGConnection {
+/// `bytea` as `\x` and hex). Not thread-safe: its owner (the sync transport, a pool's
+/// thread in the sync service) calls it one call at a time.
+///
+/// Errors: ``PGError`` for what the server answered, ``PGConnectionError`` for a connection
+/// that could not be made or broke.
+public final class PGConnection {
     private var conn: OpaquePointer?
-    let timeout: Duration
+    public let timeout: Duration
 
     /// Connects to `conninfo` (a `postgresql://` URL or `key=value` pairs).
-    init(conninfo: String, timeout: Duration) throws {
+    public init(conninfo: String, timeout: Duration) throws {
         self.timeout = timeout
         let deadline = Self.deadline(timeout)
-        guard let conn = PQconnectStart(conninfo) else { throw SyncError(.unreachable, "libpq could not allocate a connection") }
+        guard let conn = PQconnectStart(conninfo) else { throw PGConnectionError(.unreachable, "libpq could not allocate a connection") }
         self.conn = conn
         // Bad at once: a connection string libpq cannot read (for good), or a socket that
         // refused at once (a server stopped: its Unix socket is gone).
@@ -48,36 +50,37 @@ final class PGConnection {
 
     deinit { close() }
 
-    func close() {
+    public func close() {
         if let conn { PQfinish(conn) }
         conn = nil
     }
 
-    var isOpen: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
+    public var isOpen: Bool { conn.map { PQstatus($0) == CONNECTION_OK } ?? false }
 
     /// The connection's socket (-1 when closed), for a caller that waits on it.
-    var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
+    public var socket: Int32 { conn.map { PQsocket($0) } ?? -1 }
 
-    /// Reads what the server sent and counts the notifications in it (each one freed).
+    /// Reads what the server sent and returns the notifications in it (each one freed).
     /// Throws when the connection is gone (the server closed it, or it broke).
-    func takeNotifications() throws -> Int {
-        guard let conn else { throw SyncError(.unreachable, "not connected") }
+    public func takeNotifications() throws -> [PGNotification] {
+        guard let conn else { throw PGConnectionError(.unreachable, "not connected") }
         guard PQconsumeInput(conn) == 1, PQstatus(conn) == CONNECTION_OK else {
             throw failure(.unreachable, "the listening connection failed")
         }
-        var count = 0
+        var notifications: [PGNotification] = []
         while let notification = PQnotifies(conn) {
+            notifications.append(PGNotification(channel: String(cString: notification.pointee.relname),
+                                                payload: String(cString: notification.pointee.extra)))
             PQfreemem(notification)
-            count += 1
         }
-        return count
+        return notifications
     }
 
     /// Runs `sql` with text parameters (`$1`, `$2`, …; nil is NULL) and returns the rows of
     /// its last result as text (nil for NULL). A server error throws ``PGError``.
     @discardableResult
-    func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
-        guard let conn else { throw SyncError(.unreachable, "not connected") }
+    public func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        guard let conn else { throw PGConnectionError(.unreachable, "not connected") }
         let deadline = Self.deadline(timeout)
         let sent: Int32 = withCStrings(parameters) { values in
             PQsendQueryParams(conn, sql, Int32(parameters.count), nil, values, nil, nil, 0)
@@ -129,7 +132,7 @@ final class PGConnection {
     /// Polls the socket for `events` until `deadline`; past it the query in flight is
     /// cancelled and the connection closed.
     private func wait(for events: Int16, until deadline: Double, doing what: String) throws {
-        guard let conn else { throw SyncError(.unreachable, "not connected") }
+        guard let conn else { throw PGConnectionError(.unreachable, "not connected") }
         while true {
             let left = deadline - Self.now()
             guard left > 0 else {
@@ -138,7 +141,7 @@ final class PGConnection {
                 // ends the session when it sees the socket closed; a push it still commits is
                 // ignored when it comes again (ON CONFLICT DO NOTHING).
                 close()
-                throw SyncError(.unreachable, "no answer within \(Int(timeout.milliseconds)) ms (\(what))")
+                throw PGConnectionError(.unreachable, "no answer within \(Int(timeout.wholeMilliseconds)) ms (\(what))")
             }
             var descriptor = pollfd(fd: PQsocket(conn), events: events, revents: 0)
             let ready = poll(&descriptor, 1, Int32(min(left * 1000, 1000).rounded(.up)))
@@ -152,7 +155,7 @@ final class PGConnection {
     /// there, a timeout, a network down): libpq's message for PostgreSQL's FATAL
     /// `invalid_catalog_name` (no such database), `invalid_authorization_specification` and
     /// `invalid_password` (no such role, a refused password, no `pg_hba.conf` entry).
-    static func refusal(_ conn: OpaquePointer) -> String? {
+    public static func refusal(_ conn: OpaquePointer) -> String? {
         let message = String(cString: PQerrorMessage(conn))
         // The server's own FATAL, never the way to it ("No such file or directory" is a
         // socket not there: a server stopped, not one that refuses).
@@ -161,13 +164,13 @@ final class PGConnection {
         return forGood.contains(where: message.contains) ? message : nil
     }
 
-    private func failure(_ kind: SyncError.Kind, _ what: String) -> SyncError {
+    private func failure(_ kind: PGConnectionError.Kind, _ what: String) -> PGConnectionError {
         let detail = conn.map { String(cString: PQerrorMessage($0)).trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
         close()
-        return SyncError(kind, detail.isEmpty ? what : "\(what): \(detail)")
+        return PGConnectionError(kind, detail.isEmpty ? what : "\(what): \(detail)")
     }
 
-    private static func deadline(_ timeout: Duration) -> Double { now() + Double(timeout.milliseconds) / 1000 }
+    private static func deadline(_ timeout: Duration) -> Double { now() + Double(timeout.wholeMilliseconds) / 1000 }
 
     private static func now() -> Double {
         var ts = timespec()
@@ -177,10 +180,42 @@ final class PGConnection {
 }
 
 /// An error the server answered with: its SQLSTATE and message.
-struct PGError: Error, CustomStringConvertible {
-    var sqlState: String
-    var message: String
-    var description: String { "\(message) (SQLSTATE \(sqlState))" }
+public struct PGError: Error, CustomStringConvertible {
+    public var sqlState: String
+    public var message: String
+
+    public init(sqlState: String, message: String) {
+        self.sqlState = sqlState
+        self.message = message
+    }
+
+    public var description: String { "\(message) (SQLSTATE \(sqlState))" }
+}
+
+/// A connection that could not be made, broke or timed out (`.unreachable`), one the
+/// server refuses for good (`.misconfigured`: no such database or role, a refused
+/// password, a connection string libpq cannot read), or a value the server sent that does
+/// not read (`.malformed`).
+public struct PGConnectionError: Error, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case unreachable, misconfigured, malformed
+    }
+
+    public var kind: Kind
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { "\(kind.rawValue): \(message)" }
+}
+
+/// One `NOTIFY` the server delivered.
+public struct PGNotification: Sendable, Equatable {
+    public var channel: String
+    public var payload: String
 }
 
 /// `body` with the strings as C strings (nil for NULL), valid for the call.
@@ -191,22 +226,22 @@ private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar
 }
 
 /// PostgreSQL's text forms for the parameters and results the transport uses.
-enum PGText {
+public enum PGText {
     /// `{a,b,c}` of plain elements (numbers, uuids).
-    static func array<T>(_ values: [T]) -> String { "{" + values.map { "\($0)" }.joined(separator: ",") + "}" }
+    public static func array<T>(_ values: [T]) -> String { "{" + values.map { "\($0)" }.joined(separator: ",") + "}" }
 
     /// `{"a","b"}` with `"` and `\` escaped.
-    static func textArray(_ values: [String]) -> String {
+    public static func textArray(_ values: [String]) -> String {
         "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
             .joined(separator: ",") + "}"
     }
 
     /// `{"\\x0a0b",…}`: each element bytea's hex form, quoted (its backslash escaped).
-    static func byteaArray(_ values: [[UInt8]]) -> String {
+    public static func byteaArray(_ values: [[UInt8]]) -> String {
         "{" + values.map { "\"\\\\x" + hex($0) + "\"" }.joined(separator: ",") + "}"
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
+    public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -218,17 +253,17 @@ enum PGText {
     }
 
     /// A `bytea` in its text form (`\x0a0b`).
-    static func bytes(_ text: String) throws -> [UInt8] {
+    public static func bytes(_ text: String) throws -> [UInt8] {
         let utf8 = Array(text.utf8)
         guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
-            throw SyncError(.failed, "a bytea the server sent is not in hex form")
+            throw PGConnectionError(.malformed, "a bytea the server sent is not in hex form")
         }
         func value(_ c: UInt8) throws -> UInt8 {
             switch c {
             case UInt8(ascii: "0") ... UInt8(ascii: "9"): return c - UInt8(ascii: "0")
             case UInt8(ascii: "a") ... UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
             case UInt8(ascii: "A") ... UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: throw SyncError(.failed, "a bytea the server sent is not in hex form")
+            default: throw PGConnectionError(.malformed, "a bytea the server sent is not in hex form")
             }
         }
         var out = [UInt8]()
@@ -239,5 +274,12 @@ enum PGText {
             i += 2
         }
         return out
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds.
+    fileprivate var wholeMilliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }
