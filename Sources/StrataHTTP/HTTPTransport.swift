@@ -63,9 +63,9 @@ public actor HTTPTransport: SyncTransport {
         session = URLSession(configuration: configuration)
     }
 
-    /// Refuses what cannot be right before anything is opened: another scheme, no host, a
+    /// The service's base URL, or why it cannot be one. Refuses what cannot be right before anything is opened: another scheme, no host, a
     /// path or query (the service's routes are its own), plain HTTP beyond loopback.
-    static func checkedBase(_ url: String) throws -> URL {
+    public static func checkedBase(_ url: String) throws -> URL {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
               ["http", "https"].contains(scheme), let host = components.host, !host.isEmpty
         else { throw SyncError(.misconfigured, "not an http:// or https:// URL of a sync service: \(url)") }

@@ -79,7 +79,7 @@ final class PGListener: @unchecked Sendable {
         while !isStopped {
             do {
                 let connection = try PGConnection(conninfo: conninfo, timeout: timeout)
-                try connection.query("LISTEN \(try PostgresSchema.channel(of: document, on: connection))")
+                try connection.query("LISTEN \(try SyncSchema.channel(of: document, on: connection))")
                 failures = 0
                 reported = nil
                 changed(.listening)

@@ -8,7 +8,7 @@ import StrataPQ
 /// connection, made on first use and again after a failure; every call one round trip,
 /// bounded by `timeout` (a dead server is given up on, the query cancelled).
 ///
-/// The server's schema (``PostgresSchema``) is created by the first client that connects
+/// The server's schema (``SyncSchema``) is created by the first client that connects
 /// and versioned like the local one. Operations of every document live in one table,
 /// keyed by (document, id) and by (document, node, seq), so a retried push is ignored
 /// row by row (`ON CONFLICT DO NOTHING`). Pushes to one document are serialized by an
@@ -46,7 +46,7 @@ public actor PostgresTransport: SyncTransport {
         do {
             let connection = try PGConnection(conninfo: url, timeout: timeout)
             self.connection = connection
-            let (node, version, server) = try PostgresSchema.prepare(connection)
+            let (node, version, server) = try SyncSchema.prepare(connection)
             let info = SyncServerInfo(node: NodeID(node), schemaVersion: version, description: "PostgreSQL \(server), document \"\(document)\"")
             self.info = info
             return info

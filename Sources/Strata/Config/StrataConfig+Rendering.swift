@@ -97,6 +97,7 @@ extension StrataConfig {
 
             [sync]
             server = "\(sync.server)"
+            token_file = "\(sync.tokenFile)"
             document = "\(sync.document)"
             batch_size = \(sync.batchSize)
             pull_batch_size = \(sync.pullBatchSize)

@@ -224,9 +224,10 @@ extension StrataConfig {
     static func readSync(_ r: inout ConfigReader) throws -> SyncConfig {
         var c = SyncConfig()
         c.server = try r.string("server", default: c.server)
-        if !c.server.isEmpty && !(c.server.hasPrefix("postgresql://") || c.server.hasPrefix("postgres://")) {
-            throw r.error(.invalidValue, "server", "must be a postgresql:// URL or empty, got \"\(c.server)\"")
+        if !c.server.isEmpty && !["postgresql://", "postgres://", "http://", "https://"].contains(where: c.server.hasPrefix) {
+            throw r.error(.invalidValue, "server", "must be an https:// (or loopback http://) sync service, a postgresql:// URL or empty, got \"\(c.server)\"")
         }
+        c.tokenFile = try r.string("token_file", default: c.tokenFile)
         c.document = try r.string("document", default: c.document)
         if c.document.isEmpty { throw r.error(.invalidValue, "document", "must not be empty") }
         c.batchSize = try r.int("batch_size", default: c.batchSize, range: 1 ... 10_000)
@@ -257,7 +258,7 @@ extension StrataConfig {
         }
         let aheadKey = r.has("max_clock_skew_secs") ? "max_clock_skew_secs" : "max_clock_ahead_secs"
         c.maxClockAhead = try r.duration(aheadKey, default: c.maxClockAhead, unit: .seconds, max: .seconds(86_400 * 365))
-        try r.rejectUnknownKeys(known: ["server", "document", "batch_size", "pull_batch_size", "max_attempts", "retry_initial_backoff_ms",
+        try r.rejectUnknownKeys(known: ["server", "token_file", "document", "batch_size", "pull_batch_size", "max_attempts", "retry_initial_backoff_ms",
                                         "retry_max_backoff_secs", "pull_interval_ms", "push_interval_ms", "network_source",
                                         "request_timeout_ms", "join_batch_size", "listen", "safety_pull_secs",
                                         "replicate_interval_ms", "max_clock_ahead_secs", "max_clock_skew_secs"])

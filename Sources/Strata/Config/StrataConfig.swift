@@ -203,8 +203,13 @@ public struct JobsConfig: Sendable, Equatable {
 /// (`Sources/Strata/Sync`). Off unless `server` is set (or ``Engine/startSync(transport:network:applying:)``
 /// is called with a transport).
 public struct SyncConfig: Sendable, Equatable {
-    /// `server`: where to sync, e.g. `postgresql://user@/strata?host=/run/postgresql`; empty: no sync.
+    /// `server`: where to sync: a sync service (`https://sync.example.com`, or `http://` on
+    /// loopback) or a PostgreSQL server directly (`postgresql://user@/strata?host=/run/postgresql`,
+    /// for trusted networks); empty: no sync.
     public var server = ""
+    /// `token_file`: with a sync service, the file holding the bearer token (read again
+    /// when the service refuses the one it had, so a refreshed file is picked up).
+    public var tokenFile = ""
     /// `document`: the shared document's name on the server (devices that share it sync).
     public var document = "default"
     /// `batch_size`: operations per push, sent in one round trip.

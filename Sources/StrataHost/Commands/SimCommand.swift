@@ -48,8 +48,11 @@ struct SimCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Multiplies the rate of every action (strata torture runs busy canvases).", visibility: .hidden))
     var activity = 1.0
 
-    @Option(help: "Sync the document through this PostgreSQL server (overrides [sync] server), e.g. postgresql://me@/strata?host=/run/postgresql.")
+    @Option(help: "Sync the document through this sync service or PostgreSQL server (overrides [sync] server), e.g. https://sync.example.com or postgresql://me@/strata?host=/run/postgresql.")
     var sync: String?
+
+    @Option(name: .customLong("token-file"), help: "The sync service's bearer token, in this file (overrides [sync] token_file).")
+    var tokenFile: String?
 
     @Option(name: .customLong("sync-document"), help: "The shared document's name on the server (overrides [sync] document).")
     var syncDocument: String?
@@ -124,11 +127,12 @@ struct SimCommand: ParsableCommand {
         if let hz { config.simulation.tickHz = hz }
         if let sync { config.sync.server = sync }
         if let syncDocument { config.sync.document = syncDocument }
+        if let tokenFile { config.sync.tokenFile = tokenFile }
         let syncing = !config.sync.server.isEmpty
         if syncing {
             // A server that cannot be right is refused before the document is touched.
             do {
-                _ = try PostgresEndpoint(url: config.sync.server)
+                try SimTransport.check(config.sync)
             } catch {
                 printError("strata sim: \(sync != nil ? "--sync" : "[sync] server"): \(error)")
                 throw ExitCode(64)
@@ -187,10 +191,9 @@ struct SimCommand: ParsableCommand {
         }
         var scenario = makeScenario(engine)
         if syncing {
-            let transport: PostgresTransport
+            let transport: any SyncTransport
             do {
-                transport = try PostgresTransport(url: config.sync.server, document: config.sync.document,
-                                              timeout: config.sync.requestTimeout, logger: logger)
+                transport = try SimTransport.make(config.sync, logger: logger)
             } catch {
                 printError("strata sim: [sync] server: \(error)")
                 try? engine.shutdown()

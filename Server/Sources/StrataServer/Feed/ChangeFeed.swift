@@ -1,0 +1,87 @@
+import Foundation
+import Glibc
+import Logging
+import StrataPQ
+
+/// The instance's one `LISTEN`: a connection and a thread of its own, on the channel every
+/// push notifies (``SyncSchema/changesChannel``, the document's md5 as payload), fanned out
+/// to the pulls waiting here. PostgreSQL sees one listener per instance, however many
+/// devices wait. Lost, it is made again with backoff, and every waiting pull is woken
+/// (what was pushed meanwhile is unknown): they query again.
+final class ChangeFeed: @unchecked Sendable {
+    // @unchecked Sendable: `stopping` and `connected` are under `lock`; the connection
+    // belongs to the thread.
+    private let url: String
+    private let timeout: Duration
+    private let waiters: DocumentWaiters
+    private let logger: Logger
+    private let lock = NSLock()
+    private var stopping = false
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+    private(set) var connected = false
+    private(set) var notifications = 0
+
+    init(url: String, timeout: Duration, waiters: DocumentWaiters, logger: Logger) {
+        self.url = url
+        self.timeout = timeout
+        self.waiters = waiters
+        self.logger = logger
+    }
+
+    func start() {
+        let thread = Thread { [self] in run(); finished.signal() }
+        thread.name = "strata.server.feed"
+        self.thread = thread
+        thread.start()
+    }
+
+    func stop() {
+        guard thread != nil else { return }
+        lock.withLock { stopping = true }
+        finished.wait()
+        thread = nil
+    }
+
+    var isConnected: Bool { lock.withLock { connected } }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func run() {
+        var backoff = 0.25
+        while !isStopping {
+            do {
+                let connection = try PGConnection(conninfo: url, timeout: timeout)
+                defer { connection.close() }
+                try connection.query("LISTEN \(SyncSchema.changesChannel)")
+                lock.withLock { connected = true }
+                logger.info("listening for changes")
+                waiters.wakeAll()   // pushed while not listening: unknown
+                backoff = 0.25
+                while !isStopping {
+                    var descriptor = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+                    let ready = poll(&descriptor, 1, 250)
+                    if ready < 0 && errno != EINTR { throw PGConnectionError(.unreachable, "poll failed while listening") }
+                    guard ready > 0 else { continue }
+                    let news = try connection.takeNotifications()
+                    lock.withLock { notifications += news.count }
+                    for key in Set(news.map(\.payload)) { waiters.wake(key) }
+                }
+            } catch {
+                let wasConnected = lock.withLock { () -> Bool in
+                    defer { connected = false }
+                    return connected
+                }
+                if wasConnected { logger.warning("the change feed was lost: \(error)") }
+                waiters.wakeAll()
+                var left = backoff
+                while left > 0 && !isStopping {
+                    Thread.sleep(forTimeInterval: min(left, 0.25))
+                    left -= 0.25
+                }
+                backoff = min(backoff * 2, 10)
+            }
+        }
+        lock.withLock { connected = false }
+    }
+}

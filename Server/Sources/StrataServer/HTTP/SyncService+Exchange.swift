@@ -1,0 +1,107 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import StrataWire
+
+/// Push and pull: the bodies read within the limits, checked whole, then one query.
+extension SyncService {
+    func push(_ request: Request, document: String, subject: String) async throws -> SyncWire.PushResponse {
+        let push: SyncWire.PushRequest = try await decode(request)
+        guard push.operations.count <= config.maxOperationsPerPush else {
+            throw Refusal.tooLarge("\(push.operations.count) operations in one push; at most \(config.maxOperationsPerPush)")
+        }
+        for (index, operation) in push.operations.enumerated() {
+            guard operation.payload.count <= config.maxPayloadBytes else {
+                throw Refusal.tooLarge("operation \(index): a payload of \(operation.payload.count) bytes; at most \(config.maxPayloadBytes)")
+            }
+            guard operation.seq > 0, operation.seq <= 1 << 62 else { throw Refusal.malformed("operation \(index): seq \(operation.seq) is out of range") }
+            guard !operation.kind.isEmpty, operation.kind.utf8.count <= 200, !operation.kind.utf8.contains(0) else {
+                throw Refusal.malformed("operation \(index): a kind is 1 to 200 bytes, without NUL")
+            }
+        }
+        guard !push.operations.isEmpty else { return SyncWire.PushResponse(inserted: 0, duplicates: 0) }
+        let inserted: Int
+        do {
+            inserted = try await store.push(push.operations, document: document, subject: subject)
+        } catch {
+            throw databaseRefusal(error)
+        }
+        metrics.pushedOperations.increment(by: Int64(inserted))
+        metrics.duplicateOperations.increment(by: Int64(push.operations.count - inserted))
+        // Pulls waiting here answer now; other instances hear it through the feed.
+        if inserted > 0 { waiters.wake(DocumentWaiters.key(of: document)) }
+        return SyncWire.PushResponse(inserted: inserted, duplicates: push.operations.count - inserted)
+    }
+
+    func pull(_ request: Request, document: String) async throws -> SyncWire.PullResponse {
+        let pull: SyncWire.PullRequest = try await decode(request)
+        var clock: [(UUID, Int64)] = []
+        for (node, seq) in pull.clock {
+            guard let id = UUID(uuidString: node) else { throw Refusal.malformed("clock: \"\(node.prefix(64))\" is not a node id") }
+            clock.append((id, seq))
+        }
+        guard pull.after >= 0, pull.limit >= 0, pull.waitMilliseconds >= 0 else {
+            throw Refusal.malformed("after, limit and wait_ms must not be negative")
+        }
+        let limit = min(pull.limit, config.maxPullLimit)
+        let key = DocumentWaiters.key(of: document)
+        let wait = min(Duration.milliseconds(pull.waitMilliseconds), config.maxPullWait)
+        let deadline = ContinuousClock.now + wait
+        while true {
+            let generation = waiters.generation(of: key)
+            let answer: SyncWire.PullResponse
+            do {
+                answer = try await store.pull(pull, clock: clock, limit: limit, document: document)
+            } catch {
+                throw databaseRefusal(error)
+            }
+            let left = deadline - ContinuousClock.now
+            if answer.hasMore || !answer.operations.isEmpty || left <= .zero || Task.isCancelled {
+                metrics.pulledOperations.increment(by: Int64(answer.operations.count))
+                return answer
+            }
+            await waiters.wait(for: key, after: generation, timeout: left)
+        }
+    }
+
+    /// The body as `T`: at most `max_body_bytes` (413), within the request timeout (408:
+    /// a client that sends slowly does not hold the connection), readable JSON (422).
+    func decode<T: Decodable & Sendable>(_ request: Request) async throws -> T {
+        let limit = config.maxBodyBytes
+        let timeout = config.requestTimeout
+        let body = request.body
+        let buffer: ByteBuffer = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask {
+                do {
+                    return try await body.collect(upTo: limit)
+                } catch is NIOTooManyBytesError {
+                    throw Refusal.tooLarge("the body is larger than \(limit) bytes")
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let buffer = first else {
+                throw Refusal(status: .requestTimeout, code: "timeout", message: "the body did not arrive within \(timeout.components.seconds) s")
+            }
+            return buffer
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))
+        } catch {
+            throw Refusal.malformed("the body does not read as this route's JSON: \(Self.brief(error))")
+        }
+    }
+
+    static func brief(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): "no \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        case DecodingError.dataCorrupted(let context): context.debugDescription
+        default: "\(error)"
+        }
+    }
+}

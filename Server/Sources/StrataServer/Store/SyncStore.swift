@@ -1,0 +1,78 @@
+import Foundation
+import StrataPQ
+import StrataWire
+
+/// The service's queries, each one round trip on a pooled connection: who may do what,
+/// push as a subject, pull by position.
+struct SyncStore: Sendable {
+    let pool: DatabasePool
+
+    /// Creates or upgrades the schema; the server's node id and version strings.
+    func prepare() async throws -> (node: UUID, schemaVersion: Int, server: String) {
+        try await pool.run { connection in
+            let (node, version, server) = try SyncSchema.prepare(connection)
+            return (node, version, server)
+        }
+    }
+
+    /// The role of `subject` on `document`, nil for a stranger.
+    func role(of subject: String, on document: String) async throws -> Role? {
+        let rows = try await pool.run { connection in
+            try connection.query("SELECT role FROM strata_members WHERE document = $1 AND subject = $2", [document, subject])
+        }
+        return rows.first?.first.flatMap { $0 }.flatMap(Role.init(rawValue:))
+    }
+
+    /// Stores `operations` as pushed by `subject`: all or none. Throws `PGError` with
+    /// ``SyncSchema/nodeTakenState`` when a node belongs to another subject.
+    func push(_ operations: [SyncWire.Operation], document: String, subject: String) async throws -> Int {
+        let parameters: [String?] = [
+            document, subject,
+            PGText.array(operations.map { $0.id.uuidString }),
+            PGText.array(operations.map { $0.node.uuidString }),
+            PGText.array(operations.map(\.seq)),
+            PGText.array(operations.map(\.hlc)),
+            PGText.textArray(operations.map(\.kind)),
+            PGText.byteaArray(operations.map { [UInt8]($0.payload) }),
+        ]
+        let rows = try await pool.run { connection in
+            try connection.query("SELECT strata_push_as($1, $2, $3::uuid[], $4::uuid[], $5::int8[], $6::int8[], $7::text[], $8::bytea[])", parameters)
+        }
+        return rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
+    }
+
+    /// The operations `request` asks for, at most `limit` (none with 0: then the position
+    /// of the newest, if any).
+    func pull(_ request: SyncWire.PullRequest, clock: [(UUID, Int64)], limit: Int, document: String) async throws -> SyncWire.PullResponse {
+        let nodes = PGText.array(clock.map { $0.0.uuidString })
+        let seqs = PGText.array(clock.map { $0.1 })
+        let filter = """
+            FROM strata_operations o
+            LEFT JOIN unnest($1::uuid[], $2::int8[]) AS c(node, seq) ON c.node = o.node
+            WHERE o.document = $3 AND o.position > $4 AND o.node <> $5 AND o.seq > coalesce(c.seq, 0)
+            """
+        let base: [String?] = [nodes, seqs, document, String(request.after), request.exclude.uuidString]
+        if limit == 0 {
+            let rows = try await pool.run { connection in
+                try connection.query("SELECT max(o.position) \(filter)", base)
+            }
+            let newest = rows.first?.first.flatMap { $0 }.flatMap { Int64($0) }
+            return SyncWire.PullResponse(operations: [], cursor: newest ?? request.after, hasMore: newest != nil)
+        }
+        let rows = try await pool.run { connection in
+            try connection.query("SELECT o.position, o.id, o.node, o.seq, o.hlc, o.kind, o.payload \(filter) ORDER BY o.position LIMIT $6",
+                                 base + [String(limit)])
+        }
+        var operations: [SyncWire.Operation] = []
+        var last = request.after
+        for fields in rows {
+            guard fields.count == 7, let position = fields[0].flatMap({ Int64($0) }), let id = fields[1].flatMap(UUID.init(uuidString:)),
+                  let node = fields[2].flatMap(UUID.init(uuidString:)), let seq = fields[3].flatMap({ Int64($0) }),
+                  let hlc = fields[4].flatMap({ Int64($0) }), let kind = fields[5], let payload = fields[6]
+            else { throw PGConnectionError(.malformed, "an operation row does not read") }
+            operations.append(SyncWire.Operation(id: id, node: node, seq: seq, hlc: hlc, kind: kind, payload: Data(try PGText.bytes(payload))))
+            last = position
+        }
+        return SyncWire.PullResponse(operations: operations, cursor: last, hasMore: rows.count == limit)
+    }
+}

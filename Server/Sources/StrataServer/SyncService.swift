@@ -1,0 +1,62 @@
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+import StrataPQ
+
+/// One instance of the sync service: HTTP in front of PostgreSQL. It keeps no device's
+/// state — a device may talk to any instance, and move between them — only what makes
+/// it cheap to serve many: a pool of a few connections, one change feed, the pulls waiting
+/// here, and per-subject rate limits.
+public final class SyncService: Sendable {
+    public let config: ServerConfig
+    let verifier: TokenVerifier
+    let pool: DatabasePool
+    let store: SyncStore
+    let waiters = DocumentWaiters()
+    let feed: ChangeFeed
+    let limiter: RateLimiter
+    let metrics: ServerMetrics
+    let logger: Logger
+    /// The server's node id, schema version and version string (read at start).
+    let identity: (node: UUID, schemaVersion: Int, server: String)
+
+    /// Checks the settings, reads the keys, prepares the schema and starts the change feed.
+    public init(config: ServerConfig, logger: Logger, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) async throws {
+        try config.validate()
+        self.config = config
+        self.logger = logger
+        verifier = TokenVerifier(keys: try config.loadKeys(), audience: config.audience, leeway: config.leeway)
+        pool = DatabasePool(url: config.databaseURL, size: config.poolSize, timeout: config.databaseTimeout)
+        store = SyncStore(pool: pool)
+        limiter = RateLimiter(rate: config.requestsPerSecond, burst: config.burst)
+        metrics = ServerMetrics(registry: registry)
+        identity = try await store.prepare()
+        feed = ChangeFeed(url: config.databaseURL, timeout: config.databaseTimeout, waiters: waiters, logger: logger)
+        feed.start()
+    }
+
+    /// The HTTP application: serve it with `runService()` (SIGTERM and SIGINT end it
+    /// cleanly). `onServerRunning` gets the bound port.
+    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            server: .http1(configuration: .init(idleTimeout: .seconds(config.idleTimeout.components.seconds))),
+            configuration: .init(address: .hostname(config.host, port: config.port), serverName: "strata-server"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger
+        )
+    }
+
+    /// Stops the feed and closes the pool (after the HTTP server has stopped).
+    public func shutdown() {
+        feed.stop()
+        waiters.wakeAll()
+        pool.close()
+    }
+
+    /// The version this service says it is.
+    public static let version = "strata-server 1"
+}
