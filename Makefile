@@ -4,8 +4,9 @@
 SWIFT ?= swift
 # libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus);
 # postgresql: the sync tests start a private server (initdb + pg_ctl, a Unix socket);
-# iproute2: the sync checker's network namespaces (ip netns).
-APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev iproute2
+# iproute2: the sync checker's network namespaces (ip netns); libssl-dev: the sync service's
+# token signatures (OpenSSL's libcrypto), openssl: its tests make EdDSA and ECDSA keys.
+APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev iproute2 libssl-dev openssl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
@@ -27,13 +28,20 @@ build: deps
 	$(SWIFT) build
 
 # Refuses a trap on read data first (scripts/check-untrusted-reads.py: no GRDB row subscript,
-# try!, as! or forced unwrap in the engine, the adapter or the host); builds everything (the
-# crash tests run the real `strata` binary, ExampleTests the embedding example's program),
-# then runs every test.
+# try!, as! or forced unwrap in the engine, the adapters, the host or the sync service);
+# builds everything (the crash tests run the real `strata` binary, ExampleTests the
+# embedding example's program), then runs every test. The sync service (Server/, a package
+# of its own: SwiftNIO) builds while the engine's tests run, which leave a core idle most
+# of the time; then its own tests run.
 test: deps
 	python3 scripts/check-untrusted-reads.py
 	$(SWIFT) build
-	$(SWIFT) test
+	@mkdir -p .build
+	@$(SWIFT) build --package-path Server --build-tests > .build/server-build.log 2>&1 & server=$$!; \
+	$(SWIFT) test; engine=$$?; \
+	if ! wait $$server; then cat .build/server-build.log; echo "make: the sync service did not build"; exit 1; fi; \
+	exit $$engine
+	$(SWIFT) test --package-path Server --skip-build
 	$(MAKE) docs
 
 # The embedding example as a package of its own, as a user's package would build it.
@@ -164,4 +172,4 @@ torture-sync: deps
 	.build/release/strata torture --mode sync --cycles $(SYNC_RUNS) --seed $(SYNC_SEED) --dir $(TORTURE_DIR) $(TORTURE_ARGS)
 
 clean:
-	rm -rf .build Benchmarks/.build bench-results torture-results
+	rm -rf .build Server/.build Benchmarks/.build bench-results torture-results

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fails on a trap that a value read from the file, the network or the command line could reach.
 
-In Sources/Strata, Sources/StrataPostgres and Sources/StrataHost (comments and string
+In the engine, its adapters, the host and the sync service (ROOTS below) (comments and string
 literals left out, interpolations kept), it refuses:
 
 - a GRDB `Row` read by subscript (`row["x"]`, `row[0]`, `$1["x"]` on a fetched row): the
@@ -18,7 +18,8 @@ import pathlib
 import re
 import sys
 
-ROOTS = ["Sources/Strata", "Sources/StrataPostgres", "Sources/StrataHost"]
+ROOTS = ["Sources/Strata", "Sources/StrataPostgres", "Sources/StrataPQ", "Sources/StrataWire", "Sources/StrataHTTP",
+         "Sources/StrataHost", "Server/Sources"]
 
 ROW_SUBSCRIPT = re.compile(r"\b\w*[rR]ow\??\s*\[")
 # `$0[...]` in a closure over fetched rows, or a subscript straight on `Row.fetchOne(...)`.

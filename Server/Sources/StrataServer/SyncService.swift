@@ -20,6 +20,8 @@ public final class SyncService: Sendable {
     let limiter: RateLimiter
     let metrics: ServerMetrics
     let logger: Logger
+    /// This instance's name for PostgreSQL (`application_name` of its connections).
+    public let instanceName: String
     /// The server's node id, schema version and version string (read at start).
     let identity: (node: UUID, schemaVersion: Int, server: String)
 
@@ -29,12 +31,15 @@ public final class SyncService: Sendable {
         self.config = config
         self.logger = logger
         verifier = TokenVerifier(keys: try config.loadKeys(), audience: config.audience, leeway: config.leeway)
-        pool = DatabasePool(url: config.databaseURL, size: config.poolSize, timeout: config.databaseTimeout)
+        // Its connections say whose they are (`pg_stat_activity.application_name`).
+        instanceName = "strata-server-\(UUID().uuidString.prefix(8).lowercased())"
+        let url = config.databaseURL + (config.databaseURL.contains("?") ? "&" : "?") + "application_name=\(instanceName)"
+        pool = DatabasePool(url: url, size: config.poolSize, timeout: config.databaseTimeout)
         store = SyncStore(pool: pool)
         limiter = RateLimiter(rate: config.requestsPerSecond, burst: config.burst)
         metrics = ServerMetrics(registry: registry)
         identity = try await store.prepare()
-        feed = ChangeFeed(url: config.databaseURL, timeout: config.databaseTimeout, waiters: waiters, logger: logger)
+        feed = ChangeFeed(url: url, timeout: config.databaseTimeout, waiters: waiters, logger: logger)
         feed.start()
     }
 
