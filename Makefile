@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture torture-sync clean
+.PHONY: try-sync-service server all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture torture-sync clean
 
 all: build
 
@@ -61,6 +61,16 @@ docs: deps
 run: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata sim --config $(CONFIG) --duration $(DURATION)
+
+# The sync service, release build (Server/: a package of its own).
+server: deps
+	$(SWIFT) build -c release --package-path Server --product strata-server
+
+# A sync service on a private PostgreSQL, and two `strata sim` canvases syncing through it
+# for DURATION seconds (scripts/try-sync-service.sh; everything removed at the end).
+try-sync-service: server
+	$(SWIFT) build -c release --product strata
+	DURATION=$(DURATION) scripts/try-sync-service.sh
 
 deps-bench: deps
 	@dpkg -s strace >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq strace; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The public symbols of Strata and its two adapters against the list in docs/public-api.txt.
+"""The public symbols of Strata and its adapters against the list in docs/public-api.txt.
 
 `make docs` extracts the library's symbol graph (public symbols only) while building the DocC
-archive, and the adapters' (StrataPostgres, StrataServiceLifecycle) with
+archive, and the adapters' (StrataPostgres, StrataServiceLifecycle, StrataHTTP, StrataWire, StrataPQ) with
 `swift package dump-symbol-graph`; this reads them and fails, naming them, when a symbol became
 public or stopped being public without the list saying so. After a deliberate change:
 scripts/check-public-api.py --update.
@@ -18,7 +18,10 @@ listing = os.path.join(root, "docs", "public-api.txt")
 modules = [("Strata", os.path.join(".build", "*", "extracted-symbols", "*", "Strata", "Strata*.symbols.json"), ""),
            ("StrataPostgres", os.path.join(".build", "*", "symbolgraph", "StrataPostgres*.symbols.json"), "StrataPostgres: "),
            ("StrataServiceLifecycle", os.path.join(".build", "*", "symbolgraph", "StrataServiceLifecycle*.symbols.json"),
-            "StrataServiceLifecycle: ")]
+            "StrataServiceLifecycle: "),
+           ("StrataHTTP", os.path.join(".build", "*", "symbolgraph", "StrataHTTP*.symbols.json"), "StrataHTTP: "),
+           ("StrataWire", os.path.join(".build", "*", "symbolgraph", "StrataWire*.symbols.json"), "StrataWire: "),
+           ("StrataPQ", os.path.join(".build", "*", "symbolgraph", "StrataPQ*.symbols.json"), "StrataPQ: ")]
 
 symbols = set()
 for module, pattern, prefix in modules:
