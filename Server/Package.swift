@@ -49,6 +49,11 @@ let package = Package(
             name: "StrataServerCommand",
             dependencies: [
                 "StrataServer",
+                .product(name: "StrataPQ", package: "Strata"),
+                .product(name: "StrataWire", package: "Strata"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -7,7 +7,7 @@ struct StrataServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "strata-server",
         abstract: "Strata's sync service: devices push and pull operations over HTTP, with tokens and per-document access.",
-        subcommands: [ServeCommand.self, TokenCommand.self, MembersCommand.self]
+        subcommands: [ServeCommand.self, TokenCommand.self, MembersCommand.self, BenchCommand.self]
     )
 }
 
