@@ -49,7 +49,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let secret = (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) }
-        FileManager.default.createFile(atPath: "\(folder)/secret", contents: Data(secret))
+        _ = FileManager.default.createFile(atPath: "\(folder)/secret", contents: Data(secret))
         let key = try TokenKey(id: nil, secret: secret)
         let document = freshDocument()
         let members = try Members(url: postgres.url)

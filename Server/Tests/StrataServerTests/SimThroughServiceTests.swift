@@ -34,7 +34,7 @@ import Testing
                              "--token-file", "\(folder)/\(subject).token", "--duration", "6", "--sync-settle", "3",
                              "--entities", "20", "--seed", "\(index + 1)", "--log-level", "warning"]
             sim.standardOutput = FileHandle(forWritingAtPath: "\(folder)/\(subject).out") ?? {
-                FileManager.default.createFile(atPath: "\(folder)/\(subject).out", contents: nil)
+                _ = FileManager.default.createFile(atPath: "\(folder)/\(subject).out", contents: nil)
                 return FileHandle(forWritingAtPath: "\(folder)/\(subject).out") ?? FileHandle.nullDevice
             }()
             sim.standardError = sim.standardOutput
