@@ -18,6 +18,7 @@ public final class SyncService: Sendable {
     let waiters = DocumentWaiters()
     let feed: ChangeFeed
     let limiter: RateLimiter
+    let memberships: MembershipCache
     let metrics: ServerMetrics
     let logger: Logger
     /// This instance's name for PostgreSQL (`application_name` of its connections).
@@ -37,6 +38,7 @@ public final class SyncService: Sendable {
         pool = DatabasePool(url: url, size: config.poolSize, timeout: config.databaseTimeout)
         store = SyncStore(pool: pool)
         limiter = RateLimiter(rate: config.requestsPerSecond, burst: config.burst)
+        memberships = MembershipCache(ttl: config.membershipCache)
         metrics = ServerMetrics(registry: registry)
         identity = try await store.prepare()
         feed = ChangeFeed(url: url, timeout: config.databaseTimeout, waiters: waiters, logger: logger)

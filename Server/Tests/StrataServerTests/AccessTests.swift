@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func aReaderPullsButCannotPush() async throws {
-        let service = try await TestService()
+        let service = try await TestService { $0.membershipCache = .zero }
         defer { Task { await service.stop() } }
         let document = freshDocument()
         try service.grant(.reader, "rita", document)
@@ -40,11 +40,26 @@ import Testing
         #expect(try JSONDecoder().decode(SyncWire.PullResponse.self, from: pulled.body).operations.count == 1)
         #expect(try service.stored(document) == 1)
 
-        // A revoked member is refused at once, with the same token.
+        // A revoked member is refused at once (no membership cache here), with the same token.
         let members = try Members(url: service.postgres.url)
         #expect(try members.revoke("rita", on: document))
         members.close()
         #expect(try await service.pull(document, token: rita).status == 403)
+    }
+
+    /// A role read is kept for the cache's time, then asked again: a revocation (or a grant)
+    /// takes effect within it. Virtual time.
+    @Test func aRoleIsKeptForTheMembershipCacheOnly() {
+        let cache = MembershipCache(ttl: .seconds(5))
+        #expect(cache.role(of: "rita", on: "d", now: 100) == nil, "not read yet")
+        cache.note(.reader, of: "rita", on: "d", now: 100)
+        cache.note(nil, of: "sam", on: "d", now: 100)
+        #expect(cache.role(of: "rita", on: "d", now: 104.9) == .some(.reader))
+        #expect(cache.role(of: "sam", on: "d", now: 104.9) == .some(nil), "a known stranger")
+        #expect(cache.role(of: "rita", on: "d", now: 105.1) == nil, "asked again")
+        let none = MembershipCache(ttl: .zero)
+        none.note(.owner, of: "rita", on: "d", now: 100)
+        #expect(none.role(of: "rita", on: "d", now: 100) == nil, "0: every request asks PostgreSQL")
     }
 
     @Test func aNodeBelongsToTheSubjectThatFirstPushedIt() async throws {

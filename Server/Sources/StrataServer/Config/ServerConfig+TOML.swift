@@ -32,6 +32,7 @@ extension ServerConfig {
         c.audience = try auth.string("audience", c.audience)
         c.hmacSecretFile = try auth.string("hmac_secret_file", c.hmacSecretFile)
         c.leeway = .seconds(try auth.int("leeway_secs", 10, 0 ... 3600))
+        c.membershipCache = .milliseconds(try auth.int("membership_cache_ms", 5000, 0 ... 600_000))
         for (index, var entry) in try auth.tables("keys").enumerated() {
             let id = try entry.string("id", "")
             let algorithm = try entry.string("algorithm", "")

@@ -33,6 +33,9 @@ public struct ServerConfig: Sendable, Equatable {
     /// `[[auth.keys]]`: public keys (`id`, `algorithm` EdDSA/ES256/ES384, `public_key_file`),
     /// or HMAC secrets (`algorithm` HS256/HS384/HS512, `secret_file`), by key id.
     public var keys: [KeyEntry] = []
+    /// `[auth] membership_cache_ms`: how long an instance keeps a role it read (a grant or
+    /// a revocation takes effect within it); 0: PostgreSQL is asked at every request.
+    public var membershipCache: Duration = .seconds(5)
     /// `[auth] leeway_secs`: clock slack allowed on `exp` and `nbf`.
     public var leeway: Duration = .seconds(10)
 

@@ -6,13 +6,24 @@ import Foundation
 ///
 /// A pull takes the document's generation before it queries, and waits only if the
 /// generation has not moved since: news between the query and the wait is never missed.
+/// The pulls woken together share one ``Delivery``: one query for all of them, from the
+/// oldest position any of them had, each taking its own page from it. One timer thread
+/// ends the waits that run out (no task per waiting pull).
 final class DocumentWaiters: @unchecked Sendable {
     // @unchecked Sendable: everything is under `lock`.
+    private struct Waiter {
+        var continuation: CheckedContinuation<Delivery?, Never>
+        var deadline: Double
+        var document: String
+        var after: Int64
+    }
+
     private let lock = NSLock()
     private var generations: [String: UInt64] = [:]
-    private var waiting: [String: [UInt64: CheckedContinuation<Void, Never>]] = [:]
+    private var waiting: [String: [UInt64: Waiter]] = [:]
     private var nextID: UInt64 = 0
     private(set) var count = 0
+    private var sweeping = false
 
     /// A document's key: the md5 of its name in hex, as the feed's notifications carry it.
     static func key(of document: String) -> String {
@@ -23,64 +34,109 @@ final class DocumentWaiters: @unchecked Sendable {
         return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
     }
 
+    static func now() -> Double { ProcessInfo.processInfo.systemUptime }
+
     func generation(of key: String) -> UInt64 {
         lock.withLock { generations[key] ?? 0 }
     }
 
-    /// Returns when `key` has news after `generation`, or after `timeout`.
-    func wait(for key: String, after generation: UInt64, timeout: Duration) async {
-        let id: UInt64? = lock.withLock {
-            guard (generations[key] ?? 0) == generation else { return nil }
-            nextID += 1
-            return nextID
-        }
-        guard let id else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    /// Waits for news on `document` after `generation`, up to `timeout`: the delivery the
+    /// pulls woken with this one share, or nil (the time ran out, or the feed was lost).
+    func wait(for document: String, key: String, after generation: UInt64, from position: Int64, timeout: Duration) async -> Delivery? {
+        let deadline = Self.now() + Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Delivery?, Never>) in
             let registered: Bool = lock.withLock {
                 guard (generations[key] ?? 0) == generation else { return false }
-                waiting[key, default: [:]][id] = continuation
+                nextID += 1
+                waiting[key, default: [:]][nextID] = Waiter(continuation: continuation, deadline: deadline, document: document, after: position)
                 count += 1
+                if !sweeping {
+                    sweeping = true
+                    Thread.detachNewThread { [weak self] in self?.sweep() }
+                }
                 return true
             }
-            guard registered else { continuation.resume(); return }
-            Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                self?.resume(key, id)
-            }
+            // News came between the query and now: query again at once.
+            if !registered { continuation.resume(returning: nil) }
         }
     }
 
-    /// News for `key`: every pull waiting on it answers.
+    /// News for `key`: every pull waiting on it answers, from one shared query.
     func wake(_ key: String) {
-        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
+        let (woken, delivery): ([CheckedContinuation<Delivery?, Never>], Delivery?) = lock.withLock {
             generations[key, default: 0] += 1
-            let all = waiting.removeValue(forKey: key).map { Array($0.values) } ?? []
+            guard let all = waiting.removeValue(forKey: key), let any = all.first?.value else { return ([], nil) }
             count -= all.count
-            return all
+            let delivery = Delivery(document: any.document, after: all.values.map(\.after).min() ?? 0, generation: generations[key] ?? 0)
+            return (all.values.map(\.continuation), delivery)
         }
-        for continuation in woken { continuation.resume() }
+        for continuation in woken { continuation.resume(returning: delivery) }
     }
 
     /// News for every document (the feed was lost: what was pushed meanwhile is unknown).
     func wakeAll() {
-        let woken: [CheckedContinuation<Void, Never>] = lock.withLock {
-            for key in generations.keys { generations[key, default: 0] += 1 }
+        let woken: [CheckedContinuation<Delivery?, Never>] = lock.withLock {
             for key in waiting.keys { generations[key, default: 0] += 1 }
-            let all = waiting.values.flatMap(\.values)
+            for key in generations.keys { generations[key, default: 0] += 1 }
+            let all = waiting.values.flatMap { $0.values.map(\.continuation) }
             waiting.removeAll()
             count = 0
             return all
         }
-        for continuation in woken { continuation.resume() }
+        for continuation in woken { continuation.resume(returning: nil) }
     }
 
-    private func resume(_ key: String, _ id: UInt64) {
-        let continuation: CheckedContinuation<Void, Never>? = lock.withLock {
-            guard let found = waiting[key]?.removeValue(forKey: id) else { return nil }
-            if waiting[key]?.isEmpty == true { waiting.removeValue(forKey: key) }
-            count -= 1
-            return found
+    /// Every 100 ms, ends the waits whose time ran out; stops when none is left.
+    private func sweep() {
+        while true {
+            Thread.sleep(forTimeInterval: 0.1)
+            let now = Self.now()
+            let (expired, more): ([CheckedContinuation<Delivery?, Never>], Bool) = lock.withLock {
+                var expired: [CheckedContinuation<Delivery?, Never>] = []
+                for key in Array(waiting.keys) {
+                    guard var waiters = waiting[key] else { continue }
+                    for (id, waiter) in waiters where waiter.deadline <= now {
+                        expired.append(waiter.continuation)
+                        waiters.removeValue(forKey: id)
+                    }
+                    waiting[key] = waiters.isEmpty ? nil : waiters
+                }
+                count -= expired.count
+                if waiting.isEmpty { sweeping = false }
+                return (expired, !waiting.isEmpty)
+            }
+            for continuation in expired { continuation.resume(returning: nil) }
+            if !more { return }
         }
-        continuation?.resume()
+    }
+}
+
+/// The pulls of one document woken together: one query (the first that asks runs it, the
+/// others wait for it) for the operations after the oldest position any of them had.
+final class Delivery: @unchecked Sendable {
+    // @unchecked Sendable: `task` is under `lock`.
+    let document: String
+    let after: Int64
+    /// The document's generation it was made at: its query sees every push up to it, and
+    /// a pull that found nothing in it waits for news after it.
+    let generation: UInt64
+    private let lock = NSLock()
+    private var task: Task<SharedRows, any Error>?
+
+    init(document: String, after: Int64, generation: UInt64) {
+        self.document = document
+        self.after = after
+        self.generation = generation
+    }
+
+    func rows(_ fetch: @escaping @Sendable (String, Int64) async throws -> SharedRows) async throws -> SharedRows {
+        let running: Task<SharedRows, any Error> = lock.withLock {
+            if let task { return task }
+            let (document, after) = (document, after)
+            let made = Task { try await fetch(document, after) }
+            task = made
+            return made
+        }
+        return try await running.value
     }
 }

@@ -35,10 +35,10 @@ extension SyncService {
 
     func pull(_ request: Request, document: String) async throws -> SyncWire.PullResponse {
         let pull: SyncWire.PullRequest = try await decode(request)
-        var clock: [(UUID, Int64)] = []
+        var clock: [UUID: Int64] = [:]
         for (node, seq) in pull.clock {
             guard let id = UUID(uuidString: node) else { throw Refusal.malformed("clock: \"\(node.prefix(64))\" is not a node id") }
-            clock.append((id, seq))
+            clock[id] = max(clock[id] ?? 0, seq)
         }
         guard pull.after >= 0, pull.limit >= 0, pull.waitMilliseconds >= 0 else {
             throw Refusal.malformed("after, limit and wait_ms must not be negative")
@@ -47,11 +47,19 @@ extension SyncService {
         let key = DocumentWaiters.key(of: document)
         let wait = min(Duration.milliseconds(pull.waitMilliseconds), config.maxPullWait)
         let deadline = ContinuousClock.now + wait
+        var delivery: Delivery?
         while true {
-            let generation = waiters.generation(of: key)
+            let generation = delivery?.generation ?? waiters.generation(of: key)
             let answer: SyncWire.PullResponse
             do {
-                answer = try await store.pull(pull, clock: clock, limit: limit, document: document)
+                // Woken with others: their shared query, unless it may not hold this page.
+                if let delivery, let page = try await delivery.rows({ [store, config] document, after in
+                    try await store.rows(of: document, after: after, limit: config.maxPullLimit)
+                }).page(for: pull, clock: clock, limit: limit) {
+                    answer = page
+                } else {
+                    answer = try await store.pull(pull, clock: Array(clock.map { ($0.key, $0.value) }), limit: limit, document: document)
+                }
             } catch {
                 throw databaseRefusal(error)
             }
@@ -60,7 +68,7 @@ extension SyncService {
                 metrics.pulledOperations.increment(by: Int64(answer.operations.count))
                 return answer
             }
-            await waiters.wait(for: key, after: generation, timeout: left)
+            delivery = await waiters.wait(for: document, key: key, after: generation, from: pull.after, timeout: left)
         }
     }
 

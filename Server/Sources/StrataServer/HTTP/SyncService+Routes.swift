@@ -40,10 +40,15 @@ extension SyncService {
             if let wait = limiter.take(subject) { throw Refusal.tooMany(retryAfter: wait) }
             let document = try documentName(context)
             let role: Role?
-            do {
-                role = try await store.role(of: subject, on: document)
-            } catch {
-                throw databaseRefusal(error)
+            if let known = memberships.role(of: subject, on: document) {
+                role = known
+            } else {
+                do {
+                    role = try await store.role(of: subject, on: document)
+                } catch {
+                    throw databaseRefusal(error)
+                }
+                memberships.note(role, of: subject, on: document)
             }
             guard let role else { throw Refusal.forbidden("\(subject) is not a member of document \"\(document)\"") }
             guard role >= least else { throw Refusal.forbidden("\(subject) is a \(role.rawValue) of \"\(document)\": \(route) needs a \(least.rawValue)") }

@@ -41,6 +41,27 @@ struct SyncStore: Sendable {
         return rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
     }
 
+    /// Every operation of `document` after `position`, at most `limit`, for the pulls of a
+    /// ``Delivery`` to take their pages from.
+    func rows(of document: String, after position: Int64, limit: Int) async throws -> SharedRows {
+        let rows = try await pool.run { connection in
+            try connection.query("""
+                SELECT position, id, node, seq, hlc, kind, payload FROM strata_operations
+                WHERE document = $1 AND position > $2 ORDER BY position LIMIT $3
+                """, [document, String(position), String(limit)])
+        }
+        return SharedRows(rows: try rows.map(Self.operation), full: rows.count == limit)
+    }
+
+    /// One row of (position, id, node, seq, hlc, kind, payload).
+    static func operation(_ fields: [String?]) throws -> (position: Int64, operation: SyncWire.Operation) {
+        guard fields.count == 7, let position = fields[0].flatMap({ Int64($0) }), let id = fields[1].flatMap(UUID.init(uuidString:)),
+              let node = fields[2].flatMap(UUID.init(uuidString:)), let seq = fields[3].flatMap({ Int64($0) }),
+              let hlc = fields[4].flatMap({ Int64($0) }), let kind = fields[5], let payload = fields[6]
+        else { throw PGConnectionError(.malformed, "an operation row does not read") }
+        return (position, SyncWire.Operation(id: id, node: node, seq: seq, hlc: hlc, kind: kind, payload: Data(try PGText.bytes(payload))))
+    }
+
     /// The operations `request` asks for, at most `limit` (none with 0: then the position
     /// of the newest, if any).
     func pull(_ request: SyncWire.PullRequest, clock: [(UUID, Int64)], limit: Int, document: String) async throws -> SyncWire.PullResponse {
@@ -66,13 +87,36 @@ struct SyncStore: Sendable {
         var operations: [SyncWire.Operation] = []
         var last = request.after
         for fields in rows {
-            guard fields.count == 7, let position = fields[0].flatMap({ Int64($0) }), let id = fields[1].flatMap(UUID.init(uuidString:)),
-                  let node = fields[2].flatMap(UUID.init(uuidString:)), let seq = fields[3].flatMap({ Int64($0) }),
-                  let hlc = fields[4].flatMap({ Int64($0) }), let kind = fields[5], let payload = fields[6]
-            else { throw PGConnectionError(.malformed, "an operation row does not read") }
-            operations.append(SyncWire.Operation(id: id, node: node, seq: seq, hlc: hlc, kind: kind, payload: Data(try PGText.bytes(payload))))
+            let (position, operation) = try Self.operation(fields)
+            operations.append(operation)
             last = position
         }
         return SyncWire.PullResponse(operations: operations, cursor: last, hasMore: rows.count == limit)
+    }
+}
+
+/// What one query of a ``Delivery`` read: operations by position, and whether the limit cut
+/// it short (then a pull whose page may lie past it queries on its own).
+struct SharedRows: Sendable {
+    var rows: [(position: Int64, operation: SyncWire.Operation)]
+    var full: Bool
+
+    /// `request`'s page out of these rows, or nil when they may not hold all of it.
+    func page(for request: SyncWire.PullRequest, clock: [UUID: Int64], limit: Int) -> SyncWire.PullResponse? {
+        var taken: [SyncWire.Operation] = []
+        var cursor = request.after
+        var more = false
+        for (position, operation) in rows where position > request.after && operation.node != request.exclude
+            && operation.seq > (clock[operation.node] ?? 0) {
+            if taken.count == limit {
+                more = true
+                if limit == 0 { cursor = position }
+                continue
+            }
+            taken.append(operation)
+            cursor = position
+        }
+        if full && !more { return nil }
+        return SyncWire.PullResponse(operations: taken, cursor: cursor, hasMore: more || (limit > 0 && taken.count == limit && full))
     }
 }
