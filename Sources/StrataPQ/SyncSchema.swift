@@ -73,8 +73,9 @@ public enum SyncSchema {
         ],
         // The sync service: members of a document and their roles, the subject each node
         // belongs to (the first that pushed it), who pushed each operation (NULL: a device's
-        // direct transport), and one channel every push notifies with the document's md5
-        // (a service instance listens once for every document).
+        // direct transport), and one channel every push notifies with the document's md5 and
+        // its newest position (a service instance listens once for every document, and knows
+        // without a query that a pull is up to date).
         3: [
             "ALTER TABLE strata_operations ADD COLUMN pushed_by text",
             """
@@ -98,7 +99,7 @@ public enum SyncSchema {
             """
             CREATE FUNCTION strata_push_as(doc text, who text, ids uuid[], nodes uuid[], seqs int8[], hlcs int8[], kinds text[], payloads bytea[])
             RETURNS int8 LANGUAGE plpgsql AS $$
-            DECLARE inserted int8; taken uuid;
+            DECLARE inserted int8; taken uuid; newest int8;
             BEGIN
                 PERFORM pg_advisory_xact_lock(hashtext('strata_push'), hashtext(doc));
                 IF who IS NOT NULL THEN
@@ -118,8 +119,9 @@ public enum SyncSchema {
                 ON CONFLICT DO NOTHING;
                 GET DIAGNOSTICS inserted = ROW_COUNT;
                 IF inserted > 0 THEN
+                    SELECT max(position) INTO newest FROM strata_operations WHERE document = doc;
                     PERFORM pg_notify('strata_' || md5(doc), '');
-                    PERFORM pg_notify('strata_changes', md5(doc));
+                    PERFORM pg_notify('strata_changes', md5(doc) || ' ' || newest);
                 END IF;
                 RETURN inserted;
             END $$
@@ -133,7 +135,8 @@ public enum SyncSchema {
         ],
     ]
 
-    /// The channel every push notifies, with the md5 of its document as the payload.
+    /// The channel every push notifies; the payload is the md5 of its document and the
+    /// document's newest position, separated by a space.
     public static let changesChannel = "strata_changes"
 
     /// The SQLSTATE `strata_push_as` raises for a node another subject pushed first.

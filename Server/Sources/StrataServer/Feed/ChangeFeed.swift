@@ -4,7 +4,7 @@ import Logging
 import StrataPQ
 
 /// The instance's one `LISTEN`: a connection and a thread of its own, on the channel every
-/// push notifies (``SyncSchema/changesChannel``, the document's md5 as payload), fanned out
+/// push notifies (``SyncSchema/changesChannel``: the document's md5 and newest position), fanned out
 /// to the pulls waiting here. PostgreSQL sees one listener per instance, however many
 /// devices wait. Lost, it is made again with backoff, and every waiting pull is woken
 /// (what was pushed meanwhile is unknown): they query again.
@@ -65,7 +65,19 @@ final class ChangeFeed: @unchecked Sendable {
                     guard ready > 0 else { continue }
                     let news = try connection.takeNotifications()
                     lock.withLock { notifications += news.count }
-                    for key in Set(news.map(\.payload)) { waiters.wake(key) }
+                    // By document: the newest position told (nil when a payload does not say).
+                    var newest: [String: Int64?] = [:]
+                    for notification in news {
+                        let parts = notification.payload.split(separator: " ")
+                        guard let key = parts.first.map(String.init) else { continue }
+                        let position = parts.count > 1 ? Int64(parts[1]) : nil
+                        if let known = newest[key] {
+                            newest[key] = known.flatMap { a in position.map { max(a, $0) } }
+                        } else {
+                            newest[key] = .some(position)
+                        }
+                    }
+                    for (key, position) in newest { waiters.wake(key, newest: position) }
                 }
             } catch {
                 let wasConnected = lock.withLock { () -> Bool in

@@ -36,8 +36,17 @@ final class DocumentWaiters: @unchecked Sendable {
 
     static func now() -> Double { ProcessInfo.processInfo.systemUptime }
 
+    /// The newest position of each document the feed told of since it (re)connected: a
+    /// pull already past it has nothing to query.
+    private var newest: [String: Int64] = [:]
+
     func generation(of key: String) -> UInt64 {
         lock.withLock { generations[key] ?? 0 }
+    }
+
+    /// The document's generation, and its newest position if the feed told it.
+    func state(of key: String) -> (generation: UInt64, newest: Int64?) {
+        lock.withLock { (generations[key] ?? 0, newest[key]) }
     }
 
     /// Waits for news on `document` after `generation`, up to `timeout`: the delivery the
@@ -62,8 +71,15 @@ final class DocumentWaiters: @unchecked Sendable {
     }
 
     /// News for `key`: every pull waiting on it answers, from one shared query.
-    func wake(_ key: String) {
+    /// `newest`: the document's newest position, from the feed (nil from a push here,
+    /// which the feed tells of too).
+    func wake(_ key: String, newest position: Int64? = nil) {
         let (woken, delivery): ([CheckedContinuation<Delivery?, Never>], Delivery?) = lock.withLock {
+            if let position {
+                // Told already (this instance's push woke it first): nothing new.
+                if let known = newest[key], known >= position { return ([], nil) }
+                newest[key] = position
+            }
             generations[key, default: 0] += 1
             guard let all = waiting.removeValue(forKey: key), let any = all.first?.value else { return ([], nil) }
             count -= all.count
@@ -78,6 +94,7 @@ final class DocumentWaiters: @unchecked Sendable {
         let woken: [CheckedContinuation<Delivery?, Never>] = lock.withLock {
             for key in waiting.keys { generations[key, default: 0] += 1 }
             for key in generations.keys { generations[key, default: 0] += 1 }
+            newest.removeAll()   // what was pushed meanwhile is unknown
             let all = waiting.values.flatMap { $0.values.map(\.continuation) }
             waiting.removeAll()
             count = 0

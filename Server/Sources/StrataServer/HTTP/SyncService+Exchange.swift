@@ -49,7 +49,13 @@ extension SyncService {
         let deadline = ContinuousClock.now + wait
         var delivery: Delivery?
         while true {
-            let generation = delivery?.generation ?? waiters.generation(of: key)
+            let (current, newest) = waiters.state(of: key)
+            let generation = delivery?.generation ?? current
+            // Up to date with what the feed told: wait without a query.
+            if delivery == nil, let newest, newest <= pull.after, deadline > ContinuousClock.now, !Task.isCancelled {
+                delivery = await waiters.wait(for: document, key: key, after: generation, from: pull.after, timeout: deadline - ContinuousClock.now)
+                if delivery == nil, ContinuousClock.now < deadline { continue }
+            }
             let answer: SyncWire.PullResponse
             do {
                 // Woken with others: their shared query, unless it may not hold this page.
