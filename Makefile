@@ -29,19 +29,25 @@ build: deps
 
 # Refuses a trap on read data first (scripts/check-untrusted-reads.py: no GRDB row subscript,
 # try!, as! or forced unwrap in the engine, the adapters, the host or the sync service);
-# builds everything (the crash tests run the real `strata` binary, ExampleTests the
-# embedding example's program), then runs every test. The sync service (Server/, a package
-# of its own: SwiftNIO) builds while the engine's tests run, which leave a core idle most
-# of the time; then its own tests run.
+# builds everything with the tests (the crash tests run the real `strata` binary, ExampleTests
+# the embedding example's program), then runs every test. Three things at once, since most
+# tests wait on processes, files and timers, and a test process runs its tests on as many
+# threads as there are cores: the engine's tests in two processes (suites A–R and S–Z), and
+# the sync service (Server/, a package of its own: SwiftNIO) built, then its tests run.
+ENGINE_TESTS := .build/debug/StrataPackageTests.xctest --testing-library swift-testing
+FIRST_HALF := StrataTests\.[A-R]
 test: deps
 	python3 scripts/check-untrusted-reads.py
-	$(SWIFT) build
-	@mkdir -p .build
-	@$(SWIFT) build --package-path Server --build-tests > .build/server-build.log 2>&1 & server=$$!; \
-	$(SWIFT) test; engine=$$?; \
-	if ! wait $$server; then cat .build/server-build.log; echo "make: the sync service did not build"; exit 1; fi; \
-	exit $$engine
-	$(SWIFT) test --package-path Server --skip-build
+	$(SWIFT) build --build-tests
+	@( $(SWIFT) build --package-path Server --build-tests && $(SWIFT) test --package-path Server --skip-build ) \
+		> .build/server-tests.log 2>&1 & server=$$!; \
+	$(ENGINE_TESTS) --filter '$(FIRST_HALF)' > .build/engine-tests-1.log 2>&1 & first=$$!; \
+	$(ENGINE_TESTS) --skip '$(FIRST_HALF)'; second=$$?; \
+	wait $$first; first=$$?; \
+	if [ $$first -ne 0 ]; then cat .build/engine-tests-1.log; else grep -a "Test run with" .build/engine-tests-1.log; fi; \
+	wait $$server; server=$$?; \
+	if [ $$server -ne 0 ]; then cat .build/server-tests.log; else grep -a "Test run with" .build/server-tests.log; fi; \
+	[ $$first -eq 0 ] && [ $$second -eq 0 ] && [ $$server -eq 0 ] || { echo "make: tests failed (engine A–R: $$first, S–Z: $$second, service: $$server)"; exit 1; }
 	$(MAKE) docs
 
 # The embedding example as a package of its own, as a user's package would build it.

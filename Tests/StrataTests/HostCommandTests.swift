@@ -238,7 +238,10 @@ import Testing
     @Test(arguments: [
         ("postgresql://me@localhost:99999/strata", "port 99999 is not between 1 and 65535"),
         ("postgresql://me@localhost/strata?sslmode=maybe", "sslmode maybe is not one of"),
-        ("http://localhost/strata", "not a postgresql:// URL"),
+        ("ftp://localhost/strata", "not a postgresql:// URL"),
+        ("http://localhost/strata", "the service's URL is its scheme, host and port only"),
+        ("http://sync.example.com", "plain http:// only to a loopback address"),
+        ("https://sync.example.com", "a sync service needs a token: --token-file FILE"),
     ])
     func aSyncServerThatCannotBeRightIsRefusedBeforeTheDocumentIsOpened(url: String, message: String) throws {
         let directory = TestDirectory()
