@@ -28,6 +28,29 @@ import Testing
         #expect(page.operations.map(\.id) == [pushed.id])
     }
 
+    /// No device state in an instance: a device that pushes through one instance, then
+    /// another (a load balancer moved it), and retries a push through the second, loses and
+    /// duplicates nothing; either instance hands out the same operations.
+    @Test func aDeviceMovesBetweenInstancesAndLosesNothing() async throws {
+        let first = try await TestService()
+        let second = try await TestService(secret: first.secret)
+        defer { Task { await first.stop(); await second.stop() } }
+        let document = freshDocument()
+        try first.grant(.writer, "alice", document)
+        try first.grant(.reader, "bob", document)
+        let alice = try first.token("alice")
+        let node = UUID()
+        let operations = (1 ... 6).map { operation(node: node, seq: Int64($0)) }
+        #expect(try await first.push(document, token: alice, Array(operations[0 ..< 3])).status == 200)
+        #expect(try await second.push(document, token: alice, Array(operations[2 ..< 6])).status == 200, "one sent again, as after a lost answer")
+        let bob = try first.token("bob")
+        for instance in [first, second] {
+            let page = try JSONDecoder().decode(SyncWire.PullResponse.self, from: try await instance.pull(document, token: bob).body)
+            #expect(page.operations.map(\.id) == operations.map(\.id))
+        }
+        #expect(try first.stored(document) == 6)
+    }
+
     @Test(.timeLimit(.minutes(1))) func listeningWaitsForNewsAndLeavesTheDevicesOwnPushesOut() async throws {
         let service = try await TestService { $0.maxPullWait = .seconds(3600); $0.requestTimeout = .seconds(3700) }
         defer { Task { await service.stop() } }
