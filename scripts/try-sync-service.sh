@@ -23,7 +23,7 @@ as_postgres "$bin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w -o "-k $work -c l
 database="postgresql://strata@/postgres?host=$work"
 server_bin=Server/.build/release/strata-server
 strata_bin=.build/release/strata
-head -c 48 /dev/urandom > "$work/secret"
+head -c 48 /dev/urandom | base64 -w0 > "$work/secret"
 for who in alice bob; do
     "$server_bin" members add --database "$database" --document canvas --subject "$who" --role writer
     "$server_bin" token --hmac-secret-file "$work/secret" --subject "$who" > "$work/$who.token"

@@ -48,7 +48,7 @@ import Testing
         let folder = NSTemporaryDirectory() + "strata-kill-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let secret = (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) }
+        let secret = TokenKey.randomSecret()
         _ = FileManager.default.createFile(atPath: "\(folder)/secret", contents: Data(secret))
         let key = try TokenKey(id: nil, secret: secret)
         let document = freshDocument()

@@ -11,7 +11,7 @@ import Testing
         try service.grant(.writer, "alice", document)
         let good = try service.token("alice")
         let parts = good.split(separator: ".").map(String.init)
-        let otherKey = try TokenKey(id: nil, secret: (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) })
+        let otherKey = try TokenKey(id: nil, secret: TokenKey.randomSecret())
         let header = { (json: String) in Base64URL.encode(Array(json.utf8)) }
         let bad: [(String, String?)] = [
             ("expired", try service.token("alice", ttl: .seconds(60), now: Date(timeIntervalSinceNow: -3600))),

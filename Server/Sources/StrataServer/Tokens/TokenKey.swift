@@ -21,6 +21,12 @@ public final class TokenKey: @unchecked Sendable {
     private let secret: [UInt8]
     private let key: OpaquePointer?
 
+    /// A new HMAC secret as text: 64 hex digits (256 bits), so a file holding it reads back
+    /// the same (a secret's file loses its trailing newlines).
+    public static func randomSecret() -> [UInt8] {
+        Array((0 ..< 32).map { _ in String(format: "%02x", UInt8.random(in: 0 ... 255)) }.joined().utf8)
+    }
+
     /// An HMAC key. A secret shorter than the hash is refused (RFC 7518 §3.2).
     public init(id: String?, algorithm: Algorithm = .hs256, secret: [UInt8]) throws {
         guard algorithm.isHMAC else { throw TokenKeyError("\(algorithm.rawValue) takes a PEM key, not a secret") }

@@ -40,7 +40,7 @@ struct BenchRun {
         self.say = say
         folder = NSTemporaryDirectory() + "strata-server-bench-\(runID)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let secret = (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) }
+        let secret = TokenKey.randomSecret()
         FileManager.default.createFile(atPath: "\(folder)/secret", contents: Data(secret))
         key = try TokenKey(id: nil, secret: secret)
     }

@@ -19,7 +19,7 @@ final class TestService: @unchecked Sendable {
 
     init(secret: [UInt8]? = nil, _ adjust: (inout ServerConfig) -> Void = { _ in }) async throws {
         postgres = try TestPostgres.shared.get()
-        self.secret = secret ?? (0 ..< 32).map { _ in UInt8.random(in: 0 ... 255) }
+        self.secret = secret ?? TokenKey.randomSecret()
         let secretFile = NSTemporaryDirectory() + "strata-server-secret-\(UUID().uuidString)"
         FileManager.default.createFile(atPath: secretFile, contents: Data(self.secret))
         defer { unlink(secretFile) }
