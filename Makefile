@@ -33,7 +33,7 @@ build: deps
 # the embedding example's program), then runs every test. Three things at once, since most
 # tests wait on processes, files and timers, and a test process runs its tests on as many
 # threads as there are cores: the engine's tests in three processes (suites A–R and Tool…;
-# S–Z but Sync… and T…; Sync… and T… but Tool…: as long as each other here),
+# S–Z but Tool… and Torture…; Torture…, the longest, alone),
 # and the sync service (Server/, a package of its own: SwiftNIO) built, then its tests run.
 ENGINE_TESTS := .build/debug/StrataPackageTests.xctest --testing-library swift-testing
 test: deps
@@ -42,8 +42,8 @@ test: deps
 	@( $(SWIFT) build --package-path Server --build-tests && $(SWIFT) test --package-path Server --skip-build ) \
 		> .build/server-tests.log 2>&1 & server=$$!; \
 	$(ENGINE_TESTS) --filter 'StrataTests\.([A-R]|Tool)' > .build/engine-tests-1.log 2>&1 & first=$$!; \
-	$(ENGINE_TESTS) --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(T|Sync)' > .build/engine-tests-2.log 2>&1 & second=$$!; \
-	$(ENGINE_TESTS) --filter 'StrataTests\.(T|Sync)' --skip 'StrataTests\.Tool'; third=$$?; \
+	$(ENGINE_TESTS) --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)' > .build/engine-tests-2.log 2>&1 & second=$$!; \
+	$(ENGINE_TESTS) --filter 'StrataTests\.Torture'; third=$$?; \
 	wait $$first; first=$$?; wait $$second; second=$$?; wait $$server; server=$$?; \
 	for part in "engine-tests-1 $$first" "engine-tests-2 $$second" "server-tests $$server"; do \
 		set -- $$part; if [ $$2 -ne 0 ]; then cat .build/$$1.log; else grep -a "Test run with" .build/$$1.log; fi; \
