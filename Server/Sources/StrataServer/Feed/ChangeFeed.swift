@@ -9,7 +9,7 @@ import StrataPQ
 /// devices wait. Lost, it is made again with backoff, and every waiting pull is woken
 /// (what was pushed meanwhile is unknown): they query again.
 final class ChangeFeed: @unchecked Sendable {
-    // @unchecked Sendable: `stopping` and `connected` are under `lock`; the connection
+    // @unchecked Sendable: `stopping`, `connected` and `notificationCount` are under `lock`; the connection
     // belongs to the thread.
     private let url: String
     private let timeout: Duration
@@ -19,8 +19,11 @@ final class ChangeFeed: @unchecked Sendable {
     private var stopping = false
     private var thread: Thread?
     private let finished = DispatchSemaphore(value: 0)
-    private(set) var connected = false
-    private(set) var notifications = 0
+    private var connected = false
+    private var notificationCount = 0
+
+    /// Notifications read since start.
+    var notifications: Int { lock.withLock { notificationCount } }
 
     init(url: String, timeout: Duration, waiters: DocumentWaiters, logger: Logger) {
         self.url = url
@@ -64,7 +67,7 @@ final class ChangeFeed: @unchecked Sendable {
                     if ready < 0 && errno != EINTR { throw PGConnectionError(.unreachable, "poll failed while listening") }
                     guard ready > 0 else { continue }
                     let news = try connection.takeNotifications()
-                    lock.withLock { notifications += news.count }
+                    lock.withLock { notificationCount += news.count }
                     // By document: the newest position told (nil when a payload does not say).
                     var newest: [String: Int64?] = [:]
                     for notification in news {

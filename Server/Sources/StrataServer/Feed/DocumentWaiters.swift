@@ -22,7 +22,7 @@ final class DocumentWaiters: @unchecked Sendable {
     private var generations: [String: UInt64] = [:]
     private var waiting: [String: [UInt64: Waiter]] = [:]
     private var nextID: UInt64 = 0
-    private(set) var count = 0
+    private var waitingCount = 0
     private var sweeping = false
 
     /// A document's key: the md5 of its name in hex, as the feed's notifications carry it.
@@ -40,9 +40,8 @@ final class DocumentWaiters: @unchecked Sendable {
     /// pull already past it has nothing to query.
     private var newest: [String: Int64] = [:]
 
-    func generation(of key: String) -> UInt64 {
-        lock.withLock { generations[key] ?? 0 }
-    }
+    /// The pulls waiting now.
+    var count: Int { lock.withLock { waitingCount } }
 
     /// The document's generation, and its newest position if the feed told it.
     func state(of key: String) -> (generation: UInt64, newest: Int64?) {
@@ -58,7 +57,7 @@ final class DocumentWaiters: @unchecked Sendable {
                 guard (generations[key] ?? 0) == generation else { return false }
                 nextID += 1
                 waiting[key, default: [:]][nextID] = Waiter(continuation: continuation, deadline: deadline, document: document, after: position)
-                count += 1
+                waitingCount += 1
                 if !sweeping {
                     sweeping = true
                     Thread.detachNewThread { [weak self] in self?.sweep() }
@@ -82,7 +81,7 @@ final class DocumentWaiters: @unchecked Sendable {
             }
             generations[key, default: 0] += 1
             guard let all = waiting.removeValue(forKey: key), let any = all.first?.value else { return ([], nil) }
-            count -= all.count
+            waitingCount -= all.count
             let delivery = Delivery(document: any.document, after: all.values.map(\.after).min() ?? 0, generation: generations[key] ?? 0)
             return (all.values.map(\.continuation), delivery)
         }
@@ -97,7 +96,7 @@ final class DocumentWaiters: @unchecked Sendable {
             newest.removeAll()   // what was pushed meanwhile is unknown
             let all = waiting.values.flatMap { $0.values.map(\.continuation) }
             waiting.removeAll()
-            count = 0
+            waitingCount = 0
             return all
         }
         for continuation in woken { continuation.resume(returning: nil) }
@@ -118,7 +117,7 @@ final class DocumentWaiters: @unchecked Sendable {
                     }
                     waiting[key] = waiters.isEmpty ? nil : waiters
                 }
-                count -= expired.count
+                waitingCount -= expired.count
                 if waiting.isEmpty { sweeping = false }
                 return (expired, !waiting.isEmpty)
             }

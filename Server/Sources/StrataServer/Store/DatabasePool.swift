@@ -21,7 +21,10 @@ final class DatabasePool: @unchecked Sendable {
     private let lock = NSLock()
     private var idle: [Slot]
     private var waiting: [CheckedContinuation<Slot, Never>] = []
-    private(set) var inUse = 0
+    private var borrowed = 0
+
+    /// Connections lent out now.
+    var inUse: Int { lock.withLock { borrowed } }
 
     init(url: String, size: Int, timeout: Duration) {
         self.url = url
@@ -72,7 +75,7 @@ final class DatabasePool: @unchecked Sendable {
         await withCheckedContinuation { continuation in
             lock.lock()
             if let slot = idle.popLast() {
-                inUse += 1
+                borrowed += 1
                 lock.unlock()
                 continuation.resume(returning: slot)
             } else {
@@ -86,7 +89,7 @@ final class DatabasePool: @unchecked Sendable {
         lock.lock()
         if waiting.isEmpty {
             idle.append(slot)
-            inUse -= 1
+            borrowed -= 1
             lock.unlock()
         } else {
             let next = waiting.removeFirst()

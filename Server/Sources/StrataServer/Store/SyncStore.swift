@@ -117,6 +117,6 @@ struct SharedRows: Sendable {
             cursor = position
         }
         if full && !more { return nil }
-        return SyncWire.PullResponse(operations: taken, cursor: cursor, hasMore: more || (limit > 0 && taken.count == limit && full))
+        return SyncWire.PullResponse(operations: taken, cursor: cursor, hasMore: more)
     }
 }
