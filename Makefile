@@ -5,8 +5,9 @@ SWIFT ?= swift
 # libupower-glib-dev + pkg-config: the power source; dbus + python3-dbusmock: its tests (a private bus);
 # postgresql: the sync tests start a private server (initdb + pg_ctl, a Unix socket);
 # iproute2: the sync checker's network namespaces (ip netns); libssl-dev: the sync service's
-# token signatures (OpenSSL's libcrypto), openssl: its tests make EdDSA and ECDSA keys.
-APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev iproute2 libssl-dev openssl
+# TLS and token signatures (OpenSSL), openssl: its tests make keys and certificates and speak
+# TLS to it; ca-certificates: the system's CA bundle, which its tests' devices trust it through.
+APT_PACKAGES := libsqlite3-dev libupower-glib-dev pkg-config dbus python3-dbusmock postgresql libpq-dev iproute2 libssl-dev openssl ca-certificates
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30

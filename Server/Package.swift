@@ -30,13 +30,22 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // OpenSSL's libssl: TLS on the service's connections (`[server] tls_certificate`),
+        // driven through memory buffers by a NIO handler of ours.
+        .systemLibrary(
+            name: "CStrataTLS",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "StrataServer",
             dependencies: [
                 "CStrataCrypto",
+                "CStrataTLS",
                 .product(name: "StrataPQ", package: "Strata"),
                 .product(name: "StrataWire", package: "Strata"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import Prometheus
@@ -25,6 +26,8 @@ public final class SyncService: Sendable {
     public let instanceName: String
     /// The server's node id, schema version and version string (read at start).
     let identity: (node: UUID, schemaVersion: Int, server: String)
+    /// The certificate and key connections are served with (nil: plain HTTP, on loopback).
+    let tls: TLSContext?
 
     /// Checks the settings, reads the keys, prepares the schema and starts the change feed.
     public init(config: ServerConfig, logger: Logger, registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) async throws {
@@ -32,6 +35,7 @@ public final class SyncService: Sendable {
         self.config = config
         self.logger = logger
         verifier = TokenVerifier(keys: try config.loadKeys(), audience: config.audience, leeway: config.leeway)
+        tls = config.tlsCertificate.isEmpty ? nil : try TLSContext(certificateFile: config.tlsCertificate, keyFile: config.tlsKey)
         // Its connections say whose they are (`pg_stat_activity.application_name`).
         instanceName = "strata-server-\(UUID().uuidString.prefix(8).lowercased())"
         let url = config.databaseURL + (config.databaseURL.contains("?") ? "&" : "?") + "application_name=\(instanceName)"
@@ -46,11 +50,16 @@ public final class SyncService: Sendable {
     }
 
     /// The HTTP application: serve it with `runService()` (SIGTERM and SIGINT end it
-    /// cleanly). `onServerRunning` gets the bound port.
+    /// cleanly). `onServerRunning` gets the bound port. HTTPS when the settings name a
+    /// certificate, plain HTTP (on loopback) when not.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(
+        let http = HTTP1Channel.Configuration(idleTimeout: .seconds(config.idleTimeout.components.seconds))
+        let server: HTTPServerBuilder = tls.map { context in
+            HTTPServerBuilder { responder in TLSChannel(base: HTTP1Channel(responder: responder, configuration: http), context: context) }
+        } ?? .http1(configuration: http)
+        return Application(
             router: router(),
-            server: .http1(configuration: .init(idleTimeout: .seconds(config.idleTimeout.components.seconds))),
+            server: server,
             configuration: .init(address: .hostname(config.host, port: config.port), serverName: "strata-server"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
             logger: logger

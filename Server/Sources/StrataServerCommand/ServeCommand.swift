@@ -22,6 +22,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("hmac-secret-file"), help: "A file holding the HS256 secret tokens are signed with (overrides [auth] hmac_secret_file).")
     var hmacSecretFile: String?
 
+    @Option(name: .customLong("tls-certificate"), help: "A PEM certificate chain to serve HTTPS with (overrides [server] tls_certificate; needs --tls-key).")
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of that certificate (overrides [server] tls_key).")
+    var tlsKey: String?
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
@@ -32,6 +38,8 @@ struct ServeCommand: AsyncParsableCommand {
             if let database { settings.databaseURL = database }
             if let listen { try settings.setListen(listen, key: "--listen") }
             if let hmacSecretFile { settings.hmacSecretFile = hmacSecretFile }
+            if let tlsCertificate { settings.tlsCertificate = tlsCertificate }
+            if let tlsKey { settings.tlsKey = tlsKey }
             try settings.validate()
         } catch {
             printError("strata-server serve: \(error)")
@@ -55,9 +63,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         defer { service.shutdown() }
         let host = settings.host
+        let scheme = settings.tlsCertificate.isEmpty ? "http" : "https"
         let app = service.application { port in
             // One line a script can wait for.
-            FileHandle.standardOutput.write(Data("strata-server: listening on http://\(host):\(port)\n".utf8))
+            FileHandle.standardOutput.write(Data("strata-server: listening on \(scheme)://\(host):\(port)\n".utf8))
         }
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()

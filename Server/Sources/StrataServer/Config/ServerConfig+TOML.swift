@@ -84,11 +84,8 @@ extension ServerConfig {
         guard tlsCertificate.isEmpty == tlsKey.isEmpty else {
             throw ServerConfigError("server.tls_key", "tls_certificate and tls_key go together")
         }
-        if !tlsCertificate.isEmpty {
-            throw ServerConfigError("server.tls_certificate", "this build does not terminate TLS yet: listen on loopback behind a proxy that does")
-        }
-        guard listensOnLoopback else {
-            throw ServerConfigError("server.listen", "plain HTTP only on a loopback address (\(host) is not): tokens must not cross a network in clear")
+        guard listensOnLoopback || !tlsCertificate.isEmpty else {
+            throw ServerConfigError("server.listen", "plain HTTP only on a loopback address (\(host) is not): set tls_certificate and tls_key, since tokens must not cross a network in clear")
         }
         guard hmacSecretFile.isEmpty == false || !keys.isEmpty else {
             throw ServerConfigError("auth", "no key to check tokens with: set hmac_secret_file or [[auth.keys]] (or --hmac-secret-file)")

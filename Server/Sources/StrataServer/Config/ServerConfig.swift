@@ -7,8 +7,9 @@ public struct ServerConfig: Sendable, Equatable {
     /// `[server] listen`: `HOST:PORT` (port 0: any free port, said at start).
     public var host = "127.0.0.1"
     public var port = 8080
-    /// `[server] tls_certificate` and `tls_key`: PEM files. Without them the service
-    /// listens on a loopback address only (behind a proxy that terminates TLS).
+    /// `[server] tls_certificate` and `tls_key`: PEM files (the chain, then the key).
+    /// With them the service speaks HTTPS only; without them it listens on a loopback
+    /// address only (behind a proxy that terminates TLS).
     public var tlsCertificate = ""
     public var tlsKey = ""
     /// `[server] request_timeout_secs`: a request's body must have arrived by then (a client

@@ -15,7 +15,7 @@ final class TestService: @unchecked Sendable {
     let secret: [UInt8]
     let postgres: TestPostgres
 
-    var base: String { "http://127.0.0.1:\(port)" }
+    var base: String { "\(service.config.tlsCertificate.isEmpty ? "http" : "https")://127.0.0.1:\(port)" }
 
     init(secret: [UInt8]? = nil, _ adjust: (inout ServerConfig) -> Void = { _ in }) async throws {
         postgres = try TestPostgres.shared.get()
