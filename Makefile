@@ -12,7 +12,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CONFIG ?= config.toml
 DURATION ?= 30
 
-.PHONY: try-sync-service server all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture torture-sync clean
+.PHONY: try-sync-service torture-sync-service server all deps deps-bench build test example docs run bench bench-docs bench-sweep bench-p99 bench-micro bench-sync fuzz-sync cuts torture torture-sync clean
 
 all: build
 
@@ -30,28 +30,13 @@ build: deps
 
 # Refuses a trap on read data first (scripts/check-untrusted-reads.py: no GRDB row subscript,
 # try!, as! or forced unwrap in the engine, the adapters, the host or the sync service);
-# builds everything with the tests (the crash tests run the real `strata` binary, ExampleTests
-# the embedding example's program), then runs every test. Three things at once, since most
-# tests wait on processes, files and timers, and a test process runs its tests on as many
-# threads as there are cores: the engine's tests in three processes (suites A–R and Tool…;
-# S–Z but Tool… and Torture…; Torture…, the longest, alone),
-# and the sync service (Server/, a package of its own: SwiftNIO) built, then its tests run.
-ENGINE_TESTS := .build/debug/StrataPackageTests.xctest --testing-library swift-testing
+# then scripts/test.sh builds everything with the tests (the crash tests run the real
+# `strata` binary, ExampleTests the embedding example's program) and runs every test, the
+# documentation check and the sync service's tests (Server/, a package of its own: SwiftNIO),
+# as much at once as helps: see the script.
 test: deps
 	python3 scripts/check-untrusted-reads.py
-	$(SWIFT) build --build-tests
-	@( $(SWIFT) build --package-path Server --build-tests && $(SWIFT) test --package-path Server --skip-build ) \
-		> .build/server-tests.log 2>&1 & server=$$!; \
-	$(ENGINE_TESTS) --filter 'StrataTests\.([A-R]|Tool)' > .build/engine-tests-1.log 2>&1 & first=$$!; \
-	$(ENGINE_TESTS) --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)' > .build/engine-tests-2.log 2>&1 & second=$$!; \
-	$(ENGINE_TESTS) --filter 'StrataTests\.Torture'; third=$$?; \
-	wait $$first; first=$$?; wait $$second; second=$$?; wait $$server; server=$$?; \
-	for part in "engine-tests-1 $$first" "engine-tests-2 $$second" "server-tests $$server"; do \
-		set -- $$part; if [ $$2 -ne 0 ]; then cat .build/$$1.log; else grep -a "Test run with" .build/$$1.log; fi; \
-	done; \
-	[ $$first -eq 0 ] && [ $$second -eq 0 ] && [ $$third -eq 0 ] && [ $$server -eq 0 ] || \
-		{ echo "make: tests failed (engine, three parts: $$first, $$second, $$third; service: $$server)"; exit 1; }
-	$(MAKE) docs
+	SWIFT=$(SWIFT) MAKE=$(MAKE) scripts/test.sh
 
 # The embedding example as a package of its own, as a user's package would build it.
 example: deps
@@ -189,6 +174,14 @@ SYNC_SEED ?= 1
 torture-sync: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata torture --mode sync --cycles $(SYNC_RUNS) --seed $(SYNC_SEED) --dir $(TORTURE_DIR) $(TORTURE_ARGS)
+
+# The same through the sync service: the devices sync over HTTPS to a strata-server (a token
+# each) in front of that PostgreSQL, which is SIGKILLed and restarted among the faults, and
+# every operation must have been pushed by its own device's subject. `make test` runs 1.
+torture-sync-service: deps server
+	$(SWIFT) build -c release --product strata
+	.build/release/strata torture --mode sync --cycles $(SYNC_RUNS) --seed $(SYNC_SEED) --dir $(TORTURE_DIR) \
+		--sync-service Server/.build/release/strata-server $(TORTURE_ARGS)
 
 clean:
 	rm -rf .build Server/.build Benchmarks/.build bench-results torture-results

@@ -44,7 +44,7 @@ public final class SyncService: Sendable {
         limiter = RateLimiter(rate: config.requestsPerSecond, burst: config.burst)
         memberships = MembershipCache(ttl: config.membershipCache)
         metrics = ServerMetrics(registry: registry)
-        identity = try await store.prepare()
+        identity = try await store.prepare(waiting: config.startWait, logger: logger)
         feed = ChangeFeed(url: url, timeout: config.databaseTimeout, waiters: waiters, logger: logger)
         feed.start()
     }

@@ -43,6 +43,10 @@ struct TortureCommand: ParsableCommand {
     @Option(name: .customLong("sync-server"), help: "A PostgreSQL server (libpq URL) for the row-type sweep's start with sync (without it, that start is left out).")
     var syncServer: String?
 
+    @Option(name: .customLong("sync-service"),
+            help: "sync: a strata-server executable the devices sync through (HTTPS, a token each), killed and restarted among the faults; without it they sync straight to PostgreSQL.")
+    var syncService: String?
+
     @Option(name: .customLong("fault-seconds"), parsing: .unconditional, help: "sync: seconds of faults per run.")
     var faultSeconds = 6.0
 
@@ -57,7 +61,7 @@ struct TortureCommand: ParsableCommand {
     var weakenDurability = false
 
     @Flag(name: .customLong("sabotage-sync"),
-          help: ArgumentHelp("sync: delete an operation from the server before each check: the check must then fail.", visibility: .hidden))
+          help: ArgumentHelp("sync: delete an operation from the server before each check (and through the service, mark one as another subject's): the check must then fail.", visibility: .hidden))
     var sabotageSync = false
 
     func validate() throws {
@@ -98,7 +102,8 @@ struct TortureCommand: ParsableCommand {
             case .diskfull: try DiskFullTorture(setup: setup, cycles: cycles ?? 20).run(progress: progress)
             case .pages: try PageSweepTorture(setup: setup, cycles: cycles ?? Int.max).run(progress: progress)
             case .rowtypes: try RowTypeSweepTorture(setup: setup, cycles: cycles ?? Int.max, syncServer: syncServer).run(progress: progress)
-            case .sync: try SyncTorture(setup: setup, runs: cycles ?? 20, faultSeconds: faultSeconds, sabotage: sabotageSync).run(progress: progress)
+            case .sync: try SyncTorture(setup: setup, runs: cycles ?? 20, faultSeconds: faultSeconds, sabotage: sabotageSync,
+                                            service: syncService).run(progress: progress)
             case .eio, .enospc, .corrupt: try IOFaultTorture(setup: setup, mode: mode.rawValue, maxSites: cycles).run(progress: progress)
             }
             if interactive { writeAll(STDERR_FILENO, "\r\u{1B}[K") }

@@ -26,6 +26,9 @@ struct ContractCheck {
         // The sync checker (`--mode sync`).
         case diverged, duplicate, missingOperation = "missing_operation", acknowledgedLost = "acknowledged_lost"
         case notSettled = "not_settled"
+        /// Through the sync service: an operation recorded as pushed by another subject than
+        /// its device's, or by none.
+        case wrongPusher = "wrong_pusher"
     }
 
     struct Failure: Codable, Sendable, CustomStringConvertible {

@@ -11,6 +11,11 @@ final class SyncTortureDevice {
     var databasePath: String { folder.appendingPathComponent("device.db").path }
     /// `--trace-operations`: when each of its operations was logged.
     var tracePath: String { folder.appendingPathComponent("operations.trace").path }
+    /// Its token for the sync service (through the service only).
+    var tokenPath: String { folder.appendingPathComponent("token").path }
+    /// A CA bundle bound over the system's in its namespace (through the service only: the
+    /// service's certificate is trusted as a public CA's would be).
+    var trustBundle: String?
     private var logPath: String { folder.appendingPathComponent("sessions.log").path }
     private(set) var process: SpawnedProcess?
     /// Its clock's offset from the real one (s), applied to the sessions started from now on.
@@ -46,7 +51,8 @@ final class SyncTortureDevice {
         log?.write(Data("--- session \(sessions + 1), clock \(clockOffset) s: \(arguments.joined(separator: " "))\n".utf8))
         try? log?.close()
         startedAt = MonotonicClock().now()
-        process = try SpawnedProcess([ip, "netns", "exec", SyncTortureNetwork.namespace(index), "/usr/bin/env"] + environment
+        let trusting = trustBundle.map { ["/bin/sh", "-c", #"mount --bind "$0" "$1" && shift && exec "$@""#, $0, SyncTortureService.systemBundle] } ?? []
+        process = try SpawnedProcess([ip, "netns", "exec", SyncTortureNetwork.namespace(index)] + trusting + ["/usr/bin/env"] + environment
             + [strata, "sim", "--db", databasePath, "--config", config, "--log-level", "warning", "--power-cuts",
                "--trace-operations", tracePath, "--clock-offset", "\(clockOffset)"] + arguments, output: logPath)
         sessions += 1

@@ -52,6 +52,9 @@ final class SyncTortureServer {
         "postgresql://strata@\(SyncTortureNetwork.hostAddress(index)):\(port)/postgres"
     }
 
+    /// Its URL on the Unix socket, for what runs beside the checker (the sync service).
+    var localURL: String { "postgresql://strata@/postgres?host=\(folder.path)&port=\(port)" }
+
     func start() throws {
         try asOwner("\(bin)/pg_ctl", ["-D", folder.appendingPathComponent("data").path, "-l", folder.appendingPathComponent("log").path,
                                       "-w", "-o", "-k \(folder.path) -c listen_addresses='*' -p \(port) -c max_connections=60 -c fsync=off",

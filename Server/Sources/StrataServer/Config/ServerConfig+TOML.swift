@@ -26,6 +26,7 @@ extension ServerConfig {
         c.databaseURL = try database.string("url", c.databaseURL)
         c.poolSize = try database.int("pool_size", c.poolSize, 1 ... 1000)
         c.databaseTimeout = .milliseconds(try database.int("timeout_ms", 10_000, 100 ... 600_000))
+        c.startWait = .seconds(try database.int("start_wait_secs", 60, 0 ... 86_400))
         try database.done()
 
         var auth = try top.table("auth")

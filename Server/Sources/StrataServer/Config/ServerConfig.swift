@@ -26,6 +26,9 @@ public struct ServerConfig: Sendable, Equatable {
     public var poolSize = 10
     /// `[database] timeout_ms`: the longest one query may take.
     public var databaseTimeout: Duration = .seconds(10)
+    /// `[database] start_wait_secs`: how long a start waits for a database that does not
+    /// answer (one restarting with the service, or after it) before it gives up.
+    public var startWait: Duration = .seconds(60)
 
     /// `[auth] audience`: the `aud` every token must carry.
     public var audience = "strata"

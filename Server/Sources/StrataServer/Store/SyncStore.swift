@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import StrataPQ
 import StrataWire
 
@@ -12,6 +13,23 @@ struct SyncStore: Sendable {
         try await pool.run { connection in
             let (node, version, server) = try SyncSchema.prepare(connection)
             return (node, version, server)
+        }
+    }
+
+    /// ``prepare()``, tried again while the database is out of reach (backing off to 5 s
+    /// between tries, said in the log) for at most `wait`; any other error at once.
+    func prepare(waiting wait: Duration, logger: Logger) async throws -> (node: UUID, schemaVersion: Int, server: String) {
+        let clock = ContinuousClock()
+        let deadline = clock.now + wait
+        var pause = Duration.milliseconds(250)
+        while true {
+            do {
+                return try await prepare()
+            } catch let error as PGConnectionError where error.kind == .unreachable && clock.now + pause < deadline {
+                logger.warning("the database does not answer yet, trying again in \(pause): \(error)")
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+            }
         }
     }
 

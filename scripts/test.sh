@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make test` after its checks: builds and runs every test, as much at once as helps on a
+# small machine. Most tests wait on processes, files and timers, and the builds are what
+# keep both cores busy, so:
+#   - the sync service's package (Server/, SwiftNIO, a .build of its own) builds from the
+#     start, beside the engine's build;
+#   - then the engine's tests in three processes (suites A–R and Tool…; S–Z but Tool… and
+#     Torture…; Torture…, the longest, alone), the documentation check (make docs), and,
+#     once its build is done, the service's tests (they run the engine's `strata` too).
+# Each part's output goes to .build/<part>.log; a part that fails has its log printed whole.
+set -u
+cd "$(dirname "$0")/.."
+SWIFT=${SWIFT:-swift}
+MAKE=${MAKE:-make}
+mkdir -p .build
+engine=(.build/debug/StrataPackageTests.xctest --testing-library swift-testing)
+
+"$SWIFT" build --package-path Server --build-tests > .build/server-build.log 2>&1 &
+server_build=$!
+if ! "$SWIFT" build --build-tests; then
+    kill "$server_build" 2>/dev/null; wait
+    exit 1
+fi
+
+"${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)' > .build/engine-tests-1.log 2>&1 &
+first=$!
+"${engine[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)' > .build/engine-tests-2.log 2>&1 &
+second=$!
+"${engine[@]}" --filter 'StrataTests\.Torture' > .build/engine-tests-3.log 2>&1 &
+third=$!
+"$MAKE" --no-print-directory docs > .build/docs.log 2>&1 &
+docs=$!
+
+wait "$server_build"
+built=$?
+if [ $built -eq 0 ]; then
+    "$SWIFT" test --package-path Server --skip-build > .build/server-tests.log 2>&1 &
+    server=$!
+else
+    cp .build/server-build.log .build/server-tests.log
+fi
+
+failed=0
+for part in engine-tests-1:$first engine-tests-2:$second engine-tests-3:$third docs:$docs server-tests:${server:-}; do
+    name=${part%%:*}
+    pid=${part#*:}
+    status=1
+    if [ -n "$pid" ]; then wait "$pid"; status=$?; fi
+    if [ $status -ne 0 ]; then
+        cat ".build/$name.log"
+        echo "make test: $name failed (status $status)"
+        failed=1
+    elif [ "$name" = docs ]; then
+        tail -n 3 .build/docs.log
+    else
+        grep -a "Test run with" ".build/$name.log"
+    fi
+done
+exit $failed
