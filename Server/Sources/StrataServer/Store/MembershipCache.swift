@@ -34,4 +34,9 @@ final class MembershipCache: @unchecked Sendable {
             entries[Key(subject: subject, document: document)] = (role, now + ttl)
         }
     }
+
+    /// Drops what is known of `subject` on `document` (its role just changed here).
+    func forget(_ subject: String, on document: String) {
+        lock.withLock { _ = entries.removeValue(forKey: Key(subject: subject, document: document)) }
+    }
 }
