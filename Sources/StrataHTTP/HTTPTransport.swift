@@ -13,6 +13,7 @@ import StrataWire
 /// Every call is one request, bounded by `timeout`. The token comes from `token`, asked
 /// at the first request and again after a 401 (a refreshed token is used at once; a
 /// second 401 in a row is the sync's error). How refusals reach the sync client:
+/// - 403 `read_only` (a reader's push): `.readOnly` (its operations wait, pulls go on);
 /// - 401 twice, 403 and 404: `.misconfigured` (the token or the membership is wrong;
 ///   retrying changes nothing until someone fixes it);
 /// - 413 and 422: `.rejected` (the operations sent are at fault: isolated, counted);
@@ -187,10 +188,11 @@ public actor HTTPTransport: SyncTransport {
     /// The sync's error for a refusal, with the service's own words when its body reads.
     static func refusal(_ response: HTTPURLResponse, _ data: Data) -> SyncError {
         let status = response.statusCode
-        let said = (try? JSONDecoder().decode(SyncWire.ErrorBody.self, from: data)).map { $0.error.message }
-            ?? String(decoding: data.prefix(200), as: UTF8.self)
+        let body = try? JSONDecoder().decode(SyncWire.ErrorBody.self, from: data)
+        let said = body.map { $0.error.message } ?? String(decoding: data.prefix(200), as: UTF8.self)
         let message = "HTTP \(status): \(said)"
         switch status {
+        case 403 where body?.error.code == "read_only": return SyncError(.readOnly, message)
         case 401, 403, 404: return SyncError(.misconfigured, message)
         case 413, 422: return SyncError(.rejected, message)
         case 429:

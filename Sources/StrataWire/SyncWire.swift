@@ -138,7 +138,8 @@ public enum SyncWire {
         public struct Detail: Codable, Sendable, Equatable {
             public var status: Int
             /// A stable word for programs: `unauthorized`, `forbidden`, `not_found`,
-            /// `too_large`, `malformed`, `node_taken`, `too_many_requests`, `unavailable`.
+            /// `too_large`, `malformed`, `node_taken`, `read_only` (a reader's push),
+            /// `last_owner`, `too_many_requests`, `unavailable`.
             public var code: String
             public var message: String
         }

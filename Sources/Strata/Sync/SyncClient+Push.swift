@@ -8,6 +8,7 @@ extension SyncClient {
     /// Pushes while the outbox has operations due.
     func pushAll() throws {
         guard let server else { return }
+        if let readOnlyUntil, ContinuousClock.now < readOnlyUntil { return }
         while !shouldStop {
             let highest = localHighest.load(ordering: .acquiring)
             let due = lock.withLock { nextFailureDue.map { $0 <= wallClock() } ?? false }
@@ -23,12 +24,37 @@ extension SyncClient {
                 }
                 return
             }
-            try push(batch[...], to: server)
+            do {
+                try push(batch[...], to: server)
+            } catch let error as SyncError where error.kind == .readOnly {
+                readOnly(error)
+                return
+            }
+            if readOnlyUntil != nil {
+                readOnlyUntil = nil
+                update { $0.readOnly = false; $0.lastError = nil }
+                logger.notice("sync: the server takes this device's pushes again")
+            }
             pushedHighest = max(pushedHighest, batch.map(\.seq).max() ?? 0)
             // A full batch: a backlog (back online, a large document's first push); the next
             // one is twice as large, up to `join_batch_size`.
             pushSize = batch.count == pushSize ? min(pushSize * 2, config.joinBatchSize) : config.batchSize
         }
+    }
+
+    /// A reader's push refused: nothing is lost or dead-lettered (the operations stay in the
+    /// outbox), pulls go on, and pushing is tried again after `safety_pull_secs`.
+    private func readOnly(_ error: SyncError) {
+        readOnlyUntil = .now + config.safetyPull
+        let waiting = (try? outbox.status()).map { "\(max(0, localHighest.load(ordering: .acquiring) - $0.pushedThrough))" } ?? "its"
+        update {
+            if !$0.readOnly {
+                self.logger.warning("sync: read-only: \(error.message); \(waiting) operations of this device wait in the outbox, pulling goes on")
+            }
+            $0.readOnly = true
+            $0.lastError = "read-only: \(error.message)"
+        }
+        try? outbox.noteError("read-only: \(error.message)", now: wallClock())
     }
 
     /// Pushes `batch`; a refused batch is split until the refused operations are alone.

@@ -70,6 +70,8 @@ import Synchronization
     var pushedHighest: Int64 = 0
     var nextFailureDue: Int64? = 0
     var consecutiveFailures = 0
+    /// When to try pushing again after the server refused this device as a reader.
+    var readOnlyUntil: ContinuousClock.Instant?
 
     init(transport: any SyncTransport, outbox: SyncOutbox, inbox: SyncInbox, config: SyncConfig, node: NodeID,
          clock: [NodeID: Int64], localHighest: Int64, network: (any ConnectivitySource)?,

@@ -38,6 +38,9 @@ public struct SyncState: Sendable, Equatable {
     /// after a long time offline); the operations pulled since it began.
     public var catchingUp = false
     public var catchUpPulled = 0
+    /// The server refused this device's pushes as a reader's: its operations wait in the
+    /// outbox, pulls go on (``SyncError/Kind/readOnly``).
+    public var readOnly = false
 
     /// How far this device's clock is ahead of the server's (s), if it is more than
     /// `limit` ahead (`[sync] max_clock_ahead_secs`): the other devices hold its edits

@@ -106,6 +106,10 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         /// database or role, a password it refuses, an option it does not know): the sync
         /// stops and says so, rather than trying again for the whole run.
         case misconfigured
+        /// The server lets this device read the document but not write it (a reader): its
+        /// operations stay in the outbox, pushing pauses (tried again every
+        /// `safety_pull_secs`, so a role granted later is found) and pulling goes on.
+        case readOnly
     }
 
     public var kind: Kind

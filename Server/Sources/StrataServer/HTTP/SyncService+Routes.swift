@@ -4,7 +4,7 @@ import StrataPQ
 import StrataWire
 
 /// The routes: `/healthz`, `/metrics`, and under `/v1/documents/{document}/` `info`, `push`
-/// and `pull` (JSON bodies: ``SyncWire``). Every document route authenticates the bearer
+/// and `pull` (JSON bodies: ``SyncWire``), and `members` (`SyncService+Members.swift`). Every document route authenticates the bearer
 /// token, counts against the subject's rate, and checks the subject's role on the document
 /// before it touches anything.
 extension SyncService {
@@ -29,11 +29,12 @@ extension SyncService {
                 try self.json(try await self.pull(request, document: document))
             }
         }
+        addMemberRoutes(to: router)
         return router
     }
 
     /// Authenticates, limits and authorizes, then runs `body`; counts the answer.
-    private func answer(_ route: String, _ request: Request, _ context: BasicRequestContext, least: Role,
+    func answer(_ route: String, _ request: Request, _ context: BasicRequestContext, least: Role,
                         _ body: (String, String, Role) async throws -> Response) async throws -> Response {
         do {
             let subject = try authenticate(request)
@@ -51,7 +52,11 @@ extension SyncService {
                 memberships.note(role, of: subject, on: document)
             }
             guard let role else { throw Refusal.forbidden("\(subject) is not a member of document \"\(document)\"") }
-            guard role >= least else { throw Refusal.forbidden("\(subject) is a \(role.rawValue) of \"\(document)\": \(route) needs a \(least.rawValue)") }
+            guard role >= least else {
+                // A reader's push is `read_only`: its device keeps its operations and pulls on.
+                throw Refusal(status: .forbidden, code: least == .writer ? "read_only" : "forbidden",
+                              message: "\(subject) is a \(role.rawValue) of \"\(document)\": \(route) needs a \(least.rawValue)")
+            }
             let response = try await body(subject, document, role)
             metrics.answered(route, status: Int(response.status.code))
             return response
