@@ -28,6 +28,13 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("push-seconds"), parsing: .unconditional, help: "Seconds of pushing as fast as possible (the throughput).")
     var pushSeconds = 5
 
+    @Option(name: .customLong("failover-seconds"), parsing: .unconditional,
+            help: "Seconds of the two-instance run (one SIGKILLed half-way); 0 leaves it out.")
+    var failoverSeconds = 10
+
+    @Option(name: .customLong("failover-devices"), parsing: .unconditional, help: "Devices of the two-instance run (each pushing every 100 ms).")
+    var failoverDevices = 100
+
     @Option(name: .customLong("pool-size"), parsing: .unconditional, help: "The instance's [database] pool_size.")
     var poolSize = 10
 
@@ -36,11 +43,12 @@ struct BenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         guard devices >= 1, devices <= 100_000, documents >= 1, documents <= devices, pushers >= 0, seconds >= 1, pushSeconds >= 1,
-              poolSize >= 1 else {
-            throw ValidationError("--devices 1…100000, --documents 1…devices, --seconds and --push-seconds at least 1, --pool-size at least 1")
+              poolSize >= 1, failoverSeconds >= 0, failoverSeconds <= 3600, failoverDevices >= 2, failoverDevices <= 10_000 else {
+            throw ValidationError("--devices 1…100000, --documents 1…devices, --seconds and --push-seconds at least 1, --pool-size at least 1, --failover-seconds 0…3600, --failover-devices 2…10000")
         }
         var run = try BenchRun(database: database, devices: devices, documents: documents, pushers: min(pushers, devices),
-                               seconds: seconds, pushSeconds: pushSeconds, poolSize: poolSize, say: json ? { _ in } : { print($0) })
+                               seconds: seconds, pushSeconds: pushSeconds, poolSize: poolSize, failoverSeconds: failoverSeconds,
+                               failoverDevices: failoverDevices, say: json ? { _ in } : { print($0) })
         let report = try await run.run()
         if json {
             let data = try JSONSerialization.data(withJSONObject: report.json, options: [.prettyPrinted, .sortedKeys])

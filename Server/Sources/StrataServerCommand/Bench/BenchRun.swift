@@ -13,7 +13,9 @@ import StrataWire
 ///    of their own, as a device's transport has one for calls and one for listening); every
 ///    other device of the document receives it by its live pull: commit → applied;
 /// 4. eight pushers push batches of 500 to documents of their own as fast as they can for
-///    `pushSeconds`: operations stored per second.
+///    `pushSeconds`: operations stored per second;
+/// 5. two more instances, the first SIGKILLed half-way through `failoverSeconds`
+///    (``BenchFailover``): nothing lost, stored twice or delivered twice.
 /// PostgreSQL's connections of the instance (`application_name`) are sampled throughout.
 struct BenchRun {
     let database: String
@@ -23,13 +25,17 @@ struct BenchRun {
     let seconds: Int
     let pushSeconds: Int
     let poolSize: Int
+    let failoverSeconds: Int
+    let failoverDevices: Int
     let say: (String) -> Void
     let runID = String(UUID().uuidString.prefix(8)).lowercased()
     let folder: String
     let key: TokenKey
 
     init(database: String, devices: Int, documents: Int, pushers: Int, seconds: Int, pushSeconds: Int, poolSize: Int,
-         say: @escaping (String) -> Void) throws {
+         failoverSeconds: Int, failoverDevices: Int, say: @escaping (String) -> Void) throws {
+        self.failoverSeconds = failoverSeconds
+        self.failoverDevices = failoverDevices
         self.database = database
         self.devices = devices
         self.documents = documents
@@ -108,10 +114,18 @@ struct BenchRun {
         say("push: \(Int(rate)) operations/s")
         stop.stop()
         for listener in listeners { listener.cancel() }
+        server.stop()
+
+        // 5. Two instances, one killed.
+        let key = key
+        let failover = failoverSeconds == 0 ? nil : try await BenchFailover(
+            database: database, folder: folder, runID: runID, devices: failoverDevices, seconds: failoverSeconds,
+            token: { try TokenSigner.token(subject: $0, audience: "strata", key: key, ttl: .seconds(3600)) }, say: say).run()
         return BenchReport(devices: devices, documents: documents, pushers: pushers, poolSize: poolSize,
                            pgConnectionsMax: sampler.maximum, devicesWaiting: waiting, appliedP50: p50, appliedP99: p99,
                            appliedCount: count, pushedOperationsPerSecond: rate,
-                           idleDeviceBytes: max(0, idle - baseline) / max(1, waiting), serverRSSBaseline: baseline, serverRSSIdle: idle)
+                           idleDeviceBytes: max(0, idle - baseline) / max(1, waiting), serverRSSBaseline: baseline, serverRSSIdle: idle,
+                           failover: failover)
     }
 
     /// Members: every device a writer of its document, each fast pusher of its own.
