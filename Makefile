@@ -177,8 +177,11 @@ torture-sync: deps
 
 # The same through the sync service: the devices sync over HTTPS to a strata-server (a token
 # each) in front of that PostgreSQL, which is SIGKILLed and restarted among the faults, and
-# every operation must have been pushed by its own device's subject. `make test` runs 1.
+# every operation must have been pushed by its own device's subject. First the service's
+# SyncCheckerTests (one run, and one sabotaged that must fail; not in `make test`: see there).
 torture-sync-service: deps server
+	$(SWIFT) build --build-tests
+	STRATA_CHECKER_THROUGH_SERVICE=1 $(SWIFT) test --package-path Server --filter SyncCheckerTests
 	$(SWIFT) build -c release --product strata
 	.build/release/strata torture --mode sync --cycles $(SYNC_RUNS) --seed $(SYNC_SEED) --dir $(TORTURE_DIR) \
 		--sync-service Server/.build/release/strata-server $(TORTURE_ARGS)

@@ -81,15 +81,15 @@ import Testing
         var devices = try subjects.enumerated().map { index, subject in try sim(subject, session: 1, duration: 12, seed: index + 1) }
         try await Task.sleep(for: .seconds(3))
         kill(devices[1].processIdentifier, SIGKILL)
-        devices[1].waitUntilExit()
+        await devices[1].exited()
         try await Task.sleep(for: .seconds(1))
         devices[1] = try sim("bob", session: 2, duration: 8, seed: 9)
         try await Task.sleep(for: .seconds(2))
         kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        await server.exited()
         try await Task.sleep(for: .seconds(1))
         server = try startServer(port: port, database: postgres.url, secret: "\(folder)/secret", log: "\(folder)/server-2.log")
-        for device in devices { device.waitUntilExit() }
+        for device in devices { await device.exited() }
 
         var digests: [String] = []
         for (index, subject) in subjects.enumerated() {
@@ -105,6 +105,6 @@ import Testing
         let counts = rows.split(separator: " ").compactMap { Int($0) }
         #expect(counts.count == 3 && counts[0] > 0 && Set(counts).count == 1, "operations, distinct (node, seq), distinct ids: \(rows)")
         kill(server.processIdentifier, SIGTERM)
-        server.waitUntilExit()
+        await server.exited()
     }
 }
