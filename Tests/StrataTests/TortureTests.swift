@@ -98,14 +98,15 @@ import Testing
     }
 
     @Test func aDamagedPageAnywhereCostsOnlyWhatSQLiteCannotRead() throws {
-        // The page sweep, short: 24 pages spread over a 2000-shape canvas (make torture
-        // damages every page). Each start on the damaged copy finishes, the second finds a
-        // healthy file, and every row a point lookup still reads is in the new file.
-        let (child, results) = try torture(["--mode", "pages", "--cycles", "24", "--seed", "4"])
+        // The page sweep, short: 12 pages spread over a 2000-shape canvas (make torture
+        // damages every page; 12, not more, for make test's time: this was its longest test).
+        // Each start on the damaged copy finishes, the second finds a healthy file, and every
+        // row a point lookup still reads is in the new file.
+        let (child, results) = try torture(["--mode", "pages", "--cycles", "12", "--seed", "4"])
         let result = try #require(results.first, "\(child.stderr)")
-        #expect(result.cycles == 24)
+        #expect(result.cycles == 12)
         #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
-        #expect((result.details["set aside and salvaged"] ?? 0) > 12, "\(result.details)")
+        #expect((result.details["set aside and salvaged"] ?? 0) > 6, "\(result.details)")
         #expect((result.details["rows readable"] ?? 0) > 1000)
         #expect(child.status == 0)
     }
