@@ -18,9 +18,7 @@ engine=(.build/debug/StrataPackageTests.xctest --testing-library swift-testing)
 
 "$SWIFT" build --build-tests || exit 1
 
-# The service's build without debug info and without an index (its tests run with
-# --skip-build, so nothing builds it again with other flags): 15% less time here.
-"$SWIFT" build --package-path Server --build-tests --disable-index-store -Xswiftc -gnone > .build/server-build.log 2>&1 &
+"$SWIFT" build --package-path Server --build-tests > .build/server-build.log 2>&1 &
 server_build=$!
 
 "${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)' > .build/engine-tests-1.log 2>&1 &

@@ -13,7 +13,7 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
 extension Process {
     /// Waits for the process to end, off the cooperative threads.
     func exited() async {
-        nonisolated(unsafe) let process = self
+        let process = self
         _ = try? await offThread { process.waitUntilExit() }
     }
 }
