@@ -46,10 +46,10 @@ extension SyncClient {
     /// outbox), pulls go on, and pushing is tried again after `safety_pull_secs`.
     private func readOnly(_ error: SyncError) {
         readOnlyUntil = .now + config.safetyPull
-        let waiting = (try? outbox.status()).map { "\(max(0, localHighest.load(ordering: .acquiring) - $0.pushedThrough))" } ?? "its"
+        let highest = localHighest.load(ordering: .acquiring)
         update {
             if !$0.readOnly {
-                self.logger.warning("sync: read-only: \(error.message); \(waiting) operations of this device wait in the outbox, pulling goes on")
+                self.logger.warning("sync: read-only: \(error.message); \($0.outbox(highest: highest)) operations of this device wait in the outbox, pulling goes on")
             }
             $0.readOnly = true
             $0.lastError = "read-only: \(error.message)"

@@ -14,11 +14,10 @@ final class SyncTortureService {
     let port: Int
     private let database: String
     private var process: SpawnedProcess?
-    private(set) var starts = 0
     /// The log's length at the last start: what it says after is that start's.
     private var logged = 0
 
-    var certificate: String { folder.appendingPathComponent("cert.pem").path }
+    private var certificate: String { folder.appendingPathComponent("cert.pem").path }
     private var key: String { folder.appendingPathComponent("key.pem").path }
     private var secret: String { folder.appendingPathComponent("secret").path }
     private var logPath: String { folder.appendingPathComponent("service.log").path }
@@ -62,7 +61,6 @@ final class SyncTortureService {
         process = try SpawnedProcess([binary, "serve", "--database", database, "--listen", "0.0.0.0:\(port)",
                                       "--hmac-secret-file", secret, "--tls-certificate", certificate, "--tls-key", key,
                                       "--log-level", "warning"], output: logPath)
-        starts += 1
     }
 
     /// Waits for the last start's "listening" line: a service that ended, or did not say it

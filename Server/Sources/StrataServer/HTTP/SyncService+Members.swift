@@ -33,18 +33,18 @@ extension SyncService {
         }
     }
 
-    /// Sets (or removes, nil) `subject`'s role: whether it was a member.
+    /// Sets (or removes, nil) `subject`'s role: whether it was a member, for a removal.
     @discardableResult
     private func change(_ subject: String, to role: Role?, on document: String) async throws -> Bool {
         let change: SyncStore.MemberChange
         do { change = try await store.setRole(role, of: subject, on: document) } catch { throw databaseRefusal(error) }
-        guard case .done(let existed) = change else {
+        if change == .lastOwner {
             throw Refusal(status: .conflict, code: "last_owner",
                           message: "\(subject) is the last owner of \"\(document)\": make another owner first")
         }
         memberships.forget(subject, on: document)
         logger.notice("members: \(subject) is \(role.map { "a \($0.rawValue)" } ?? "no longer a member") of \"\(document)\"")
-        return existed
+        return change != .removed(wasMember: false)
     }
 
     /// The subject named by the path, percent-decoded and checked (as `strata-server members`).

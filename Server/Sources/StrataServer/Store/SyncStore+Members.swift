@@ -5,8 +5,9 @@ import StrataPQ
 /// that first locks the document's owners, so two owners demoting each other at once
 /// cannot leave it with none.
 extension SyncStore {
-    /// What a change found: done, or refused because it would leave no owner.
-    enum MemberChange: Equatable { case done(existed: Bool), lastOwner }
+    /// What a change did: a role granted, a member removed (or none was), or nothing,
+    /// since it would have left no owner.
+    enum MemberChange: Equatable { case granted, removed(wasMember: Bool), lastOwner }
 
     func members(of document: String) async throws -> [(subject: String, role: Role)] {
         try await pool.run { connection in
@@ -26,15 +27,14 @@ extension SyncStore {
             ).compactMap { $0.first ?? nil }
             if owners == [subject], role != .owner { return .lastOwner }
             if let role {
-                let rows = try connection.query("""
+                try connection.query("""
                     INSERT INTO strata_members (document, subject, role) VALUES ($1, $2, $3)
                     ON CONFLICT (document, subject) DO UPDATE SET role = excluded.role, granted_at = now()
-                    RETURNING (xmax <> 0)
                     """, [document, subject, role.rawValue])
-                return .done(existed: rows.first?.first??.hasPrefix("t") ?? false)
+                return .granted
             }
             let rows = try connection.query("DELETE FROM strata_members WHERE document = $1 AND subject = $2 RETURNING 1", [document, subject])
-            return .done(existed: !rows.isEmpty)
+            return .removed(wasMember: !rows.isEmpty)
         }
     }
 }
