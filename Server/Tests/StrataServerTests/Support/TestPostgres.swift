@@ -45,7 +45,9 @@ final class TestPostgres: Sendable {
     }
 
     /// Runs a command through bash, every descriptor above 2 closed (a server started here
-    /// must not hold this process's pipes), its output in a file.
+    /// must not hold this process's pipes), its output in a file, from `/`: a tool run as
+    /// `postgres` in a folder only root may enter (a clone in `mktemp -d`) says so on stderr,
+    /// which would be read as its output.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
         let output = NSTemporaryDirectory() + "strata-server-test-\(UUID().uuidString)"
@@ -55,6 +57,7 @@ final class TestPostgres: Sendable {
         process.arguments = ["-c", #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; exec "$@" > "$OUT" 2>&1"#,
                              "bash", executable] + arguments
         process.environment = ["OUT": output, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"]
+        process.currentDirectoryURL = URL(fileURLWithPath: "/")
         try process.run()
         process.waitUntilExit()
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
