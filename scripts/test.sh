@@ -16,24 +16,34 @@ MAKE=${MAKE:-make}
 mkdir -p .build
 engine=(.build/debug/StrataPackageTests.xctest --testing-library swift-testing)
 
-"$SWIFT" build --build-tests || exit 1
+# Runs a part in the background, its output in .build/NAME.log and the second it ended in
+# .build/NAME.end (SECONDS counts on in a subshell).
+part() {
+    local name=$1
+    shift
+    ( "$@" > ".build/$name.log" 2>&1; status=$?; echo "$SECONDS" > ".build/$name.end"; exit $status ) &
+}
 
-"$SWIFT" build --package-path Server --build-tests > .build/server-build.log 2>&1 &
+"$SWIFT" build --build-tests || exit 1
+echo "make test: the engine built in $SECONDS s"
+
+part server-build "$SWIFT" build --package-path Server --build-tests
 server_build=$!
 
-"${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)' > .build/engine-tests-1.log 2>&1 &
+part engine-tests-1 "${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)'
 first=$!
-"${engine[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)' > .build/engine-tests-2.log 2>&1 &
+part engine-tests-2 "${engine[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)'
 second=$!
-"${engine[@]}" --filter 'StrataTests\.Torture' > .build/engine-tests-3.log 2>&1 &
+part engine-tests-3 "${engine[@]}" --filter 'StrataTests\.Torture'
 third=$!
-"$MAKE" --no-print-directory docs > .build/docs.log 2>&1 &
+part docs "$MAKE" --no-print-directory docs
 docs=$!
 
 wait "$server_build"
 built=$?
+echo "make test: the service built at $(cat .build/server-build.end) s"
 if [ $built -eq 0 ]; then
-    "$SWIFT" test --package-path Server --skip-build > .build/server-tests.log 2>&1 &
+    part server-tests "$SWIFT" test --package-path Server --skip-build
     server=$!
 else
     cp .build/server-build.log .build/server-tests.log
@@ -52,7 +62,7 @@ for part in engine-tests-1:$first engine-tests-2:$second engine-tests-3:$third d
     elif [ "$name" = docs ]; then
         tail -n 3 .build/docs.log
     else
-        grep -a "Test run with" ".build/$name.log"
+        echo "$(grep -a "Test run with" ".build/$name.log") (ended at $(cat ".build/$name.end") s)"
     fi
 done
 exit $failed
