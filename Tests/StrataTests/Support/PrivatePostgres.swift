@@ -37,22 +37,13 @@ final class PrivatePostgres {
 
     /// Starts the server and waits until it accepts connections.
     func start() throws {
-        // The server must not inherit this process's descriptors: Foundation's Process learns
-        // that a child ended when a socket it holds closes, and a server holding it (or a
-        // pipe of another test's child) would keep them open for as long as it runs. So the
-        // start goes through bash, which closes every descriptor above 2 first.
+        // The server must not inherit this process's descriptors (a pipe of another test's
+        // child would stay open for as long as it runs): ``Spawned`` closes every one above 2.
         let command = (getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []) + ["\(bin)/pg_ctl",
             "-D", "\(folder)/data", "-l", "\(folder)/log", "-w", "-t", "60",
             "-o", "-k \(folder) -c listen_addresses='' -c fsync=off -c max_connections=40", "start"]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; exec "$@""#, "bash"]
-            + command
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let pid = try Spawned.start(#"exec "$@""#, command, environment: ProcessInfo.processInfo.environment)
+        guard Spawned.wait(pid) == 0 else {
             throw Failure("pg_ctl start failed: \((try? String(contentsOfFile: "\(folder)/log", encoding: .utf8)) ?? "")")
         }
         running = true

@@ -11,9 +11,10 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
 }
 
 extension Process {
-    /// Waits for the process to end, off the cooperative threads.
+    /// Waits for the process to end, off the cooperative threads. Polls: Foundation's
+    /// `waitUntilExit` on a thread of its own was seen spinning a core.
     func exited() async {
         let process = self
-        _ = try? await offThread { process.waitUntilExit() }
+        _ = try? await offThread { while process.isRunning { usleep(10_000) } }
     }
 }

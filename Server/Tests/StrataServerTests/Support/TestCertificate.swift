@@ -37,25 +37,19 @@ struct TestCertificate {
     }
 
     /// One HTTP/1.1 exchange over TLS by `openssl s_client`, which checks the certificate
-    /// against this one: what came back (empty when the handshake failed). Through files
-    /// and with every other descriptor closed, as `TestPostgres.run` does: a pipe of ours
-    /// inherited by a process another test starts would never see its end. Waited for off
-    /// the test's threads, which the service in this process answers on.
+    /// against this one: what came back (empty when the handshake failed). Through files,
+    /// started and waited for as ``Spawned`` says, off the test's threads (the service in
+    /// this process answers on them).
     func exchange(port: Int, _ request: String, options: [String] = []) async throws -> String {
         let input = NSTemporaryDirectory() + "strata-tls-in-\(UUID().uuidString)"
         let output = NSTemporaryDirectory() + "strata-tls-out-\(UUID().uuidString)"
         defer { unlink(input); unlink(output) }
         try Data(request.utf8).write(to: URL(fileURLWithPath: input))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; exec "$@" < "$IN" > "$OUT" 2>/dev/null"#,
-                             "bash", "/usr/bin/openssl", "s_client", "-quiet", "-verify_return_error", "-CAfile", certificate,
-                             "-verify_ip", "127.0.0.1", "-connect", "127.0.0.1:\(port)"] + options
-        process.environment = ["IN": input, "OUT": output, "PATH": "/usr/bin:/bin"]
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            process.terminationHandler = { _ in done.resume() }
-            do { try process.run() } catch { done.resume() }
-        }
+        let pid = try Spawned.start(#"exec timeout 60 "$@" < "$IN" > "$OUT""#,
+                                    ["/usr/bin/openssl", "s_client", "-quiet", "-verify_return_error", "-CAfile", certificate,
+                                     "-verify_ip", "127.0.0.1", "-connect", "127.0.0.1:\(port)"] + options,
+                                    environment: ["IN": input, "OUT": output, "PATH": "/usr/bin:/bin"])
+        _ = try await offThread { Spawned.wait(pid) }
         return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     }
 }

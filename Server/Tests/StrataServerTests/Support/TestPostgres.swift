@@ -44,24 +44,19 @@ final class TestPostgres: Sendable {
             : try Self.run("\(bin)/\(tool)", arguments)
     }
 
-    /// Runs a command through bash, every descriptor above 2 closed (a server started here
-    /// must not hold this process's pipes), its output in a file, from `/`: a tool run as
-    /// `postgres` in a folder only root may enter (a clone in `mktemp -d`) says so on stderr,
-    /// which would be read as its output.
+    /// Runs a command with every descriptor above 2 closed (``Spawned``: a server started
+    /// here must not hold this process's pipes), its output in a file, from `/`: a tool run
+    /// as `postgres` in a folder only root may enter (a clone in `mktemp -d`) says so on
+    /// stderr, which would be read as its output.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
         let output = NSTemporaryDirectory() + "strata-server-test-\(UUID().uuidString)"
         defer { unlink(output) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", #"for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; exec "$@" > "$OUT" 2>&1"#,
-                             "bash", executable] + arguments
-        process.environment = ["OUT": output, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"]
-        process.currentDirectoryURL = URL(fileURLWithPath: "/")
-        try process.run()
-        process.waitUntilExit()
+        let pid = try Spawned.start(#"cd / && exec "$@" > "$OUT" 2>&1"#, [executable] + arguments,
+                                    environment: ["OUT": output, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        let status = Spawned.wait(pid)
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else { throw TestFailure("\(executable) \(arguments.joined(separator: " ")): \(text)") }
+        guard status == 0 else { throw TestFailure("\(executable) \(arguments.joined(separator: " ")): \(text)") }
         return text
     }
 }
