@@ -30,13 +30,13 @@ echo "make test: the engine built in $SECONDS s"
 part server-build "$SWIFT" build --package-path Server --build-tests
 server_build=$!
 
-part engine-tests-1 nice -n 10 "${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)'
+part engine-tests-1 "${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)'
 first=$!
-part engine-tests-2 nice -n 10 "${engine[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)'
+part engine-tests-2 "${engine[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)'
 second=$!
-part engine-tests-3 nice -n 10 "${engine[@]}" --filter 'StrataTests\.Torture'
+part engine-tests-3 "${engine[@]}" --filter 'StrataTests\.Torture'
 third=$!
-part docs nice -n 10 "$MAKE" --no-print-directory docs
+part docs "$MAKE" --no-print-directory docs
 docs=$!
 
 wait "$server_build"
