@@ -32,8 +32,7 @@ build: deps
 # try!, as! or forced unwrap in the engine, the adapters, the host or the sync service);
 # then scripts/test.sh builds everything with the tests (the crash tests run the real
 # `strata` binary, ExampleTests the embedding example's program) and runs every test, the
-# documentation check and the sync service's tests (Server/, a package of its own: SwiftNIO),
-# as much at once as helps: see the script.
+# documentation check and the sync service's tests, as much at once as helps: see the script.
 test: deps
 	python3 scripts/check-untrusted-reads.py
 	SWIFT=$(SWIFT) MAKE=$(MAKE) scripts/test.sh
@@ -56,9 +55,9 @@ run: deps
 	$(SWIFT) build -c release --product strata
 	.build/release/strata sim --config $(CONFIG) --duration $(DURATION)
 
-# The sync service, release build (Server/: a package of its own).
+# The sync service, release build (its own product: the one that links SwiftNIO).
 server: deps
-	$(SWIFT) build -c release --package-path Server --product strata-server
+	$(SWIFT) build -c release --product strata-server
 
 # A sync service on a private PostgreSQL, and two `strata sim` canvases syncing through it
 # for DURATION seconds (scripts/try-sync-service.sh; everything removed at the end).
@@ -181,10 +180,10 @@ torture-sync: deps
 # SyncCheckerTests (one run, and one sabotaged that must fail; not in `make test`: see there).
 torture-sync-service: deps server
 	$(SWIFT) build --build-tests
-	STRATA_CHECKER_THROUGH_SERVICE=1 $(SWIFT) test --package-path Server --filter SyncCheckerTests
+	STRATA_CHECKER_THROUGH_SERVICE=1 $(SWIFT) test --skip-build --filter 'StrataServerTests\.SyncCheckerTests'
 	$(SWIFT) build -c release --product strata
 	.build/release/strata torture --mode sync --cycles $(SYNC_RUNS) --seed $(SYNC_SEED) --dir $(TORTURE_DIR) \
-		--sync-service Server/.build/release/strata-server $(TORTURE_ARGS)
+		--sync-service .build/release/strata-server $(TORTURE_ARGS)
 
 clean:
-	rm -rf .build Server/.build Benchmarks/.build bench-results torture-results
+	rm -rf .build Benchmarks/.build bench-results torture-results

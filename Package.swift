@@ -12,6 +12,9 @@ let package = Package(
         .library(name: "StrataHTTP", targets: ["StrataHTTP"]),
         .library(name: "StrataServiceLifecycle", targets: ["StrataServiceLifecycle"]),
         .executable(name: "strata", targets: ["StrataHost"]),
+        // The sync service. Only its own targets reach SwiftNIO: `strata` and the libraries
+        // above never link it (`make run` builds the `strata` product alone).
+        .executable(name: "strata-server", targets: ["StrataServerCommand"]),
     ],
     dependencies: [
         // A range, not one version: a host that uses GRDB itself can resolve both. GRDB is not
@@ -25,6 +28,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // `swift package generate-documentation --target Strata` (the catalog: Sources/Strata/Strata.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The sync service's HTTP (strata-server only).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // libupower-glib, UPower's client library (Debian: libupower-glib-dev).
@@ -82,7 +88,7 @@ let package = Package(
         ),
         // libpq in Swift: a connection whose every call is bounded by a timeout, text
         // parameters and results, notifications. Nothing of the engine: the sync service
-        // (the Server package) uses it too.
+        // (StrataServer) uses it too.
         .target(
             name: "StrataPQ",
             dependencies: ["CLibPQ"]
@@ -99,9 +105,9 @@ let package = Package(
             ]
         ),
         // The sync service's API as JSON types, on Foundation alone: the device's transport
-        // and the service (the Server package) both speak it.
+        // and the service (StrataServer) both speak it.
         .target(name: "StrataWire"),
-        // The sync transport to a Strata sync service (`strata-server`, the Server package)
+        // The sync transport to a Strata sync service (`strata-server`, StrataServer)
         // over HTTP, on Foundation's URLSession. A library of its own: an engine that does
         // not sync does not link libcurl.
         .target(
@@ -170,6 +176,62 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/Embedding"
+        ),
+        // The sync service, `strata-server`: HTTP (Hummingbird, SwiftNIO) in front of
+        // PostgreSQL. It takes from the rest of the package only what speaks to PostgreSQL
+        // (StrataPQ) and the API's JSON types (StrataWire): nothing of the engine.
+        //
+        // OpenSSL's libcrypto (Debian's libssl-dev): the tokens' signatures (HMAC, Ed25519,
+        // ECDSA) and digests. The system's library, not a second copy of one compiled here.
+        .systemLibrary(
+            name: "CStrataCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // OpenSSL's libssl: TLS on the service's connections (`[server] tls_certificate`),
+        // driven through memory buffers by a NIO handler of ours.
+        .systemLibrary(
+            name: "CStrataTLS",
+            pkgConfig: "libssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "StrataServer",
+            dependencies: [
+                "CStrataCrypto",
+                "CStrataTLS",
+                "StrataPQ",
+                "StrataWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]
+        ),
+        .executableTarget(
+            name: "StrataServerCommand",
+            dependencies: [
+                "StrataServer",
+                "StrataPQ",
+                "StrataWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "StrataServerTests",
+            dependencies: [
+                "StrataServer",
+                "StrataWire",
+                "StrataPQ",
+            ]
         ),
         .testTarget(
             name: "StrataTests",

@@ -19,7 +19,7 @@ import re
 import sys
 
 ROOTS = ["Sources/Strata", "Sources/StrataPostgres", "Sources/StrataPQ", "Sources/StrataWire", "Sources/StrataHTTP",
-         "Sources/StrataHost", "Server/Sources"]
+         "Sources/StrataHost", "Sources/StrataServer", "Sources/StrataServerCommand"]
 
 ROW_SUBSCRIPT = re.compile(r"\b\w*[rR]ow\??\s*\[")
 # `$0[...]` in a closure over fetched rows, or a subscript straight on `Row.fetchOne(...)`.

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # `make test` after its checks: builds and runs every test, as much at once as helps on a
-# small machine. The engine's build comes first, alone (two builds at once took longer here
-# than one after the other: 434 s for the engine's beside the service's, against about
-# 200 s alone). Then, since most tests wait on processes, files and timers, at once:
+# small machine. One build first: the engine, `strata`, the sync service and every test
+# target (one package graph: the dependencies the engine and the service share are built
+# once). Then, since most tests wait on processes, files and timers, at once:
 #   - the engine's tests in three processes (suites A–R and Tool…; S–Z but Tool… and
 #     Torture…; Torture…, the longest, alone);
-#   - the documentation check (make docs);
-#   - the sync service's package (Server/, SwiftNIO, a .build of its own) built, then its
-#     tests run (they run the engine's `strata` too).
+#   - the sync service's tests (StrataServerTests) in a fourth;
+#   - the documentation check (make docs).
 # Each part's output goes to .build/<part>.log; a part that fails has its log printed whole.
 set -u
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
 MAKE=${MAKE:-make}
 mkdir -p .build
-engine=(.build/debug/StrataPackageTests.xctest --testing-library swift-testing)
+tests=(.build/debug/StrataPackageTests.xctest --testing-library swift-testing)
 
 # Runs a part in the background, its output in .build/NAME.log and the second it ended in
 # .build/NAME.end (SECONDS counts on in a subshell).
@@ -25,36 +24,25 @@ part() {
 }
 
 "$SWIFT" build --build-tests || exit 1
-echo "make test: the engine built in $SECONDS s"
+echo "make test: built in $SECONDS s"
 
-part server-build "$SWIFT" build --package-path Server --build-tests
-server_build=$!
-
-part engine-tests-1 "${engine[@]}" --filter 'StrataTests\.([A-R]|Tool)'
+part engine-tests-1 "${tests[@]}" --filter 'StrataTests\.([A-R]|Tool)'
 first=$!
-part engine-tests-2 "${engine[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)'
+part engine-tests-2 "${tests[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)'
 second=$!
-part engine-tests-3 "${engine[@]}" --filter 'StrataTests\.Torture'
+part engine-tests-3 "${tests[@]}" --filter 'StrataTests\.Torture'
 third=$!
+part server-tests "${tests[@]}" --filter 'StrataServerTests\.'
+server=$!
 part docs "$MAKE" --no-print-directory docs
 docs=$!
 
-wait "$server_build"
-built=$?
-echo "make test: the service built at $(cat .build/server-build.end) s"
-if [ $built -eq 0 ]; then
-    part server-tests "$SWIFT" test --package-path Server --skip-build
-    server=$!
-else
-    cp .build/server-build.log .build/server-tests.log
-fi
-
 failed=0
-for part in engine-tests-1:$first engine-tests-2:$second engine-tests-3:$third docs:$docs server-tests:${server:-}; do
+for part in engine-tests-1:$first engine-tests-2:$second engine-tests-3:$third server-tests:$server docs:$docs; do
     name=${part%%:*}
     pid=${part#*:}
-    status=1
-    if [ -n "$pid" ]; then wait "$pid"; status=$?; fi
+    wait "$pid"
+    status=$?
     if [ $status -ne 0 ]; then
         cat ".build/$name.log"
         echo "make test: $name failed (status $status)"

@@ -21,7 +21,7 @@ trap cleanup EXIT
 as_postgres "$bin/initdb" -D "$work/data" -U strata --auth=trust -E UTF8 --no-sync >/dev/null
 as_postgres "$bin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w -o "-k $work -c listen_addresses=''" start >/dev/null
 database="postgresql://strata@/postgres?host=$work"
-server_bin=Server/.build/release/strata-server
+server_bin=.build/release/strata-server
 strata_bin=.build/release/strata
 head -c 48 /dev/urandom | base64 -w0 > "$work/secret"
 for who in alice bob; do

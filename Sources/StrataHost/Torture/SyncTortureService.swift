@@ -28,7 +28,7 @@ final class SyncTortureService {
 
     init(binary: String, folder: URL, database: String, devices: Int) throws {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw TortureSetupError("--sync-service \(binary): not an executable (make server builds Server/.build/release/strata-server)")
+            throw TortureSetupError("--sync-service \(binary): not an executable (make server builds .build/release/strata-server)")
         }
         guard FileManager.default.fileExists(atPath: Self.systemBundle) else {
             throw TortureSetupError("no CA bundle at \(Self.systemBundle) (Debian's ca-certificates; make installs it)")

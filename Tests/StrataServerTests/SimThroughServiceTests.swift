@@ -6,10 +6,10 @@ import Testing
 /// syncing through a service instance in this process: the device's HTTP transport, its
 /// token file, its long-poll listening.
 @Suite(.serialized) struct SimThroughServiceTests {
-    /// `.build/debug/strata` of the engine's package (this package's parent folder).
+    /// `.build/debug/strata`, built beside the service.
     static var strata: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/strata").path
+            .appendingPathComponent(".build/debug/strata").path
     }
 
     /// Starts `command` with its output (and errors) in the file `output`.
