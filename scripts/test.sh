@@ -3,8 +3,9 @@
 # small machine. One build first: the engine, `strata`, the sync service and every test
 # target (one package graph: the dependencies the engine and the service share are built
 # once). Then, since most tests wait on processes, files and timers, at once:
-#   - the engine's tests in three processes (suites A–R and Tool…; S–Z but Tool… and
-#     Torture…; Torture…, the longest, alone);
+#   - the engine's tests in four processes (suites A–D; E–R and Tool…; S–Z but Tool…
+#     and Torture…; Torture…, the longest, alone): a test process keeps as many tests
+#     running as there are cores, and most of these wait;
 #   - the sync service's tests (StrataServerTests) in a fourth;
 #   - the documentation check (make docs).
 # Each part's output goes to .build/<part>.log; a part that fails has its log printed whole.
@@ -26,11 +27,13 @@ part() {
 "$SWIFT" build --build-tests || exit 1
 echo "make test: built in $SECONDS s"
 
-part engine-tests-1 "${tests[@]}" --filter 'StrataTests\.([A-R]|Tool)'
+part engine-tests-1 "${tests[@]}" --filter 'StrataTests\.[A-D]'
 first=$!
-part engine-tests-2 "${tests[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture)'
+part engine-tests-4 "${tests[@]}" --filter 'StrataTests\.([E-R]|Tool)'
+fourth=$!
+part engine-tests-2 "${tests[@]}" --filter 'StrataTests\.[S-Z]' --skip 'StrataTests\.(Tool|Torture|SyncSim)'
 second=$!
-part engine-tests-3 "${tests[@]}" --filter 'StrataTests\.Torture'
+part engine-tests-3 "${tests[@]}" --filter 'StrataTests\.(Torture|SyncSim)'
 third=$!
 part server-tests "${tests[@]}" --filter 'StrataServerTests\.'
 server=$!
@@ -38,7 +41,7 @@ part docs "$MAKE" --no-print-directory docs
 docs=$!
 
 failed=0
-for part in engine-tests-1:$first engine-tests-2:$second engine-tests-3:$third server-tests:$server docs:$docs; do
+for part in engine-tests-1:$first engine-tests-4:$fourth engine-tests-2:$second engine-tests-3:$third server-tests:$server docs:$docs; do
     name=${part%%:*}
     pid=${part#*:}
     wait "$pid"

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import StrataServer
 
-/// Real `strata sim` processes (the engine's package builds `strata` before these tests run)
+/// Real `strata sim` processes (`swift build --build-tests` builds `strata` with these tests)
 /// syncing through a service instance in this process: the device's HTTP transport, its
 /// token file, its long-poll listening.
 @Suite(.serialized) struct SimThroughServiceTests {
@@ -34,7 +34,7 @@ import Testing
     /// applies the writer's edits), its own kept in its outbox, none a dead letter. Made a
     /// writer, its next session pushes them.
     @Test(.timeLimit(.minutes(2))) func aReaderPullsOnAndKeepsItsEditsUntilItMayWrite() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.strata), "build the engine's package first (make test does)")
+        try #require(FileManager.default.isExecutableFile(atPath: Self.strata), "swift build --build-tests builds strata")
         let service = try await TestService { $0.membershipCache = .zero }   // a grant below, straight in PostgreSQL
         defer { Task { await service.stop() } }
         let document = freshDocument()
@@ -81,7 +81,7 @@ import Testing
     /// in a mount namespace of their own); a third device whose system does not trust it
     /// says so and pushes nothing.
     @Test(.timeLimit(.minutes(2))) func twoSimsConvergeThroughTheServiceWokenByItAlone() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.strata), "build the engine's package first (make test does)")
+        try #require(FileManager.default.isExecutableFile(atPath: Self.strata), "swift build --build-tests builds strata")
         let overTLS = TestCertificate.canTrustPrivately
         let certificate = try TestCertificate()
         defer { certificate.remove() }

@@ -48,7 +48,7 @@ import Testing
     @Test(.enabled(if: enabled, "make torture-sync-service runs it"),
           .enabled(if: canMakeNetworkNamespaces, "the devices' networks are namespaces: root, and a kernel that allows them"))
     func replicationThroughTheServiceHoldsUnderFaultsAndTheCheckCanFail() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: SimThroughServiceTests.strata), "build the engine's package first")
+        try #require(FileManager.default.isExecutableFile(atPath: SimThroughServiceTests.strata), "swift build --build-tests builds strata")
         let (result, text) = try await check(["--cycles", "1", "--seed", "11", "--fault-seconds", "3"])
         let run = try #require(result, "\(text.suffix(2000))")
         #expect(run.cycles == 1)

@@ -18,9 +18,16 @@ import Testing
         struct Failure: Decodable { var kind: String; var detail: String }
     }
 
-    func torture(_ arguments: [String]) throws -> (ChildProcess, [Result]) {
-        let directory = TestDirectory()
-        let child = try ChildProcess.strata(["torture", "--dir", directory.url.path, "--json"] + arguments)
+    /// Runs `strata torture` and waits for it on a thread of its own, not on one of the
+    /// test runner's (as many as cores): the runs, which mostly wait on their children and
+    /// on real-time ticks, then all go at once, not two at a time.
+    func torture(_ arguments: [String]) async throws -> (ChildProcess, [Result]) {
+        let child: ChildProcess = try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                let directory = TestDirectory()
+                continuation.resume(with: Swift.Result { try ChildProcess.strata(["torture", "--dir", directory.url.path, "--json"] + arguments) })
+            }
+        }
         let results = (try? JSONDecoder().decode([Result].self, from: Data(child.stdout.utf8))) ?? []
         return (child, results)
     }
@@ -28,8 +35,8 @@ import Testing
     /// Each mode in a process of its own, the modes side by side (a cycle mostly waits on
     /// the workload's real-time ticks and on its child's death, not on the CPU).
     @Test(arguments: ["drop", "torn", "sigkill", "eio", "enospc", "corrupt"])
-    func everyFaultModeKeepsTheContract(mode: String) throws {
-        let (child, results) = try torture(["--mode", mode, "--cycles", "50", "--seed", "11"])
+    func everyFaultModeKeepsTheContract(mode: String) async throws {
+        let (child, results) = try await torture(["--mode", mode, "--cycles", "50", "--seed", "11"])
         let result = try #require(results.first, "\(child.stderr)")
         #expect(results.map(\.mode) == [mode], "\(child.stderr)")
         #expect(result.cycles >= 50, "\(result.mode)")
@@ -51,10 +58,10 @@ import Testing
         #expect(child.status == 0)
     }
 
-    @Test func powerCutsCatchCriticalCommitsThatAreNotSynced() throws {
+    @Test func powerCutsCatchCriticalCommitsThatAreNotSynced() async throws {
         // critical_durability = "crash": critical batches commit without a WAL sync, so a
         // power cut loses them past the critical delay, and the check must say so.
-        let (child, results) = try torture(["--mode", "drop", "--cycles", "10", "--seed", "3", "--weaken-durability"])
+        let (child, results) = try await torture(["--mode", "drop", "--cycles", "10", "--seed", "3", "--weaken-durability"])
         #expect(child.status == 1)
         let lost = results.first?.failuresByKind["critical_lost"] ?? 0
         #expect(lost > 0)
@@ -81,13 +88,13 @@ import Testing
     }()
 
     @Test(.enabled(if: canMountTmpfs, "a real full disk needs a tmpfs, and mounting one needs root"))
-    func aDiskThatFillsLosesNothingWhenItFreesAndSaysWhatItLostWhenItDoesNot() throws {
+    func aDiskThatFillsLosesNothingWhenItFreesAndSaysWhatItLostWhenItDoesNot() async throws {
         // A real full disk: a 4 MB tmpfs a filler has all but filled (root). Cycles 1 and 3
         // free it mid-run: nothing may be lost. Cycle 2 keeps it full through the shutdown,
         // with the disk reserve made by a first session: the reserve gives the last batch
         // room. Cycle 4 begins on the full disk, without a reserve: what is missing after a
         // replay of the side file is at most what the summary said was lost.
-        let (child, results) = try torture(["--mode", "diskfull", "--cycles", "4", "--seed", "9"])
+        let (child, results) = try await torture(["--mode", "diskfull", "--cycles", "4", "--seed", "9"])
         let result = try #require(results.first, "\(child.stderr)")
         #expect(result.cycles == 4)
         #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
@@ -97,12 +104,12 @@ import Testing
         #expect(child.status == 0)
     }
 
-    @Test func aDamagedPageAnywhereCostsOnlyWhatSQLiteCannotRead() throws {
+    @Test func aDamagedPageAnywhereCostsOnlyWhatSQLiteCannotRead() async throws {
         // The page sweep, short: 12 pages spread over a 2000-shape canvas (make torture
         // damages every page; 12, not more, for make test's time: this was its longest test).
         // Each start on the damaged copy finishes, the second finds a healthy file, and every
         // row a point lookup still reads is in the new file.
-        let (child, results) = try torture(["--mode", "pages", "--cycles", "12", "--seed", "4"])
+        let (child, results) = try await torture(["--mode", "pages", "--cycles", "12", "--seed", "4"])
         let result = try #require(results.first, "\(child.stderr)")
         #expect(result.cycles == 12)
         #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
@@ -116,15 +123,15 @@ import Testing
     /// schedule draws; and a third whose server loses an operation before the check, which
     /// the check must catch. Needs root (namespaces).
     @Test(.enabled(if: canMakeNetworkNamespaces, "the devices' networks are namespaces: root, and a kernel that allows them"))
-    func replicationCheckedFromOutsideHoldsAndTheCheckCanFail() throws {
-        let (child, results) = try torture(["--mode", "sync", "--cycles", "1", "--seed", "11", "--fault-seconds", "4"])
+    func replicationCheckedFromOutsideHoldsAndTheCheckCanFail() async throws {
+        let (child, results) = try await torture(["--mode", "sync", "--cycles", "1", "--seed", "11", "--fault-seconds", "4"])
         let result = try #require(results.first, "\(child.stderr)")
         #expect(result.cycles == 1)
         #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
         #expect(result.faults >= 2 && (result.details["operations"] ?? 0) > 50, "\(result.details)")
         #expect(child.status == 0)
 
-        let (sabotaged, broken) = try torture(["--mode", "sync", "--cycles", "1", "--seed", "11", "--fault-seconds", "2", "--sabotage-sync"])
+        let (sabotaged, broken) = try await torture(["--mode", "sync", "--cycles", "1", "--seed", "11", "--fault-seconds", "2", "--sabotage-sync"])
         let caught = try #require(broken.first, "\(sabotaged.stderr)")
         #expect(caught.failuresByKind["missing_operation"] != nil, "\(caught.failuresByKind)")
         #expect(sabotaged.status != 0)
@@ -134,9 +141,9 @@ import Testing
     /// torture plants every value in every column), a value of another type in each. No tool,
     /// no start (one of them syncing to a private server) traps or hangs, and the start loads
     /// every entity but the one whose row took the value.
-    @Test func aValueOfAnyTypeInAnyColumnReachesNoTrap() throws {
+    @Test func aValueOfAnyTypeInAnyColumnReachesNoTrap() async throws {
         let server = try PrivatePostgres.shared()
-        let (child, results) = try torture(["--mode", "rowtypes", "--cycles", "16", "--seed", "5", "--sync-server", server.url])
+        let (child, results) = try await torture(["--mode", "rowtypes", "--cycles", "16", "--seed", "5", "--sync-server", server.url])
         let result = try #require(results.first, "\(child.stderr)")
         #expect(result.cycles == 16)
         #expect(result.failuresByKind.isEmpty, "\(result.failures.prefix(5).map(\.detail))")
