@@ -20,6 +20,7 @@ public final class SyncService: Sendable {
     let feed: ChangeFeed
     let limiter: RateLimiter
     let memberships: MembershipCache
+    let signedTokens = SignedTokens()
     let metrics: ServerMetrics
     let logger: Logger
     /// This instance's name for PostgreSQL (`application_name` of its connections).

@@ -40,6 +40,32 @@ import Testing
         #expect(try await service.push(document, token: good, [operation()]).status == 200, "the good one goes through")
     }
 
+    /// A token checked once is not checked again, but its times are: it is refused once it
+    /// expires (and before its `nbf`); a refused token is not kept; the store stays bounded.
+    @Test func aTokenCheckedOnceStillExpires() throws {
+        let key = try TokenKey(id: nil, secret: TokenKey.randomSecret())
+        let verifier = TokenVerifier(keys: [key], audience: "strata", leeway: .seconds(0))
+        let tokens = SignedTokens(capacity: 2)
+        let now = Date()
+        let token = try TokenSigner.token(subject: "alice", audience: "strata", key: key, ttl: .seconds(60), now: now)
+        #expect(tokens.subject(of: token, by: verifier, now: now) == .success("alice"))
+        #expect(tokens.count == 1)
+        #expect(tokens.subject(of: token, by: verifier, now: now + 30) == .success("alice"))
+        #expect(tokens.subject(of: token, by: verifier, now: now + 61) == .failure(.expired))
+        #expect(tokens.subject(of: token, by: verifier, now: now - 3600) == .success("alice"), "no nbf: only exp bounds it")
+        let later = try TokenSigner.token(subject: "bob", audience: "strata", key: key, ttl: .seconds(3600), now: now, notBefore: now + 600)
+        #expect(tokens.subject(of: later, by: verifier, now: now) == .failure(.notYetValid))
+        #expect(tokens.subject(of: later, by: verifier, now: now + 600) == .success("bob"))
+
+        let other = try TokenKey(id: nil, secret: TokenKey.randomSecret())
+        let forged = try TokenSigner.token(subject: "alice", audience: "strata", key: other, ttl: .seconds(60), now: now)
+        #expect(tokens.subject(of: forged, by: verifier, now: now) != .success("alice"))
+        #expect(tokens.count == 2, "the forged token is not kept")
+        let third = try TokenSigner.token(subject: "carol", audience: "strata", key: key, ttl: .seconds(60), now: now)
+        #expect(tokens.subject(of: third, by: verifier, now: now) == .success("carol"))
+        #expect(tokens.count == 1, "full: emptied, then the new one kept")
+    }
+
     /// A public key configured for EdDSA is never used as an HMAC secret: a token signed
     /// with HS256 under the public key's bytes names the key and is refused.
     @Test func publicKeysCheckTheirOwnAlgorithmOnly() throws {

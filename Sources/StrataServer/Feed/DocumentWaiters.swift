@@ -31,7 +31,11 @@ final class DocumentWaiters: @unchecked Sendable {
         var length: UInt32 = 0
         let bytes = Array(document.utf8)
         guard EVP_Digest(bytes, bytes.count, &digest, &length, EVP_md5(), nil) == 1 else { return document }
-        return digest.prefix(Int(length)).map { String(format: "%02x", $0) }.joined()
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(Int(length) * 2)
+        for byte in digest.prefix(Int(length)) { text += [hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]] }
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func now() -> Double { ProcessInfo.processInfo.systemUptime }

@@ -77,7 +77,7 @@ extension SyncService {
             metrics.refusedToken("malformed")
             throw Refusal.unauthorized("the Authorization header is not \"Bearer TOKEN\"")
         }
-        switch verifier.subject(of: String(parts[1]).trimmingCharacters(in: .whitespaces)) {
+        switch signedTokens.subject(of: String(parts[1]).trimmingCharacters(in: .whitespaces), by: verifier) {
         case .success(let subject): return subject
         case .failure(let refusal):
             metrics.refusedToken(refusal.reason)

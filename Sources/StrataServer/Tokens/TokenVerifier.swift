@@ -23,6 +23,28 @@ public struct TokenVerifier: Sendable {
 
     /// The token's subject, or why it is refused.
     public func subject(of token: String, now: Date = Date()) -> Result<String, TokenRefusal> {
+        signed(token).flatMap { $0.subject(at: now, leeway: leeway) }
+    }
+
+    /// What of a token does not change with time, once its form, signature, audience and
+    /// subject checked: its subject, and the times it holds between.
+    public struct Signed: Sendable, Equatable {
+        public var subject: String
+        public var expires: Double
+        public var notBefore: Double?
+
+        /// The subject, if `now` is within the token's times (give or take `leeway`).
+        public func subject(at now: Date, leeway: Duration) -> Result<String, TokenRefusal> {
+            let seconds = now.timeIntervalSince1970
+            let slack = Double(leeway.components.seconds)
+            guard expires.isFinite, seconds <= expires + slack else { return .failure(.expired) }
+            if let notBefore, !(notBefore.isFinite && seconds + slack >= notBefore) { return .failure(.notYetValid) }
+            return .success(subject)
+        }
+    }
+
+    /// The token checked but for its times, or why it is refused.
+    public func signed(_ token: String) -> Result<Signed, TokenRefusal> {
         guard token.utf8.count <= Self.maxLength else { return .failure(.malformed("longer than \(Self.maxLength) bytes")) }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed("not three parts")) }
@@ -47,16 +69,12 @@ public struct TokenVerifier: Sendable {
         guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimsBytes)) else {
             return .failure(.malformed("the claims do not read (sub and exp are required)"))
         }
-        let seconds = now.timeIntervalSince1970
-        let slack = Double(leeway.components.seconds)
-        guard claims.exp.isFinite, seconds <= claims.exp + slack else { return .failure(.expired) }
-        if let nbf = claims.nbf, !(nbf.isFinite && seconds + slack >= nbf) { return .failure(.notYetValid) }
         guard claims.aud?.values.contains(audience) == true else { return .failure(.wrongAudience) }
         let subject = claims.sub.trimmingCharacters(in: .whitespaces)
         guard !subject.isEmpty, subject.utf8.count <= 256, subject == claims.sub else {
             return .failure(.malformed("the subject is empty, longer than 256 bytes or padded"))
         }
-        return .success(subject)
+        return .success(Signed(subject: subject, expires: claims.exp, notBefore: claims.nbf))
     }
 
     struct Header: Decodable {
