@@ -225,9 +225,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What the two test targets share (a tool started and waited for without Foundation's
+        // Process): a target only they depend on.
+        .target(name: "StrataTestSupport", path: "Tests/StrataTestSupport"),
         .testTarget(
             name: "StrataServerTests",
             dependencies: [
+                "StrataTestSupport",
                 "StrataServer",
                 "StrataWire",
                 "StrataPQ",
@@ -236,6 +240,7 @@ let package = Package(
         .testTarget(
             name: "StrataTests",
             dependencies: [
+                "StrataTestSupport",
                 "Strata",
                 "StrataBench",
                 "StrataCanvas",

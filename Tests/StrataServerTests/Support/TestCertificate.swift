@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestSupport
 
 /// A self-signed certificate for 127.0.0.1 and localhost (P-256, one day), made by the
 /// `openssl` command (`make` installs it), in a folder of its own; and a CA bundle that

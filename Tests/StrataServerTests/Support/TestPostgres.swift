@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestSupport
 
 /// A private PostgreSQL server for the service's tests: `initdb` and `pg_ctl` from Debian's
 /// `postgresql` (`make` installs it) in a temporary folder, a Unix socket there only, trust

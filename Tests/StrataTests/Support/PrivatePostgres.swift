@@ -1,4 +1,5 @@
 import Foundation
+import StrataTestSupport
 
 /// A private PostgreSQL server for the sync tests: Debian's `postgresql` package
 /// (`make` installs it), `initdb` and `pg_ctl` in a temporary folder, listening on a
