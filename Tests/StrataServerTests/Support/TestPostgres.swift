@@ -24,9 +24,19 @@ final class TestPostgres: Sendable {
         chmod(folder, 0o755)
         if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", folder]) }
         try run("initdb", ["-D", "\(folder)/data", "-U", "strata", "--auth=trust", "-E", "UTF8", "--no-sync"])
+        try start()
+        atexit_stop(self)
+    }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    func start() throws {
         try run("pg_ctl", ["-D", "\(folder)/data", "-l", "\(folder)/log", "-w", "-t", "60",
                            "-o", "-k \(folder) -c listen_addresses='' -c fsync=off -c max_connections=60", "start"])
-        atexit_stop(self)
+    }
+
+    /// Stops it at once (a test with a server of its own: never the shared one).
+    func stop() throws {
+        try run("pg_ctl", ["-D", "\(folder)/data", "-m", "immediate", "-w", "stop"])
     }
 
     /// How many connections `application` holds now.
