@@ -34,7 +34,7 @@ final class TestPostgres: Sendable {
                            "-o", "-k \(folder) -c listen_addresses='' -c fsync=off -c max_connections=60", "start"])
     }
 
-    /// Stops it at once (a test with a server of its own: never the shared one).
+    /// Stops it at once (a test with a server of its own, and the process's end).
     func stop() throws {
         try run("pg_ctl", ["-D", "\(folder)/data", "-m", "immediate", "-w", "stop"])
     }
@@ -72,9 +72,9 @@ final class TestPostgres: Sendable {
     }
 }
 
-/// Stops the server when the test process ends.
+/// Stops the server and removes its folder when the test process ends.
 private func atexit_stop(_ server: TestPostgres) {
-    nonisolated(unsafe) let stop = { _ = try? server.run("pg_ctl", ["-D", "\(server.folder)/data", "-m", "immediate", "-w", "stop"]) }
+    nonisolated(unsafe) let stop = { _ = try? server.stop(); try? FileManager.default.removeItem(atPath: server.folder) }
     stopAtExit.append(stop)
     if stopAtExit.count == 1 { atexit { for stop in stopAtExit { stop() } } }
 }

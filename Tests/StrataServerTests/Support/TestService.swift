@@ -23,21 +23,32 @@ final class TestService: @unchecked Sendable {
         let secretFile = NSTemporaryDirectory() + "strata-server-secret-\(UUID().uuidString)"
         FileManager.default.createFile(atPath: secretFile, contents: Data(self.secret))
         defer { unlink(secretFile) }
-        var config = ServerConfig()
-        config.databaseURL = postgres.url
-        config.port = 0
-        config.hmacSecretFile = secretFile
-        config.poolSize = 4
+        var config = Self.config(database: postgres.url, secretFile: secretFile)
         adjust(&config)
-        var logger = Logger(label: "strata.server.test")
-        logger.logLevel = .error
-        service = try await SyncService(config: config, logger: logger)
+        service = try await SyncService(config: config, logger: Self.logger)
         let bound = AsyncStream<Int>.makeStream()
         let app = service.application { port in bound.continuation.yield(port) }
         task = Task { try await app.runService() }
         var found = 0
         for await port in bound.stream { found = port; break }
         port = found
+    }
+
+    /// The settings of an instance on `database` on a free loopback port, its tokens checked
+    /// with the secret in `secretFile`.
+    static func config(database: String, secretFile: String) -> ServerConfig {
+        var config = ServerConfig()
+        config.databaseURL = database
+        config.port = 0
+        config.hmacSecretFile = secretFile
+        config.poolSize = 4
+        return config
+    }
+
+    static var logger: Logger {
+        var logger = Logger(label: "strata.server.test")
+        logger.logLevel = .error
+        return logger
     }
 
     func stop() async {
