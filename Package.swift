@@ -205,6 +205,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -235,6 +236,7 @@ let package = Package(
                 "StrataServer",
                 "StrataWire",
                 "StrataPQ",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

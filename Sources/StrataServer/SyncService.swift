@@ -55,9 +55,8 @@ public final class SyncService: Sendable {
     /// certificate, plain HTTP (on loopback) when not.
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         let http = HTTP1Channel.Configuration(idleTimeout: .seconds(config.idleTimeout.components.seconds))
-        let server: HTTPServerBuilder = tls.map { context in
-            HTTPServerBuilder { responder in TLSChannel(base: HTTP1Channel(responder: responder, configuration: http), context: context) }
-        } ?? .http1(configuration: http)
+        let tls = tls
+        let server = HTTPServerBuilder { responder in ServedChannel(base: HTTP1Channel(responder: responder, configuration: http), tls: tls) }
         return Application(
             router: router(),
             server: server,

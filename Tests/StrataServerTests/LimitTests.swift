@@ -34,6 +34,33 @@ import Testing
         #expect(try service.stored(document) == 0)
     }
 
+    /// A body that trickles in (a byte every 100 ms: never idle) is cut off at the request
+    /// timeout with 408, and nothing of it is stored.
+    @Test func aBodyThatTricklesInIsCutOffAtTheRequestTimeout() async throws {
+        let service = try await TestService { config in
+            config.maxPullWait = .seconds(1)
+            config.requestTimeout = .seconds(7)
+            config.idleTimeout = .seconds(60)
+        }
+        defer { Task { await service.stop() } }
+        let document = freshDocument()
+        try service.grant(.writer, "alice", document)
+        let body = Array(try JSONEncoder().encode(SyncWire.PushRequest(operations: [operation()])))
+        let connection = try RawConnection(port: service.port)
+        connection.send(Array("""
+            POST \(SyncWire.path(document: document, "push")) HTTP/1.1\r\nHost: localhost\r\n\
+            Authorization: Bearer \(try service.token("alice"))\r\nContent-Length: \(body.count + 600)\r\n\r\n
+            """.utf8) + body)
+        var answer: [UInt8] = []
+        for _ in 0 ..< 600 where !String(decoding: answer, as: UTF8.self).contains("\r\n\r\n") {
+            connection.send([0x20])
+            answer += connection.read(waiting: 100)
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 408"), "\(text.prefix(300))")
+        #expect(try service.stored(document) == 0)
+    }
+
     @Test func aSubjectPastItsRateIsToldWhenToComeBack() async throws {
         let service = try await TestService { config in
             config.requestsPerSecond = 1

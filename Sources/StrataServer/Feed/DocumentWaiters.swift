@@ -1,5 +1,7 @@
 import CStrataCrypto
 import Foundation
+import NIOCore
+import StrataWire
 
 /// The live pulls waiting on this instance, by document, and the news that wakes them:
 /// a push through this instance, or the change feed (a push through any instance).
@@ -132,9 +134,10 @@ final class DocumentWaiters: @unchecked Sendable {
 }
 
 /// The pulls of one document woken together: one query (the first that asks runs it, the
-/// others wait for it) for the operations after the oldest position any of them had.
+/// others wait for it) for the operations after the oldest position any of them had, and
+/// one encoding of each page they take.
 final class Delivery: @unchecked Sendable {
-    // @unchecked Sendable: `task` is under `lock`.
+    // @unchecked Sendable: `task` and `encodings` are under `lock`.
     let document: String
     let after: Int64
     /// The document's generation it was made at: its query sees every push up to it, and
@@ -147,6 +150,24 @@ final class Delivery: @unchecked Sendable {
         self.document = document
         self.after = after
         self.generation = generation
+    }
+
+    /// The pages encoded so far, by what they took.
+    private var encodings: [Taken: ByteBuffer] = [:]
+    private struct Taken: Hashable {
+        var positions: [Int64]
+        var cursor: Int64
+        var hasMore: Bool
+    }
+
+    /// `page` as JSON, encoded once for all the pulls of this delivery that take the same
+    /// operations (`positions`).
+    func encoded(_ page: SyncWire.PullResponse, taking positions: [Int64]) throws -> ByteBuffer {
+        let taken = Taken(positions: positions, cursor: page.cursor, hasMore: page.hasMore)
+        if let known = lock.withLock({ encodings[taken] }) { return known }
+        let bytes = ByteBuffer(bytes: try JSONEncoder().encode(page))
+        lock.withLock { encodings[taken] = bytes }
+        return bytes
     }
 
     func rows(_ fetch: @escaping @Sendable (String, Int64) async throws -> SharedRows) async throws -> SharedRows {

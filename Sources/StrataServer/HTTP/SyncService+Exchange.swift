@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import NIOPosix
 import StrataWire
 
 /// Push and pull: the bodies read within the limits, checked whole, then one query.
@@ -33,7 +34,9 @@ extension SyncService {
         return SyncWire.PushResponse(inserted: inserted, duplicates: push.operations.count - inserted)
     }
 
-    func pull(_ request: Request, document: String) async throws -> SyncWire.PullResponse {
+    /// The answer to a pull, as JSON: the pulls woken together that take the same page
+    /// share its encoding.
+    func pull(_ request: Request, document: String) async throws -> ByteBuffer {
         let pull: SyncWire.PullRequest = try await decode(request)
         var clock: [UUID: Int64] = [:]
         for (node, seq) in pull.clock {
@@ -57,12 +60,14 @@ extension SyncService {
                 if delivery == nil, ContinuousClock.now < deadline { continue }
             }
             let answer: SyncWire.PullResponse
+            var shared: (delivery: Delivery, positions: [Int64])?
             do {
                 // Woken with others: their shared query, unless it may not hold this page.
-                if let delivery, let page = try await delivery.rows({ [store, config] document, after in
+                if let delivery, let (page, positions) = try await delivery.rows({ [store, config] document, after in
                     try await store.rows(of: document, after: after, limit: config.maxPullLimit)
                 }).page(for: pull, clock: clock, limit: limit) {
                     answer = page
+                    shared = (delivery, positions)
                 } else {
                     answer = try await store.pull(pull, clock: Array(clock.map { ($0.key, $0.value) }), limit: limit, document: document)
                 }
@@ -72,7 +77,8 @@ extension SyncService {
             let left = deadline - ContinuousClock.now
             if answer.hasMore || !answer.operations.isEmpty || left <= .zero || Task.isCancelled {
                 metrics.pulledOperations.increment(by: Int64(answer.operations.count))
-                return answer
+                if let (delivery, positions) = shared { return try delivery.encoded(answer, taking: positions) }
+                return ByteBuffer(bytes: try JSONEncoder().encode(answer))
             }
             delivery = await waiters.wait(for: document, key: key, after: generation, from: pull.after, timeout: left)
         }
@@ -80,27 +86,23 @@ extension SyncService {
 
     /// The body as `T`: at most `max_body_bytes` (413), within the request timeout (408:
     /// a client that sends slowly does not hold the connection), readable JSON (422).
+    ///
+    /// The body is read by a task of its own, which a timer on an event loop cancels when
+    /// the time runs out; the timer goes as soon as the body is in (a `Task.sleep` raced
+    /// against the read would keep its timer until it ran out, one per request).
     func decode<T: Decodable & Sendable>(_ request: Request) async throws -> T {
-        let limit = config.maxBodyBytes
-        let timeout = config.requestTimeout
-        let body = request.body
-        let buffer: ByteBuffer = try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-            group.addTask {
-                do {
-                    return try await body.collect(upTo: limit)
-                } catch is NIOTooManyBytesError {
-                    throw Refusal.tooLarge("the body is larger than \(limit) bytes")
-                }
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let buffer = first else {
-                throw Refusal(status: .requestTimeout, code: "timeout", message: "the body did not arrive within \(timeout.components.seconds) s")
-            }
-            return buffer
+        let (limit, timeout, body) = (config.maxBodyBytes, config.requestTimeout, request.body)
+        let reading = Task { try await body.collect(upTo: limit) }
+        let timer = MultiThreadedEventLoopGroup.singleton.any()
+            .scheduleTask(in: .nanoseconds(Int64(timeout / .nanoseconds(1)))) { reading.cancel() }
+        defer { timer.cancel() }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await withTaskCancellationHandler { try await reading.value } onCancel: { reading.cancel() }
+        } catch is NIOTooManyBytesError {
+            throw Refusal.tooLarge("the body is larger than \(limit) bytes")
+        } catch where reading.isCancelled && !Task.isCancelled {
+            throw Refusal(status: .requestTimeout, code: "timeout", message: "the body did not arrive within \(timeout.components.seconds) s")
         }
         do {
             return try JSONDecoder().decode(T.self, from: Data(buffer: buffer))

@@ -26,7 +26,7 @@ extension SyncService {
         }
         router.post("v1/documents/:document/pull") { request, context in
             try await self.answer("pull", request, context, least: .reader) { _, document, _ in
-                try self.json(try await self.pull(request, document: document))
+                self.json(bytes: try await self.pull(request, document: document))
             }
         }
         addMemberRoutes(to: router)
@@ -77,7 +77,7 @@ extension SyncService {
             metrics.refusedToken("malformed")
             throw Refusal.unauthorized("the Authorization header is not \"Bearer TOKEN\"")
         }
-        switch signedTokens.subject(of: String(parts[1]).trimmingCharacters(in: .whitespaces), by: verifier) {
+        switch signedTokens.subject(of: String(parts[1].withoutBlanks), by: verifier) {
         case .success(let subject): return subject
         case .failure(let refusal):
             metrics.refusedToken(refusal.reason)
@@ -97,8 +97,11 @@ extension SyncService {
     }
 
     func json(_ value: some Encodable) throws -> Response {
-        let body = try JSONEncoder().encode(value)
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        json(bytes: ByteBuffer(bytes: try JSONEncoder().encode(value)))
+    }
+
+    func json(bytes: ByteBuffer) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: bytes))
     }
 
     /// A database failure as the answer: a refusal of the data (422), or the database out
@@ -136,6 +139,15 @@ extension SyncService {
         metrics.feedNotifications.set(to: Double(feed.notifications))
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                         body: .init(byteBuffer: ByteBuffer(bytes: metrics.page())))
+    }
+}
+
+extension Substring {
+    /// Without the spaces and tabs at either end.
+    var withoutBlanks: Substring {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !blank($0) }), let last = lastIndex(where: { !blank($0) }) else { return "" }
+        return self[first ... last]
     }
 }
 

@@ -119,9 +119,11 @@ struct SharedRows: Sendable {
     var rows: [(position: Int64, operation: SyncWire.Operation)]
     var full: Bool
 
-    /// `request`'s page out of these rows, or nil when they may not hold all of it.
-    func page(for request: SyncWire.PullRequest, clock: [UUID: Int64], limit: Int) -> SyncWire.PullResponse? {
+    /// `request`'s page out of these rows and the positions it took, or nil when they may
+    /// not hold all of it.
+    func page(for request: SyncWire.PullRequest, clock: [UUID: Int64], limit: Int) -> (page: SyncWire.PullResponse, positions: [Int64])? {
         var taken: [SyncWire.Operation] = []
+        var positions: [Int64] = []
         var cursor = request.after
         var more = false
         for (position, operation) in rows where position > request.after && operation.node != request.exclude
@@ -132,9 +134,10 @@ struct SharedRows: Sendable {
                 continue
             }
             taken.append(operation)
+            positions.append(position)
             cursor = position
         }
         if full && !more { return nil }
-        return SyncWire.PullResponse(operations: taken, cursor: cursor, hasMore: more)
+        return (SyncWire.PullResponse(operations: taken, cursor: cursor, hasMore: more), positions)
     }
 }

@@ -24,6 +24,15 @@ final class RawConnection {
         _ = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// What arrives within `milliseconds` (nothing if nothing did, or the connection closed).
+    func read(waiting milliseconds: Int32) -> [UInt8] {
+        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, milliseconds) > 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(socket, &buffer, buffer.count, 0)
+        return count > 0 ? Array(buffer.prefix(count)) : []
+    }
+
     /// Reads until the server closes the connection or `limit` passes: whether it closed,
     /// and what it sent.
     func readUntilClosed(limit: TimeInterval) -> (closed: Bool, received: [UInt8]) {
