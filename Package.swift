@@ -20,7 +20,7 @@ let package = Package(
         // A range, not one version: a host that uses GRDB itself can resolve both. GRDB is not
         // part of the public API (the library hides its types behind `package`).
         .package(url: "https://github.com/groue/GRDB.swift", "7.10.0" ..< "8.0.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", .upToNextMinor(from: "0.6.0")),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
