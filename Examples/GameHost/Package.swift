@@ -2,7 +2,7 @@
 // A game host that embeds Strata, as a package of your own would: `swift run GameHost`.
 //
 // Here Strata comes from this repository by path; in your package, name it by its git URL:
-//     .package(url: "https://github.com/OWNER/strata", branch: "main"),
+//     .package(url: "https://github.com/OWNER/strata", from: "0.1.0"),
 //     .product(name: "Strata", package: "strata"),
 import Foundation
 import PackageDescription
