@@ -9,6 +9,7 @@
 #   - the sync service's tests (StrataServerTests) in a fourth;
 #   - the documentation check (make docs).
 # Each part's output goes to .build/<part>.log; a part that fails has its log printed whole.
+# A warning in the project's own code fails the build step.
 set -u
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
@@ -24,8 +25,16 @@ part() {
     ( "$@" > ".build/$name.log" 2>&1; status=$?; echo "$SECONDS" > ".build/$name.end"; exit $status ) &
 }
 
-"$SWIFT" build --build-tests || exit 1
+"$SWIFT" build --build-tests 2>&1 | tee .build/build.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
 echo "make test: built in $SECONDS s"
+# No warning in the project's own code (what this build compiled: all of it on a fresh clone).
+warnings=$(grep -aE "(Sources|Tests|Examples)/[^:]+\.swift:[0-9]+:[0-9]+: warning:" .build/build.log | grep -v "/\.build/" | sort -u)
+if [ -n "$warnings" ]; then
+    echo "$warnings"
+    echo "make test: $(echo "$warnings" | wc -l) warning(s) in the project's own code"
+    exit 1
+fi
 
 part engine-tests-1 "${tests[@]}" --filter 'StrataTests\.[A-D]'
 first=$!

@@ -17,7 +17,7 @@ import Testing
         let sim = Process()
         sim.executableURL = URL(fileURLWithPath: command.first ?? "/bin/false")
         sim.arguments = Array(command.dropFirst())
-        FileManager.default.createFile(atPath: output, contents: nil)
+        try #require(FileManager.default.createFile(atPath: output, contents: nil))
         sim.standardOutput = FileHandle(forWritingAtPath: output) ?? FileHandle.nullDevice
         sim.standardError = sim.standardOutput
         try sim.run()

@@ -16,7 +16,7 @@ import Testing
         let postgres = try TestPostgres()   // a server of its own: this test stops it
         try postgres.stop()
         let secretFile = NSTemporaryDirectory() + "strata-server-secret-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: secretFile, contents: Data(TokenKey.randomSecret()))
+        try #require(FileManager.default.createFile(atPath: secretFile, contents: Data(TokenKey.randomSecret())))
         defer { unlink(secretFile) }
         var config = TestService.config(database: postgres.url, secretFile: secretFile)
         config.startWait = .seconds(60)

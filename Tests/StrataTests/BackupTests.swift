@@ -147,7 +147,7 @@ import Testing
         _ = populate(engine, count: 10)
         let source = engine.store.location.path
         let taken = fixture.directory.url.appendingPathComponent("taken.db").path
-        FileManager.default.createFile(atPath: taken, contents: Data("mine".utf8))
+        try #require(FileManager.default.createFile(atPath: taken, contents: Data("mine".utf8)))
         for destination in [taken, source, source + "-wal", source + ".assets", "/proc/strata-backup.db"] {
             #expect(throws: StoreError.self, "\(destination)") { try engine.backup(to: destination) }
         }

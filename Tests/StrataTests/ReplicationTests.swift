@@ -38,7 +38,7 @@ import Testing
         #expect(a.engine.waitForWriter())
         let operations = try logged(a)
         let last = try #require(operations.last)
-        guard case let .component(id, type, version, payload, _) = last else { Issue.record("\(last)"); return }
+        guard case let .component(id, type, version, _, _) = last else { Issue.record("\(last)"); return }
         #expect(id == a.world.id(of: shape) && type == SharedPosition.typeName && version == 1)
         var writer = PayloadWriter()
         SharedPosition(x: 300, y: 0).encode(to: &writer)

@@ -182,7 +182,7 @@ import Testing
 
         // A crash in the middle of one leaves a hidden partial copy: the next open sweeps it.
         let partial = folder.path + "/." + folder.stem + "-x.db" + BackupTarget.partialMarker + "1"
-        FileManager.default.createFile(atPath: partial, contents: Data([1]))
+        try #require(FileManager.default.createFile(atPath: partial, contents: Data([1])))
         let reopened = try fixture.open()
         #expect(!FileManager.default.fileExists(atPath: partial))
         try reopened.shutdown()

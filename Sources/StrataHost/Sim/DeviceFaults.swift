@@ -46,7 +46,7 @@ final class DeviceFaults {
             vfs = nil
         }
         if let path = traceOperations {
-            if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }  // the open below says if not
             guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteNoPermission) }
             handle.seekToEndOfFile()
             trace = handle

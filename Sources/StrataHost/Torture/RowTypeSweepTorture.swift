@@ -228,8 +228,9 @@ struct RowTypeSweepTorture {
     static func runTool(_ arguments: [String], in folder: String) throws -> ToolRun {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let out = folder + "/tool.out", err = folder + "/tool.err"
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        // The opens below throw if these could not be made.
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         let child = Process()
         child.executableURL = URL(fileURLWithPath: executable)
         child.arguments = arguments

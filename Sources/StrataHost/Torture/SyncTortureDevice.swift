@@ -45,7 +45,7 @@ final class SyncTortureDevice {
         let environment = ["STRATA_DEVICE=\(index)"]
         offsetsUsed.insert(clockOffset)
         let ip = FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") ? "/usr/sbin/ip" : "/sbin/ip"
-        if !FileManager.default.fileExists(atPath: logPath) { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }  // the log is for reading after; the run goes on without it
         let log = FileHandle(forWritingAtPath: logPath)
         log?.seekToEndOfFile()
         log?.write(Data("--- session \(sessions + 1), clock \(clockOffset) s: \(arguments.joined(separator: " "))\n".utf8))

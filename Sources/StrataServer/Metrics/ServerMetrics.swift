@@ -18,24 +18,31 @@ final class ServerMetrics: Sendable {
 
     init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
-        pushedOperations = registry.makeCounter(name: "strata_server_operations_stored_total")
-        duplicateOperations = registry.makeCounter(name: "strata_server_operations_duplicate_total")
-        pulledOperations = registry.makeCounter(name: "strata_server_operations_pulled_total")
-        waitingPulls = registry.makeGauge(name: "strata_server_waiting_pulls")
-        poolInUse = registry.makeGauge(name: "strata_server_db_connections_in_use")
-        poolSize = registry.makeGauge(name: "strata_server_db_connections")
-        feedConnected = registry.makeGauge(name: "strata_server_change_feed_connected")
-        feedNotifications = registry.makeGauge(name: "strata_server_change_feed_notifications")
+        pushedOperations = registry.makeCounter(descriptor: Self.name("operations_stored", "total", "operations stored by pushes"))
+        duplicateOperations = registry.makeCounter(descriptor: Self.name("operations_duplicate", "total", "pushed operations already stored"))
+        pulledOperations = registry.makeCounter(descriptor: Self.name("operations_pulled", "total", "operations answered to pulls"))
+        waitingPulls = registry.makeGauge(descriptor: Self.name("waiting_pulls", "", "live pulls waiting on this instance"))
+        poolInUse = registry.makeGauge(descriptor: Self.name("db_connections_in_use", "", "pool connections lent to requests"))
+        poolSize = registry.makeGauge(descriptor: Self.name("db_connections", "", "PostgreSQL connections: the pool and the feed"))
+        feedConnected = registry.makeGauge(descriptor: Self.name("change_feed_connected", "", "1 while the change feed listens"))
+        feedNotifications = registry.makeGauge(descriptor: Self.name("change_feed_notifications", "", "notifications the feed received"))
+    }
+
+    /// `strata_server_<metric>[_<unit>]`, with its help line.
+    static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "strata", subsystem: "server", metricName: metric, unitName: unit, helpText: help)
     }
 
     /// Counts one answered request by route and status.
     func answered(_ route: String, status: Int) {
-        registry.makeCounter(name: "strata_server_requests_total", labels: [("route", route), ("status", String(status))]).increment()
+        registry.makeCounter(descriptor: Self.name("requests", "total", "requests answered, by route and status"),
+                             labels: [("route", route), ("status", String(status))]).increment()
     }
 
     /// Counts one refused token by reason.
     func refusedToken(_ reason: String) {
-        registry.makeCounter(name: "strata_server_tokens_refused_total", labels: [("reason", reason)]).increment()
+        registry.makeCounter(descriptor: Self.name("tokens_refused", "total", "bearer tokens refused, by reason"),
+                             labels: [("reason", reason)]).increment()
     }
 
     func page() -> [UInt8] {

@@ -47,7 +47,9 @@ struct BenchRun {
         folder = NSTemporaryDirectory() + "strata-server-bench-\(runID)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let secret = TokenKey.randomSecret()
-        FileManager.default.createFile(atPath: "\(folder)/secret", contents: Data(secret))
+        guard FileManager.default.createFile(atPath: "\(folder)/secret", contents: Data(secret)) else {
+            throw BenchError("cannot write \(folder)/secret")
+        }
         key = try TokenKey(id: nil, secret: secret)
     }
 

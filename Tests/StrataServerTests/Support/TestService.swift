@@ -21,7 +21,7 @@ final class TestService: @unchecked Sendable {
         postgres = try TestPostgres.shared.get()
         self.secret = secret ?? TokenKey.randomSecret()
         let secretFile = NSTemporaryDirectory() + "strata-server-secret-\(UUID().uuidString)"
-        FileManager.default.createFile(atPath: secretFile, contents: Data(self.secret))
+        guard FileManager.default.createFile(atPath: secretFile, contents: Data(self.secret)) else { throw TestFailure("cannot write \(secretFile)") }
         defer { unlink(secretFile) }
         var config = Self.config(database: postgres.url, secretFile: secretFile)
         adjust(&config)

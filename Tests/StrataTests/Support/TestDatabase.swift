@@ -134,9 +134,8 @@ final class CapturedLog: @unchecked Sendable {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
-                 function: String, line: UInt) {
-            log.append("\(level): \(message)")
+        func log(event: LogEvent) {
+            log.append("\(event.level): \(event.message)")
         }
     }
 }
