@@ -35,6 +35,7 @@ build: deps
 # documentation check and the sync service's tests, as much at once as helps: see the script.
 test: deps
 	python3 scripts/check-untrusted-reads.py
+	python3 scripts/check-house-rules.py
 	SWIFT=$(SWIFT) MAKE=$(MAKE) scripts/test.sh
 
 # The embedding example as a package of its own, as a user's package would build it.

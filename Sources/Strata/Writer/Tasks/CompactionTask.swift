@@ -162,13 +162,14 @@ final class CompactionTask: RoundTask {
             roundDone: result.roundDone))
     }
 
-    /// Halves the method's byte budget after a step that took too long, doubles it after
-    /// one that took less than a quarter of the time allowed.
+    /// Halves the method's byte budget after a step that took too long (not below 16 KB),
+    /// doubles it after one that took less than a quarter of the time allowed.
     private func adaptStepBudget(_ method: CompactionPolicy.Method, elapsed: Duration, consumedBytes: Int) {
         let budget = context.settings.compactionStepBudget
         let bytes = stepBytes[method] ?? Self.initialStepBytes
         if elapsed > budget {
-            stepBytes[method] = max(16 * 1024, bytes / 2)
+            // Halved down to 16 KB, never raised (a budget set below it stays).
+            stepBytes[method] = max(min(bytes, 16 * 1024), bytes / 2)
         } else if elapsed < budget / 4 && consumedBytes >= bytes {
             stepBytes[method] = min(64 * 1024 * 1024, bytes * 2)
         }
