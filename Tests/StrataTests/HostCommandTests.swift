@@ -137,7 +137,7 @@ import Testing
     /// loop: each is opened in turn, again and again, and none is refused by this process.
     @Test func simSwitchesThroughThreeDocumentsInALoop() throws {
         let directory = TestDirectory()
-        let run = try strata(["sim", "--documents", "a.db,./b.db,c.db", "--switch-every", "0.3", "--duration", "3",
+        let run = try strata(["sim", "--documents", "a.db,./b.db,c.db", "--switch-every", "0.3", "--duration", "5",
                               "--entities", "10", "--log-level", "error"], in: directory.url)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(!run.stderr.contains("could not switch"), "\(run.stderr)")
@@ -145,7 +145,8 @@ import Testing
             guard let range = line.range(of: "strata sim: switched to ") else { return nil }
             return line[range.upperBound...].split(separator: " ").first.map { URL(fileURLWithPath: String($0)).lastPathComponent }
         }
-        #expect(targets.count >= 5, "\(run.stdout)")
+        // Four switches show the loop (b, c, a, then b again); a loaded machine may fit no more.
+        #expect(targets.count >= 4, "\(run.stdout)")
         let expected = (0 ..< targets.count).map { ["b.db", "c.db", "a.db"][$0 % 3] }
         #expect(targets == expected, "in turn, and round again")
         for name in ["a.db", "b.db", "c.db"] {
