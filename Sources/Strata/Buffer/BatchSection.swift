@@ -1,10 +1,13 @@
 /// The kinds of rows a batch carries, in the order a commit applies them. This list is
-/// the one statement of that order, and each section says how its rows are counted and
-/// sliced (here), merged and emptied (`BatchSection+Merge.swift`), parked when a commit
-/// refuses them (`BatchSection+Rejection.swift`) and counted in the metrics (by its
-/// ``DataKind``). The writer's parts (``BatchPart/sections``) write in this order;
-/// `BatchSectionTests` fails if they disagree. Rows may refer only to rows of an earlier section (an entity's insert
-/// precedes its components' writes), so committing the slices of a batch in order is
+/// the one statement of that order, and every consumer of a batch handles each section in
+/// an exhaustive switch, so a new section is a compile error until each does: counted and
+/// sliced (here), merged and emptied (`BatchSection+Merge.swift`), waiting in the world and
+/// drained (`BatchSection+World.swift`), parked when a commit refuses them
+/// (`BatchSection+Rejection.swift`), carried over when a corrupt file is replaced
+/// (`BatchSection+StoreReplacement.swift`), and counted in the metrics (by its ``DataKind``).
+/// The writer's parts (``BatchPart/sections``) write in this order; `BatchSectionTests`
+/// fails if they disagree. Rows may refer only to rows of an earlier section (an entity's
+/// insert precedes its components' writes), so committing the slices of a batch in order is
 /// committing the batch.
 ///
 /// Kinds of data that do not ride batches (jobs, assets, the sync state) are written

@@ -47,24 +47,26 @@ extension World {
         }
     }
 
-    /// The critical work that is not component keys: despawns, spawns (whose entities
-    /// are now persisted: their other tiers' keys may be drained), settings, and the
-    /// operation log's operations, acknowledgements and (`withClock`) vector-clock rows.
+    /// The critical work that is not component keys, section by section
+    /// (``BatchSection/drainCritical(from:into:withClock:)``), and the requests riding it.
     private func drainCriticalExtras(into batch: WriteBatch, withClock: Bool) {
-        if !tracker.despawns.isEmpty { batch.entityDeletes.append(contentsOf: tracker.despawns) }
+        for section in BatchSection.allCases { section.drainCritical(from: self, into: batch, withClock: withClock) }
+        if !riders.isEmpty {
+            for rider in riders { batch.durability = max(batch.durability, rider.durability) }
+            batch.riders.append(contentsOf: riders)
+            riders.removeAll()
+        }
+    }
+
+    /// The spawns' entity rows (``BatchSection/entityInserts``): those entities are now
+    /// persisted, so their other tiers' keys may be drained.
+    func drainSpawns(into batch: WriteBatch) {
         for spawn in tracker.spawns {
             let i = Int(spawn.entity.index)
             // A spawn cancelled by a despawn has a newer generation in its slot.
             guard records[i].generation == spawn.entity.generation, records[i].alive else { continue }
             records[i].spawnPending = false
             batch.entityInserts.append(EntityInsert(number: records[i].number, id: spawn.id))
-        }
-        drainSettings(into: batch)
-        operationLog.drain(into: batch, withClock: withClock)
-        if !riders.isEmpty {
-            for rider in riders { batch.durability = max(batch.durability, rider.durability) }
-            batch.riders.append(contentsOf: riders)
-            riders.removeAll()
         }
     }
 }

@@ -1,18 +1,22 @@
 extension World {
-    /// Puts the whole persisted world into `batch`: a row for every live entity and a
-    /// write of every component of the critical and derived tiers, as they are now.
-    /// Nothing is marked or cleared: the dirty keys stay dirty (and drain as usual).
+    /// A row for every live entity, into `batch`. Nothing is marked or cleared.
     ///
-    /// For a document written from scratch (a corrupt file replaced while running,
-    /// `Engine+StoreReplacement.swift`). Every spawn must have been drained first, so that
-    /// no entity row is written twice. Tick thread; O(world).
-    func snapshot(into batch: WriteBatch) {
+    /// For a document written from scratch (a corrupt file replaced while running:
+    /// ``BatchSection/carryOver(from:into:world:)``). Every spawn must have been drained
+    /// first, so that no entity row is written twice. Tick thread; O(entities).
+    func snapshotEntities(into batch: WriteBatch) {
         owner.check("World")
         precondition(tracker.spawns.isEmpty, "drain the spawns before a snapshot")
-        batch.entityInserts.reserveCapacity(entityCount)
+        batch.entityInserts.reserveCapacity(batch.entityInserts.count + entityCount)
         for record in records where record.alive {
             batch.entityInserts.append(EntityInsert(number: record.number, id: record.id))
         }
+    }
+
+    /// A write of every component of the critical and derived tiers, as they are now, into
+    /// `batch`. The dirty keys stay dirty (and drain as usual). Tick thread; O(components).
+    func snapshotComponents(into batch: WriteBatch) {
+        owner.check("World")
         records.withUnsafeBufferPointer { records in
             for column in columns where column.componentType.tier != .ephemeral {
                 persistedWrites(of: column, records: records, into: &batch.writes)

@@ -145,20 +145,11 @@ extension Engine {
         }
     }
 
-    /// One batch with the whole world and what `held` carries beyond the world's state:
-    /// operations, the vector clock, acknowledgements, replayed rejections, and settings
-    /// removed (the world's settings are all written).
+    /// One batch with the whole world and what `held` carries beyond the world's state,
+    /// section by section (``BatchSection/carryOver(from:into:world:)``).
     private func wholeWorld(keeping held: WriteBatch) -> WriteBatch {
         let batch = WriteBatch()
-        world.snapshot(into: batch)
-        var settings: [String: SettingValue?] = [:]
-        for write in held.settingWrites { settings[write.key] = write.value }
-        for (key, value) in world.settings { settings[key] = value }
-        batch.settingWrites = settings.sorted { $0.key < $1.key }.map { SettingWrite(key: $0.key, value: $0.value) }
-        batch.operations = held.operations
-        batch.vectorClockRows = world.operationLog.vectorClock
-        batch.peerAcks = held.peerAcks
-        batch.replayedRejections = held.replayedRejections
+        for section in BatchSection.allCases { section.carryOver(from: held, into: batch, world: world) }
         batch.riders = held.riders
         batch.durability = .full
         batch.reasons = held.reasons

@@ -175,29 +175,37 @@ public final class OperationLog {
         return result
     }
 
-    /// Moves the pending operations into `batch`, and the vector clock's changed entries
-    /// when `withClock` (after the operations: see invariant 4).
-    func drain(into batch: WriteBatch, withClock: Bool) {
-        if !pending.isEmpty {
-            if batch.operations.isEmpty {
-                swap(&batch.operations, &pending)   // moved, not copied
-            } else {
-                batch.operations.append(contentsOf: pending)
-            }
-            pending.removeAll(keepingCapacity: true)
+    /// Moves the pending operations into `batch` (``BatchSection/operations``).
+    func drainOperations(into batch: WriteBatch) {
+        guard !pending.isEmpty else { return }
+        if batch.operations.isEmpty {
+            swap(&batch.operations, &pending)   // moved, not copied
+        } else {
+            batch.operations.append(contentsOf: pending)
         }
-        if !pendingAcks.isEmpty {
-            for (peer, clock) in pendingAcks {
-                for (node, seq) in clock { batch.peerAcks.append(PeerAck(peer: peer, node: node, seq: seq)) }
-            }
-            pendingAcks.removeAll()
-        }
-        if withClock && !clockChanged.isEmpty {
-            for n in clockChanged { batch.vectorClockRows[n] = vectorClock[n] }
-            clockChanged.removeAll(keepingCapacity: true)
-            lastClockChanged = nil
-        }
+        pending.removeAll(keepingCapacity: true)
     }
+
+    /// Moves the vector clock's changed entries into `batch` (``BatchSection/vectorClock``),
+    /// after the operations (see invariant 4).
+    func drainClock(into batch: WriteBatch) {
+        guard !clockChanged.isEmpty else { return }
+        for n in clockChanged { batch.vectorClockRows[n] = vectorClock[n] }
+        clockChanged.removeAll(keepingCapacity: true)
+        lastClockChanged = nil
+    }
+
+    /// Moves the acknowledgements recorded into `batch` (``BatchSection/peerAcks``).
+    func drainAcks(into batch: WriteBatch) {
+        guard !pendingAcks.isEmpty else { return }
+        for (peer, clock) in pendingAcks {
+            for (node, seq) in clock { batch.peerAcks.append(PeerAck(peer: peer, node: node, seq: seq)) }
+        }
+        pendingAcks.removeAll()
+    }
+
+    /// Acknowledgements waiting for the next critical drain.
+    var pendingAckCount: Int { pendingAcks.values.reduce(0) { $0 + $1.count } }
 
     /// Records that `peer` has every operation of each node up to `clock[node]`
     /// (acknowledgements only grow). Written with the next critical drain; retention
@@ -219,8 +227,4 @@ public final class OperationLog {
     func requeueClock(of node: NodeID) {
         if vectorClock[node] != nil { clockChanged.insert(node) }
     }
-
-    /// Operations and acknowledgements waiting for a critical drain.
-    var pendingCount: Int { pending.count + pendingAcks.values.reduce(0) { $0 + $1.count } }
-
 }

@@ -134,7 +134,7 @@ extension World {
         }
     }
 
-    /// Every replicated entity's whole state, as writes (``snapshot(into:)``).
+    /// Every replicated entity's whole state, as writes (``snapshotComponents(into:)``).
     func snapshotReplicaStates(records: UnsafeBufferPointer<EntityRecord>, into writes: inout [ComponentWrite]) {
         withStateColumn { column in
             for slot in records.indices where records[slot].alive {

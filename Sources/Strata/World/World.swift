@@ -291,7 +291,7 @@ public final class World {
     public func pendingCount(_ tier: Tier) -> Int {
         guard tier != .ephemeral else { return 0 }
         let keys = (tier == .critical ? tracker.criticalColumns : tracker.derivedColumns).reduce(0) { $0 + columns[Int($1)].queuedCount(tier) }
-        let other = tracker.spawns.count + tracker.despawns.count + pendingSettings.count + operationLog.pendingCount
+        let other = BatchSection.allCases.reduce(0) { $0 + $1.pending(in: self) }
         return keys + (tier == .critical ? other : 0)
     }
 

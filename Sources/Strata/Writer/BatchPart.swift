@@ -29,24 +29,3 @@ enum BatchParts {
          SegmentAppender(log: segmentLog, typeIDs: typeIDs)] + (history ? [HistoryFlushPart()] : [])
     }
 }
-
-/// What one commit wrote, for the metrics.
-struct CommitCounts {
-    /// The commit's wall-clock time (Unix ms, `Writer.Settings.wallClock`): the time its
-    /// entity rows, segments and history row carry, one instant for the whole commit.
-    var committedAt: Int64 = 0
-    var componentPuts = 0
-    var componentRemovals = 0
-    var payloadBytes = 0
-    /// Of `payloadBytes`, the replicated entities' stamps (`strata.replica`): the engine's own.
-    var stampPayloadBytes = 0
-    var entityInserts = 0
-    var entityDeletes = 0
-    var segmentRows = 0
-    var segmentBytes = 0
-    var settingWrites = 0
-    var operations = 0
-    var operationPayloadBytes = 0
-    var vectorClockRows = 0
-    var operationsDropped = 0
-}

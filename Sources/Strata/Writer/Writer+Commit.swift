@@ -77,19 +77,7 @@ extension Writer {
             $0.commitCount += 1
             for (kind, rows) in sections where rows > 0 { $0.rowsCommittedByKind[kind, default: 0] += rows }
             if batch.durability == .full { $0.fullCommitCount += 1 }
-            $0.componentRowsWritten += counts.componentPuts
-            $0.componentRowsDeleted += counts.componentRemovals
-            $0.entityRowsInserted += counts.entityInserts
-            $0.entityRowsDeleted += counts.entityDeletes
-            $0.settingRowsWritten += counts.settingWrites
-            $0.operationsLogged += counts.operations
-            $0.operationPayloadBytes += counts.operationPayloadBytes
-            $0.vectorClockRowsWritten += counts.vectorClockRows
-            $0.operationsDropped += counts.operationsDropped
-            $0.payloadBytesWritten += counts.payloadBytes
-            $0.stampPayloadBytesWritten += counts.stampPayloadBytes
-            $0.segmentsWritten += counts.segmentRows
-            $0.segmentBytesWritten += counts.segmentBytes
+            $0.add(counts)
             $0.recordBacklog(log)
             $0.totalCommitDuration += elapsed
             $0.maxCommitDuration = max($0.maxCommitDuration, elapsed)
