@@ -55,3 +55,24 @@ import Testing
         #expect(report.kinds["world"] ?? 0 > 0 && report.kinds["jobs"] ?? 0 > 0)
     }
 }
+
+/// docs/storage.md's table list is the registry's, at the build's schema version.
+@Suite struct StorageDocTests {
+    @Test func theStorageDocListsEveryTableOfTheRegistry() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/storage.md"), encoding: .utf8)
+        let heading = "## Tables (schema version \(Store.schemaVersion))"
+        let start = try #require(text.range(of: heading), "docs/storage.md has no \"\(heading)\"")
+        let section = text[start.upperBound...]
+        let end = section.range(of: "\n## ")?.lowerBound ?? section.endIndex
+        var listed: [String] = []
+        for line in section[..<end].split(separator: "\n") where line.hasPrefix("| `") {
+            let first = line.dropFirst(2).prefix { $0 != "|" }   // the table column: `a`, `b`
+            listed += first.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        }
+        let registry = DataKind.allTables.map(\.name)
+        #expect(Set(listed).count == listed.count, "a table listed twice: \(listed)")
+        #expect(Set(listed) == Set(registry),
+                "only in docs/storage.md: \(Set(listed).subtracting(registry).sorted()); only in DataKind: \(Set(registry).subtracting(listed).sorted())")
+    }
+}

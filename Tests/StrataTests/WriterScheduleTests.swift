@@ -57,10 +57,10 @@ import Testing
     }
 
     @Test func failuresBackOffDoublingUpToTheLongestAndAtMostASecondWhileClosing() {
-        let waits = (1 ... 8).map { WriterSchedule.backoff(after: $0, initial: .milliseconds(100), longest: .seconds(5)) }
+        let waits = (1 ... 8).map { WriterSchedule.backoff(after: $0, Backoff(initial: .milliseconds(100), longest: .seconds(5))) }
         #expect(waits == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
                           .milliseconds(3200), .seconds(5), .seconds(5)])
-        #expect(WriterSchedule.backoff(after: 6, initial: .milliseconds(100), longest: .seconds(5), closing: true) == .milliseconds(250))
-        #expect(WriterSchedule.backoff(after: 1_000, initial: .milliseconds(100), longest: .seconds(5)) == .seconds(5), "no overflow")
+        #expect(WriterSchedule.backoff(after: 6, Backoff(initial: .milliseconds(100), longest: .seconds(5)), closing: true) == .milliseconds(250))
+        #expect(WriterSchedule.backoff(after: 1_000, Backoff(initial: .milliseconds(100), longest: .seconds(5))) == .seconds(5), "no overflow")
     }
 }

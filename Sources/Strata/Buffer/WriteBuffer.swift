@@ -184,18 +184,22 @@ final class WriteBuffer: @unchecked Sendable {
         }
     }
 
-    /// Waits `duration` on the hand-off's condition without taking anything: the writer's
-    /// backoff after a failure. `orSubmission`: a submission, a request or `close()` ends
-    /// it early (a held batch that a critical one merges into goes at once). Writer thread.
-    func pause(for duration: Duration, orSubmission: Bool = false) {
+    /// Waits `duration` on `clock` without taking anything: the writer's backoff after a
+    /// failure. `orSubmission`: a submission, a request or `close()` ends it early (a held
+    /// batch that a critical one merges into goes at once). The condition waits in real
+    /// time; a virtual clock that jumps past the end (it nudges the hand-off) ends it too.
+    /// Writer thread.
+    func pause(for duration: Duration, on clock: any StrataClock, orSubmission: Bool = false) {
+        let until = clock.now() + duration
         let end = Date(timeIntervalSinceNow: max(0, duration.seconds))
         lock.withLock {
             let (sequence, pending, stageBefore) = (lastSequence, requests.count, stage)
-            (writerWaiting, writerParked) = (orSubmission, orSubmission)
+            (writerWaiting, writerParked) = (true, orSubmission)
             defer { (writerWaiting, writerParked) = (false, false) }
             while lock.wait(until: end) {
                 if orSubmission && (lastSequence != sequence || requests.count != pending || stage == .closed) { return }
                 if stage > stageBefore { return }   // a shutdown began: its shorter backoff from now on
+                if clock.now() >= until { return }   // woken by a virtual clock's jump
             }
         }
     }

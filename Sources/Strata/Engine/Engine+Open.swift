@@ -188,8 +188,7 @@ extension Engine {
         let writer = Writer(
             store: store, buffer: buffer, metrics: recorder, clock: options.clock, logger: logger,
             settings: Writer.Settings(
-                retryInitialBackoff: config.writer.retryInitialBackoff,
-                retryMaxBackoff: config.writer.retryMaxBackoff,
+                backoff: config.writer.backoff,
                 checkpointInterval: config.persistence.checkpointInterval,
                 maxWalBytes: FlushPolicy(config: config.persistence).maxWalBytes(power: .assumedAC),
                 pageSize: try store.pageSize(),

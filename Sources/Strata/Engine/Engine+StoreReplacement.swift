@@ -136,8 +136,7 @@ extension Engine {
             try? fresh?.close()
             buffer.putBack(held)
             state.failures += 1
-            let exponent = min(state.failures - 1, 20)
-            state.retryAt = clock.now() + min(config.writer.retryInitialBackoff * (1 << exponent), config.writer.retryMaxBackoff)
+            state.retryAt = clock.now() + config.writer.backoff.wait(after: state.failures)
             pendingReplacement = state
             recorder.update { $0.lastWriteError = "replacing the corrupt file: \(error)" }
             logger.error("could not replace the corrupt \(location.path) (attempt \(state.failures)), everything stays in memory and is tried again: \(error)")

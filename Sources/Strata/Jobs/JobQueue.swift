@@ -172,8 +172,7 @@ public final class JobQueue: @unchecked Sendable {
 
     /// The wait before run `attempts + 1`, after `attempts` failed runs.
     func backoff(_ attempts: Int) -> Duration {
-        let exponent = Swift.max(0, Swift.min(attempts - 1, 30))
-        return Swift.min(config.retryInitialBackoff * (1 << exponent), config.retryMaxBackoff)
+        config.backoff.wait(after: Swift.max(attempts, 1))
     }
 
     // MARK: By hand

@@ -175,20 +175,21 @@ enum Repair {
             report = try fill(store)
             let now = unixMilliseconds()
             try store.queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                try db.inTransaction {
-                    // The salvage's own session ended cleanly; the original's counters go on
-                    // (its damage counted as a crash: `Salvage.carryCounters`).
-                    try db.execute(sql: """
-                        INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count)
-                        VALUES (1, 1, ?, ?, ?, ?, ?)
-                        ON CONFLICT (id) DO UPDATE SET clean_shutdown = 1, ended_at = excluded.ended_at,
-                            crash_count = excluded.crash_count, clean_shutdown_count = excluded.clean_shutdown_count
-                        """, arguments: [EntityID().withBytes { Data($0) }, marker.startedAt, now,
-                                         report.carriedCrashes, report.carriedCleanShutdowns])
-                    try db.execute(sql: "INSERT INTO repairs (repaired_at, set_aside, cause, report) VALUES (?, ?, ?, ?)",
-                                   arguments: [now, marker.original, marker.cause, report.description])
-                    return .commit
+                try db.committing(.full) {
+                    try db.inTransaction {
+                        // The salvage's own session ended cleanly; the original's counters go on
+                        // (its damage counted as a crash: `Salvage.carryCounters`).
+                        try db.execute(sql: """
+                            INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count)
+                            VALUES (1, 1, ?, ?, ?, ?, ?)
+                            ON CONFLICT (id) DO UPDATE SET clean_shutdown = 1, ended_at = excluded.ended_at,
+                                crash_count = excluded.crash_count, clean_shutdown_count = excluded.clean_shutdown_count
+                            """, arguments: [EntityID().withBytes { Data($0) }, marker.startedAt, now,
+                                             report.carriedCrashes, report.carriedCleanShutdowns])
+                        try db.execute(sql: "INSERT INTO repairs (repaired_at, set_aside, cause, report) VALUES (?, ?, ?, ?)",
+                                       arguments: [now, marker.original, marker.cause, report.description])
+                        return .commit
+                    }
                 }
                 _ = try db.checkpoint(.truncate)
             }

@@ -79,21 +79,21 @@ extension Store {
                 }
                 let checked = state.integrity == "ok"
                 // The running mark must survive power loss, or a crash could go unnoticed.
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
-                try db.inTransaction {
-                    try db.execute(sql: """
-                        INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count,
-                                                   last_check_at)
-                        VALUES (1, 0, ?, ?, NULL, ?, ?, ?)
-                        ON CONFLICT (id) DO UPDATE SET clean_shutdown = 0, session_id = excluded.session_id,
-                            started_at = excluded.started_at, ended_at = NULL, crash_count = excluded.crash_count,
-                            clean_shutdown_count = excluded.clean_shutdown_count,
-                            last_check_at = coalesce(excluded.last_check_at, session_state.last_check_at)
-                        """, arguments: [state.sessionID.withBytes { Data($0) }, nowMs,
-                                         state.crashCount, state.cleanShutdownCount,
-                                         checked || state.previous == .none ? nowMs : nil])
-                    return .commit
+                try db.committing(.full) {
+                    try db.inTransaction {
+                        try db.execute(sql: """
+                            INSERT INTO session_state (id, clean_shutdown, session_id, started_at, ended_at, crash_count, clean_shutdown_count,
+                                                       last_check_at)
+                            VALUES (1, 0, ?, ?, NULL, ?, ?, ?)
+                            ON CONFLICT (id) DO UPDATE SET clean_shutdown = 0, session_id = excluded.session_id,
+                                started_at = excluded.started_at, ended_at = NULL, crash_count = excluded.crash_count,
+                                clean_shutdown_count = excluded.clean_shutdown_count,
+                                last_check_at = coalesce(excluded.last_check_at, session_state.last_check_at)
+                            """, arguments: [state.sessionID.withBytes { Data($0) }, nowMs,
+                                             state.crashCount, state.cleanShutdownCount,
+                                             checked || state.previous == .none ? nowMs : nil])
+                        return .commit
+                    }
                 }
                 return state
             }
@@ -122,14 +122,14 @@ extension Writer {
     /// Sets the clean-shutdown mark, committed with `synchronous=FULL`. Writer thread.
     func markCleanShutdown() throws {
         try store.withConnection { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
-            try db.inTransaction {
-                try db.execute(sql: """
-                    UPDATE session_state SET clean_shutdown = 1, ended_at = ?, clean_shutdown_count = clean_shutdown_count + 1
-                    WHERE id = 1
-                    """, arguments: [Int64(Date().timeIntervalSince1970 * 1000)])
-                return .commit
+            try db.committing(.full) {
+                try db.inTransaction {
+                    try db.execute(sql: """
+                        UPDATE session_state SET clean_shutdown = 1, ended_at = ?, clean_shutdown_count = clean_shutdown_count + 1
+                        WHERE id = 1
+                        """, arguments: [Int64(Date().timeIntervalSince1970 * 1000)])
+                    return .commit
+                }
             }
         }
     }

@@ -53,6 +53,15 @@ extension Duration {
 /// Production uses ``MonotonicClock``; tests use ``ManualClock`` and run in virtual time.
 public protocol StrataClock: Sendable {
     func now() -> Instant
+    /// Calls `wake` each time the clock jumps ahead (``ManualClock/advance(by:)``), so that
+    /// a thread waiting for an instant on it looks again at once instead of waiting the
+    /// interval out in real time. A clock that moves by itself never jumps: by default
+    /// nothing is registered.
+    func whenAdvanced(_ wake: @escaping @Sendable () -> Void)
+}
+
+extension StrataClock {
+    public func whenAdvanced(_ wake: @escaping @Sendable () -> Void) {}
 }
 
 /// `CLOCK_MONOTONIC`: system-wide, so two processes on one machine can compare instants.
@@ -78,12 +87,23 @@ public final class ManualClock: StrataClock, @unchecked Sendable {
     // @unchecked Sendable: `current` is only touched under `lock`.
     private let lock = Lock()
     private var current: Instant
+    private var wakers: [@Sendable () -> Void] = []
 
     public init(start: Instant = Instant(nanoseconds: 1_000_000_000)) { current = start }
 
     public func now() -> Instant { lock.withLock { current } }
 
+    /// Moves the clock, then wakes whoever waits for an instant on it (the writer: its
+    /// checkpoint timer, its backoff, its tasks' retries), outside the clock's lock.
     public func advance(by duration: Duration) {
-        lock.withLock { current = current + duration }
+        let wakers = lock.withLock {
+            current = current + duration
+            return self.wakers
+        }
+        for wake in wakers { wake() }
+    }
+
+    public func whenAdvanced(_ wake: @escaping @Sendable () -> Void) {
+        lock.withLock { wakers.append(wake) }
     }
 }

@@ -275,8 +275,6 @@ import Synchronization
     func backoff(_ attempts: Int) -> Duration { Self.backoff(attempts, config) }
 
     static func backoff(_ attempts: Int, _ config: SyncConfig) -> Duration {
-        guard attempts > 0 else { return .zero }
-        let factor = Double(1 << min(attempts - 1, 30))
-        return min(config.retryInitialBackoff * factor, config.retryMaxBackoff)
+        config.backoff.wait(after: attempts)
     }
 }

@@ -125,13 +125,12 @@ extension Writer {
                 if walModeLost { returnToWAL(db) }
                 let bulk = batch.isBulk && !backups.holdsFile && leaveWAL(db)   // a backup copying the file: through the WAL
                 defer { if bulk { returnToWAL(db) } }
-                let full = batch.durability == .full || bulk
-                if full { try db.execute(sql: "PRAGMA synchronous = FULL") }
-                defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
-                try db.inTransaction(.immediate) {
-                    for part in parts { try part.write(batch, db, &counts) }
-                    riderErrors = try batch.riders.map { try $0.rideBatch(db) }
-                    return .commit
+                try db.committing(bulk ? .full : batch.durability) {
+                    try db.inTransaction(.immediate) {
+                        for part in parts { try part.write(batch, db, &counts) }
+                        riderErrors = try batch.riders.map { try $0.rideBatch(db) }
+                        return .commit
+                    }
                 }
             }
         } catch {

@@ -19,37 +19,37 @@ extension Writer {
         var waiting = [Bool](repeating: false, count: requests.count)
         do {
             try store.withConnection { db in
-                let full = requests.contains { $0.durability == .full }
-                if full { try db.execute(sql: "PRAGMA synchronous = FULL") }
-                defer { if full { try? db.execute(sql: "PRAGMA synchronous = NORMAL") } }
-                var isolate = false
-                try db.inTransaction(.immediate) {
-                    do {
-                        for request in requests where try request.body(db) == .waitForBatch {
-                            isolate = true
+                // FULL if any request of the group asks for it: one WAL sync covers them all.
+                try db.committing(requests.map(\.durability).max() ?? .normal) {
+                    var isolate = false
+                    try db.inTransaction(.immediate) {
+                        do {
+                            for request in requests where try request.body(db) == .waitForBatch {
+                                isolate = true
+                                return .rollback
+                            }
+                            return .commit
+                        } catch {
+                            // The machine's trouble (busy, full, I/O, corrupt): the whole group's.
+                            if Self.isMachineTrouble(error) { throw error }
+                            isolate = true   // one request's own failure (a constraint, a bad call): find which
                             return .rollback
                         }
-                        return .commit
-                    } catch {
-                        // The machine's trouble (busy, full, I/O, corrupt): the whole group's.
-                        if Self.isMachineTrouble(error) { throw error }
-                        isolate = true   // one request's own failure (a constraint, a bad call): find which
-                        return .rollback
                     }
-                }
-                guard isolate else { return }
-                try db.inTransaction(.immediate) {
-                    for (i, request) in requests.enumerated() {
-                        do {
-                            try db.inSavepoint {
-                                waiting[i] = try request.body(db) == .waitForBatch
-                                return waiting[i] ? .rollback : .commit
+                    guard isolate else { return }
+                    try db.inTransaction(.immediate) {
+                        for (i, request) in requests.enumerated() {
+                            do {
+                                try db.inSavepoint {
+                                    waiting[i] = try request.body(db) == .waitForBatch
+                                    return waiting[i] ? .rollback : .commit
+                                }
+                            } catch {
+                                errors[i] = error
                             }
-                        } catch {
-                            errors[i] = error
                         }
+                        return .commit
                     }
-                    return .commit
                 }
             }
         } catch {

@@ -4,8 +4,8 @@ extension Writer {
     /// What the writer is told at open: the `[writer]`, `[persistence]`, `[compaction]`,
     /// `[maintenance]` and `[jobs]` settings it acts on. Immutable once the writer starts.
     struct Settings: Sendable {
-        var retryInitialBackoff: Duration
-        var retryMaxBackoff: Duration
+        /// Between a failed commit and the next attempt (`[writer]`).
+        var backoff: Backoff
         var checkpointInterval: Duration
         var maxWalBytes: Int
         var pageSize: Int

@@ -63,7 +63,7 @@ extension Writer {
                 return true
             }
         }
-        buffer.pause(for: context.retryBackoff(after: consecutiveFailures, closing: buffer.isClosing))
+        buffer.pause(for: context.retryBackoff(after: consecutiveFailures, closing: buffer.isClosing), on: clock)
         return true
     }
 }

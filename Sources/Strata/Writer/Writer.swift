@@ -45,8 +45,7 @@ final class Writer: @unchecked Sendable {
     let controlLock = Lock()
     var state = State.created
     private var maxWalBytesOverride: Int?
-    /// The error that kept the final drain from finishing, if any.
-    var shutdownError: StoreError?
+    var shutdownError: StoreError?   // what kept the final drain from finishing
     /// Set by ``abandon()``: finish without the clean-shutdown mark.
     var abandoned = false
 
@@ -90,6 +89,7 @@ final class Writer: @unchecked Sendable {
         lastCheckpoint = clock.now()
         metrics.update { $0.recordBacklog(segmentLog) }
         backups.writer = self
+        clock.whenAdvanced { [weak buffer] in buffer?.nudge() }   // a virtual clock's jump: the deadlines moved
     }
 
     func start() {
@@ -170,7 +170,7 @@ final class Writer: @unchecked Sendable {
             case .batch(let batch):
                 if diskGuard.hold(batch) {
                     // Held in the hand-off: look again after a poll's time, at once if a batch merges into it.
-                    buffer.pause(for: .milliseconds(100), orSubmission: true)
+                    buffer.pause(for: .milliseconds(100), on: clock, orSubmission: true)
                 } else {
                     schedule.tookBatch(at: clock.now())
                     if commitWithRetry(batch) {

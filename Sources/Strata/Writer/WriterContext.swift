@@ -34,8 +34,7 @@ struct WriterContext {
     /// How long to wait before the next attempt after `failures` failed ones: doubling from
     /// `retry_initial_backoff_ms` up to `retry_max_backoff_ms`.
     func retryBackoff(after failures: Int, closing: Bool = false) -> Duration {
-        WriterSchedule.backoff(after: failures, initial: settings.retryInitialBackoff, longest: settings.retryMaxBackoff,
-                               closing: closing)
+        WriterSchedule.backoff(after: failures, settings.backoff, closing: closing)
     }
 }
 

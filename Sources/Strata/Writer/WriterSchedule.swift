@@ -85,8 +85,8 @@ struct WriterSchedule: Equatable {
     /// doubling from `initial` up to `longest`; while shutting down (`closing`) at most a
     /// quarter of a second, so that a shutdown on a disk that stays full ends within a
     /// couple of seconds of its start (a run used to end 17 s after its duration).
-    static func backoff(after failures: Int, initial: Duration, longest: Duration, closing: Bool = false) -> Duration {
-        let wait = min(initial * (1 << min(max(failures - 1, 0), 20)), longest)
+    static func backoff(after failures: Int, _ backoff: Backoff, closing: Bool = false) -> Duration {
+        let wait = backoff.wait(after: max(failures, 1))
         return closing ? min(wait, closingBackoff) : wait
     }
 
