@@ -23,9 +23,8 @@ import Foundation
 ///    the writer merges them into it as it takes it (``WriteBatch/merge(newer:)``), on its
 ///    own thread and outside the lock, then coalesces it (``WriteBatch/coalesce()``). Past
 ///    that, a submission merges into the newest on the spot, so memory stays bounded by
-///    distinct keys and critical work is never dropped. (Merging on the tick thread, a
-///    device applying a large pull while the writer commits its first parts spent a fifth
-///    of its tick time copying into the waiting batch.)
+///    distinct keys and critical work is never dropped. (Merged on the tick thread, a
+///    large pull cost a fifth of the tick time in copies into the waiting batch.)
 /// 2. `submit` never waits for the writer: it holds the lock for O(batch) and returns.
 ///    It wakes the writer only if the writer is parked; a polling writer finds the
 ///    batch within its poll interval (which the flush lookahead includes).
@@ -48,7 +47,7 @@ final class WriteBuffer: @unchecked Sendable {
     /// Where a shutdown is: batches still come while closing (``beginClosing()``), none once closed.
     private var stage = Stage.open
     private enum Stage: Comparable { case open, closing, closed }
-    /// The writer is inside `take`…
+    /// The writer is inside `take` or `pause`…
     private var writerWaiting = false
     /// … and will not look at the slot again until woken (or its checkpoint timer).
     private var writerParked = false
@@ -58,8 +57,7 @@ final class WriteBuffer: @unchecked Sendable {
     private var counts = FlushCounts()
     /// When the last batch was submitted: the phase of the tick thread's ticks.
     private var lastSubmitAt: Instant?
-    /// Set by the writer when SQLite reports the file corrupt; cleared by the engine once
-    /// a new file has replaced it.
+    /// Set by the writer when SQLite reports the file corrupt; cleared once a new file replaced it.
     private var corruption: StoreError?
     /// Work other threads handed the writer (``WriterRequest``), in order.
     private var requests: [WriterRequest] = []
@@ -184,11 +182,9 @@ final class WriteBuffer: @unchecked Sendable {
         }
     }
 
-    /// Waits `duration` on `clock` without taking anything: the writer's backoff after a
-    /// failure. `orSubmission`: a submission, a request or `close()` ends it early (a held
-    /// batch that a critical one merges into goes at once). The condition waits in real
-    /// time; a virtual clock that jumps past the end (it nudges the hand-off) ends it too.
-    /// Writer thread.
+    /// Waits `duration` on `clock` without taking anything (the writer's backoff); a virtual
+    /// clock's jump past the end ends it. `orSubmission`: so do a submission, a request or
+    /// `close()` (a held batch that a critical one merges into goes at once). Writer thread.
     func pause(for duration: Duration, on clock: any StrataClock, orSubmission: Bool = false) {
         let until = clock.now() + duration
         let end = Date(timeIntervalSinceNow: max(0, duration.seconds))
