@@ -63,4 +63,46 @@ import Testing
         #expect(WriterSchedule.backoff(after: 6, Backoff(initial: .milliseconds(100), longest: .seconds(5)), closing: true) == .milliseconds(250))
         #expect(WriterSchedule.backoff(after: 1_000, Backoff(initial: .milliseconds(100), longest: .seconds(5))) == .seconds(5), "no overflow")
     }
+
+    // MARK: After a failed commit
+
+    func failing(attempts: Int = 3) -> WriterSchedule {
+        WriterSchedule(now: at(0), checkpointInterval: .seconds(30), pollInterval: .zero, pollLinger: .zero,
+                       backoff: Backoff(initial: .milliseconds(100), longest: .seconds(1)), shutdownAttempts: attempts)
+    }
+
+    @Test func whileRunningABatchIsRetriedForeverBackingOff() {
+        var schedule = failing()
+        let waits = (1 ... 6).map { _ in schedule.failed(batch: true, stage: .running) }
+        #expect(waits.map(\.then) == [.retry(after: .milliseconds(100)), .retry(after: .milliseconds(200)), .retry(after: .milliseconds(400)),
+                                      .retry(after: .milliseconds(800)), .retry(after: .seconds(1)), .retry(after: .seconds(1))])
+        #expect(waits.allSatisfy { !$0.failWaitingRequests })
+        #expect(schedule.succeeded() == 6, "the streak, for the log line")
+        #expect(schedule.failed(batch: true, stage: .running).then == .retry(after: .milliseconds(100)), "a success starts over")
+    }
+
+    @Test func aShutdownThatBeganFailsTheRequestsBehindAFailingBatch() {
+        var schedule = failing()
+        let after = schedule.failed(batch: true, stage: .closing)
+        #expect(after.failWaitingRequests)
+        #expect(after.then == .retry(after: .milliseconds(100)))
+        for _ in 0 ..< 5 { _ = schedule.failed(batch: true, stage: .closing) }
+        #expect(schedule.failed(batch: true, stage: .closing).then == .retry(after: WriterSchedule.closingBackoff),
+                "never parked before the hand-off closes; the wait is at most the closing backoff")
+    }
+
+    @Test func onceClosedTheReserveGoesAfterTheAttemptsThenWhatWaitsIsParked() {
+        var schedule = failing(attempts: 3)
+        #expect(schedule.failed(batch: true, stage: .closed).then == .retry(after: .milliseconds(100)))
+        #expect(schedule.failed(batch: true, stage: .closed).then == .retry(after: .milliseconds(200)))
+        #expect(schedule.failed(batch: true, stage: .closed).then == .releaseReserveAndRetry)
+        #expect(schedule.failed(batch: true, stage: .closed).then == .park)
+    }
+
+    @Test func onceClosedARequestGroupFailsAfterTheAttempts() {
+        var schedule = failing(attempts: 2)
+        #expect(schedule.failed(batch: false, stage: .closed) == .init(failWaitingRequests: false, then: .retry(after: .milliseconds(100))))
+        #expect(schedule.failed(batch: false, stage: .closed) == .init(failWaitingRequests: true, then: .retry(after: .zero)))
+        #expect(schedule.failed(batch: true, stage: .closed).then == .releaseReserveAndRetry, "the batch behind them still gets its last try")
+    }
 }

@@ -21,7 +21,7 @@ extension BackupCopy: BackupCopier {
 }
 
 /// The document's file copied as it is after a TRUNCATE checkpoint (every commit in it, the
-/// WAL empty), while the writer holds its checkpoints (``BackupTask/holdsFile``): commits go
+/// WAL empty), while the writer holds its checkpoints (``CheckpointHold``): commits go
 /// to the WAL only, so the file does not change under the copy. A few MB a step, adapted to
 /// the step budget. Writer thread.
 final class FileBackup: BackupCopier {

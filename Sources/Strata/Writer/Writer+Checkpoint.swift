@@ -13,7 +13,7 @@ extension Writer {
     /// whatever the interval (after an app transition). Writer thread.
     func checkpointIfNeeded(forced: Bool = false) {
         // A backup is copying the file: a checkpoint would change it under the copy.
-        guard !backups.holdsFile else { return }
+        guard !context.checkpoints.held else { return }
         if diskGuard.low && pendingWalBytes > 0 {
             // Below min_free_disk_mb the WAL must not hold space the next commit needs: each
             // commit goes into the file at once and the WAL is truncated (the page cost of a

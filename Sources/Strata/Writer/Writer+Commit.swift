@@ -20,18 +20,17 @@ extension Writer {
         guard !batch.isEmpty else { return true }   // e.g. a checkpoint request with nothing to write
         do {
             try commitRecorded(batch)
-            if consecutiveFailures > 0 {
-                logger.notice("writer: batch of \(batch.rowCount) rows committed after \(consecutiveFailures) failed attempts")
+            let failures = schedule.succeeded()
+            if failures > 0 {
+                logger.notice("writer: batch of \(batch.rowCount) rows committed after \(failures) failed attempts")
                 metrics.update {
                     $0.rowsCommittedLate += batch.rowCount
                     $0.rowsHeld = 0
                 }
             }
-            consecutiveFailures = 0
             return true
         } catch {
             let storeError = StoreError(.write, wrapping: error, path: store.location.path)
-            consecutiveFailures += 1
             metrics.update {
                 $0.failedCommits += 1
                 $0.lastWriteError = storeError.description
@@ -45,7 +44,7 @@ extension Writer {
                     // The WAL may hold the space: copy it back and truncate it before the retry.
                     checkpoint(.truncate)
                 }
-                logger.warning("writer: commit of \(batch.rowCount) rows failed (attempt \(consecutiveFailures)), will retry: \(storeError)")
+                logger.warning("writer: commit of \(batch.rowCount) rows failed (attempt \(schedule.failures + 1)), will retry: \(storeError)")
                 metrics.update { $0.rowsHeld = batch.rowCount }
                 buffer.putBack(batch)
                 return false
@@ -59,7 +58,7 @@ extension Writer {
                 buffer.putBack(remainder)
                 return false
             }
-            consecutiveFailures = 0
+            schedule.succeeded()
             return true
         }
     }
@@ -123,7 +122,7 @@ extension Writer {
         do {
             try store.withConnection { db in
                 if walModeLost { returnToWAL(db) }
-                let bulk = batch.isBulk && !backups.holdsFile && leaveWAL(db)   // a backup copying the file: through the WAL
+                let bulk = batch.isBulk && !context.checkpoints.held && leaveWAL(db)   // a backup copying the file: through the WAL
                 defer { if bulk { returnToWAL(db) } }
                 try db.committing(bulk ? .full : batch.durability) {
                     try db.inTransaction(.immediate) {

@@ -63,14 +63,13 @@ extension Writer {
                 return true
             }
             if Self.isTransient(storeError) && !buffer.isClosing {
-                consecutiveFailures += 1
-                logger.warning("writer: \(requests.count) requests failed (attempt \(consecutiveFailures)), will retry: \(storeError)")
+                logger.warning("writer: \(requests.count) requests failed (attempt \(schedule.failures + 1)), will retry: \(storeError)")
                 buffer.putBack(requests)
                 return false
             }
             for i in requests.indices where errors[i] == nil && !waiting[i] { errors[i] = storeError }
         }
-        consecutiveFailures = 0
+        schedule.succeeded()
         metrics.update { $0.writerRequests += requests.count }
         for (i, request) in requests.enumerated() {
             if waiting[i] {

@@ -39,31 +39,26 @@ extension Writer {
         metrics.update { $0.writerCPUTime = cpu }
     }
 
-    /// After a batch (`batch`) or a group of requests failed to commit: back off, then the
-    /// loop tries again. While shutting down, after `shutdownAttempts` failures, a batch
-    /// gets one more try with the disk reserve's space and is then parked (false: the loop
-    /// ends); requests fail with the last error.
-    func retryAfterFailure(closingFailures: inout Int, batch: Bool) -> Bool {
-        if batch && buffer.isClosing && !buffer.isClosed {
-            // A shutdown began and the batch ahead of the requests cannot commit: neither can
-            // they. Answered now (the workers stopping wait on them), not after every retry.
+    /// After a batch (`batch`) or a group of requests failed to commit: does what the
+    /// schedule's failure policy says (`WriterSchedule+Failures.swift`). False: give up, the
+    /// loop ends (what waits was parked).
+    func retryAfterFailure(batch: Bool) -> Bool {
+        let stage: WriterSchedule.Stage = buffer.isClosed ? .closed : buffer.isClosing ? .closing : .running
+        let after = schedule.failed(batch: batch, stage: stage)
+        if after.failWaitingRequests {
+            // Neither can they commit: answered now (the workers stopping wait on them), not after every retry.
             let error = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
             for request in buffer.takeRequests() { request.finish(error) }
         }
-        if buffer.isClosed {
-            closingFailures += 1
-            if closingFailures >= settings.shutdownAttempts {
-                if batch {
-                    if diskGuard.releaseReserve() { return true }
-                    abandonWaiting(reason: "shutdown after \(closingFailures) failed attempts")
-                    return false
-                }
-                let error = StoreError(.write, message: metrics.snapshot.lastWriteError ?? "unknown error", path: store.location.path)
-                for request in buffer.takeRequests() { request.finish(error) }
-                return true
-            }
+        switch after.then {
+        case .retry(let wait):
+            if wait > .zero { buffer.pause(for: wait, on: clock) }
+            return true
+        case .releaseReserveAndRetry where diskGuard.releaseReserve():
+            return true
+        case .releaseReserveAndRetry, .park:
+            abandonWaiting(reason: "shutdown after \(schedule.closingFailures) failed attempts")
+            return false
         }
-        buffer.pause(for: context.retryBackoff(after: consecutiveFailures, closing: buffer.isClosing), on: clock)
-        return true
     }
 }

@@ -14,11 +14,11 @@ import Logging
 ///     created ──start──▶ running ──loop ends──▶ finished
 ///
 /// `stop()` closes the hand-off: the running loop then drains it (every batch committed
-/// or parked) and ends; a file found corrupt ends it at once. When to wait, poll, park or
-/// checkpoint is ``WriterSchedule``'s decision, on the writer's one clock; the work
-/// between batches is its ``WriterTask``s', asked in order (compaction, maintenance, the
-/// idle integrity check), one bounded step at a time, so a batch never waits behind more
-/// than one step.
+/// or parked) and ends; a file found corrupt ends it at once. When to wait, poll, park,
+/// checkpoint, retry or give up is ``WriterSchedule``'s decision, on the writer's one clock;
+/// the work between batches is its ``WriterTask``s', asked in order (the idle integrity
+/// check, compaction, maintenance, backups), one bounded step at a time, so a batch never
+/// waits behind more than one step.
 ///
 /// Invariants:
 /// 1. Only this thread touches `store` between `start` and `finished`.
@@ -68,7 +68,8 @@ final class Writer: @unchecked Sendable {
     var intervalWarningGiven = false
     /// A bulk commit could not switch back to WAL mode (`Writer+Bulk.swift`).
     var walModeLost = false
-    var consecutiveFailures = 0
+    /// When to wait, poll, check, retry or give up: the loop's decisions (``WriterSchedule``).
+    var schedule: WriterSchedule
     /// Requests waiting for the next batch (`Writer+Requests.swift`).
     var deferredRequests: [WriterRequest] = []
     let walFrames = WalFrameCounter()
@@ -87,8 +88,10 @@ final class Writer: @unchecked Sendable {
         tasks = [IntegrityCheckTask(context), compaction, maintenance, backups]
         diskGuard = DiskGuard(context)
         lastCheckpoint = clock.now()
+        schedule = WriterSchedule(now: clock.now(), checkpointInterval: settings.checkpointInterval, pollInterval: settings.pollInterval,
+                                  pollLinger: settings.pollLinger, backoff: settings.backoff, shutdownAttempts: settings.shutdownAttempts)
         metrics.update { $0.recordBacklog(segmentLog) }
-        backups.writer = self
+        context.checkpoints.passive = { [unowned self] in !diskGuard.low && checkpoint(.passive) }
         clock.whenAdvanced { [weak buffer] in buffer?.nudge() }   // a virtual clock's jump: the deadlines moved
     }
 
@@ -154,9 +157,6 @@ final class Writer: @unchecked Sendable {
     /// The loop: ask the schedule how long to wait, take what the hand-off has, act.
     private func run() {
         prepareThread()
-        var schedule = WriterSchedule(now: clock.now(), checkpointInterval: settings.checkpointInterval,
-                                      pollInterval: settings.pollInterval, pollLinger: settings.pollLinger)
-        var closingFailures = 0
         loop: while buffer.reportedCorruption == nil {   // corrupt: leave the file, and the batches to the engine
             recordCPUTime()
             let now = clock.now()
@@ -175,12 +175,12 @@ final class Writer: @unchecked Sendable {
                     schedule.tookBatch(at: clock.now())
                     if commitWithRetry(batch) {
                         committed(batch)
-                    } else if buffer.reportedCorruption == nil && !retryAfterFailure(closingFailures: &closingFailures, batch: true) {
+                    } else if buffer.reportedCorruption == nil && !retryAfterFailure(batch: true) {
                         break loop
                     }
                 }
             case .requests(let requests):
-                if !serve(requests) { _ = retryAfterFailure(closingFailures: &closingFailures, batch: false) }
+                if !serve(requests) { _ = retryAfterFailure(batch: false) }
             case .timedOut:
                 switch schedule.timedOut(now: clock.now(), stepDue: task != nil) {
                 case .step:

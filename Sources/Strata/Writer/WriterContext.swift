@@ -17,6 +17,8 @@ struct WriterContext {
     let segmentLog: SegmentLog
     /// The power and the user, as the engine last reported them.
     let conditions = WriterConditions()
+    /// What a task may ask of the writer's checkpoints (a backup copying the file).
+    let checkpoints = CheckpointHold()
 
     /// SQLITE_CORRUPT or SQLITE_NOTADB: the file is damaged. Reports it (the engine then
     /// replaces the file, `Engine+StoreReplacement.swift`) and returns true; the writer

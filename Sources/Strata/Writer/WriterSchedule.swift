@@ -1,6 +1,7 @@
 /// When the writer looks at the hand-off next, and what it does when nothing came: a pure
 /// decision from what the writer knows (the time, its last batch, the checkpoint timer,
-/// whether a background step is due, a retry or a request deadline, the failures in a row).
+/// whether a background step is due, a retry or a request deadline, the failures in a row),
+/// and what follows a failed commit (`WriterSchedule+Failures.swift`).
 /// It reads no clock and does no I/O; ``Writer``'s loop reads its one clock, asks, and
 /// acts. Instants are on the writer's clock (the engine's: virtual in tests). Tested in
 /// virtual time (`WriterScheduleTests`).
@@ -18,15 +19,28 @@ struct WriterSchedule: Equatable {
     let checkpointInterval: Duration
     let pollInterval: Duration
     let pollLinger: Duration
+    /// Between a failed commit and the next attempt (`WriterSchedule+Failures.swift`).
+    let backoff: Backoff
+    /// Failed attempts allowed once the hand-off is closed, before the disk reserve goes.
+    let shutdownAttempts: Int
+    /// Failed commits in a row (batches and request groups alike).
+    var failures = 0
+    /// Of those, since the hand-off closed.
+    var closingFailures = 0
+    /// The disk reserve was released for one last try.
+    var reserveReleased = false
     /// When the last batch was taken.
     private(set) var lastBatch: Instant?
     /// When the checkpoint timer fires next.
     private(set) var checkpointDue: Instant
 
-    init(now: Instant, checkpointInterval: Duration, pollInterval: Duration, pollLinger: Duration) {
+    init(now: Instant, checkpointInterval: Duration, pollInterval: Duration, pollLinger: Duration,
+         backoff: Backoff = Backoff(initial: .milliseconds(50), longest: .seconds(5)), shutdownAttempts: Int = 5) {
         self.checkpointInterval = checkpointInterval
         self.pollInterval = pollInterval
         self.pollLinger = pollLinger
+        self.backoff = backoff
+        self.shutdownAttempts = shutdownAttempts
         checkpointDue = now + checkpointInterval
     }
 
@@ -80,16 +94,4 @@ struct WriterSchedule: Equatable {
         checkpointDue = now + checkpointInterval
         return .checkpoint
     }
-
-    /// How long to wait before the next attempt after `failures` failed ones in a row:
-    /// doubling from `initial` up to `longest`; while shutting down (`closing`) at most a
-    /// quarter of a second, so that a shutdown on a disk that stays full ends within a
-    /// couple of seconds of its start (a run used to end 17 s after its duration).
-    static func backoff(after failures: Int, _ backoff: Backoff, closing: Bool = false) -> Duration {
-        let wait = backoff.wait(after: max(failures, 1))
-        return closing ? min(wait, closingBackoff) : wait
-    }
-
-    /// The longest wait between two attempts while shutting down.
-    static let closingBackoff: Duration = .milliseconds(250)
 }

@@ -19,9 +19,10 @@ final class BackupTask: WriterTask {
     let requests = BackupRequests()
     /// Where scheduled backups go; nil when `[backup] keep` is 0.
     let folder: BackupFolder?
-    private var running: (request: BackupRequest, copy: any BackupCopier, started: Instant)?
-    /// The writer, for the checkpoint a copy of the file starts with (set once it is made).
-    weak var writer: Writer?
+    /// A copy of the file (not SQLite's page copy) holds the writer's checkpoints off.
+    private var running: (request: BackupRequest, copy: any BackupCopier, started: Instant)? {
+        didSet { context.checkpoints.held = running?.copy is FileBackup }
+    }
     /// The wall-clock time (Unix ms) of the last scheduled backup started, or of the newest
     /// found in the folder.
     var lastScheduled: Int64?
@@ -92,7 +93,7 @@ final class BackupTask: WriterTask {
     /// Starts the next backup asked for, or a scheduled one. False if none could start.
     ///
     /// When a PASSIVE checkpoint (it never waits) copies the whole WAL back, the file holds
-    /// every commit, and stays as it is while the writer does not checkpoint (``holdsFile``:
+    /// every commit, and stays as it is while the writer does not checkpoint (``CheckpointHold``:
     /// commits go to the WAL only): the file itself is copied, a few MB a step
     /// (``FileBackup``), as of that commit, its asset files linked at once. Otherwise (a
     /// reader holds an older snapshot, the disk is nearly full, a test's VFS) SQLite's online
@@ -101,7 +102,7 @@ final class BackupTask: WriterTask {
         guard let request = requests.next() ?? scheduledRequest() else { return false }
         do {
             // The checkpoint first, outside the connection's closure (it takes the connection itself).
-            let wholeFile = request.vfs == nil && writer.map { !$0.diskGuard.low && $0.checkpoint(.passive) } == true
+            let wholeFile = request.vfs == nil && context.checkpoints.passive()
             let copy: any BackupCopier = try context.store.withConnection { db in
                 if wholeFile {
                     let file = try FileBackup(from: request.target.source.path, to: request.target.staging.path,
@@ -119,10 +120,6 @@ final class BackupTask: WriterTask {
             return false
         }
     }
-
-    /// A copy of the file is running: the writer must not checkpoint nor leave WAL mode (both
-    /// write the file) until it is done.
-    var holdsFile: Bool { running?.copy is FileBackup }
 
     /// Verifies and names the copy on a thread of its own, then tells whoever asked.
     private func hand(_ staged: StagedBackup, to request: BackupRequest) {

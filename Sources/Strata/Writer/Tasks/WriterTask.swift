@@ -1,7 +1,8 @@
 /// Background work the writer does between batches, one bounded step at a time: the idle
 /// integrity check (``IntegrityCheckTask``), compaction (``CompactionTask``), maintenance
-/// (``MaintenanceTask``), asked in that order. Each owns its settings and state and is given the
-/// ``WriterContext`` when it is made. The loop asks the tasks in order before each wait;
+/// (``MaintenanceTask``), backups (``BackupTask``), asked in that order. Each owns its settings
+/// and state and is given the ``WriterContext`` when it is made; what a task may ask of the
+/// writer itself is lent there (``CheckpointHold``), never the writer. The loop asks the tasks in order before each wait;
 /// the first with a step due makes the wait end at once (the writer still looks at the
 /// hand-off first), then runs its step. A new kind of background work is a new type in
 /// a file of its own and one entry in `Writer.tasks`, not a branch in the loop.
