@@ -185,32 +185,8 @@ extension Engine {
     /// The writer of `store`, not started.
     static func makeWriter(config: StrataConfig, options: Options, store: Store, buffer: WriteBuffer, recorder: MetricsRecorder,
                            logger: Logger, typeIDs: [Int64?], segmentLog: SegmentLog, checkpointAtStart: Bool) throws -> Writer {
-        let writer = Writer(
-            store: store, buffer: buffer, metrics: recorder, clock: options.clock, logger: logger,
-            settings: Writer.Settings(
-                backoff: config.writer.backoff,
-                checkpointInterval: config.persistence.checkpointInterval,
-                maxWalBytes: FlushPolicy(config: config.persistence).maxWalBytes(power: .assumedAC),
-                pageSize: try store.pageSize(),
-                pollInterval: options.writerPollInterval,
-                pollLinger: options.writerPollLinger,
-                tickInterval: .nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)),
-                compaction: CompactionPolicy(config: config.compaction, forcedMethod: options.compactionMethod),
-                compactionStepBudget: config.compaction.stepBudget,
-                operationLog: config.operationLog,
-                minFreeDiskBytes: config.writer.minFreeDiskBytes,
-                diskReserveBytes: config.writer.diskReserveBytes,
-                freeDiskSpace: options.freeDiskSpace ?? DiskGuard.freeDiskSpace,
-                checkpointAtStart: checkpointAtStart,
-                idleIntegrityCheck: options.idleIntegrityCheck,
-                maintenance: config.maintenance,
-                backup: config.backup,
-                history: config.history,
-                keepFinishedJobs: config.jobs.keepFinished,
-                wallClock: options.wallClock),
-            typeIDs: typeIDs, segmentLog: segmentLog, observer: options.observer)
-        for method in CompactionPolicy.Method.allCases { writer.compaction.stepBytes[method] = options.compactionStepBytes }
-        return writer
+        Writer(store: store, buffer: buffer, metrics: recorder, logger: logger, config: config, options: options,
+               pageSize: try store.pageSize(), checkpointAtStart: checkpointAtStart, typeIDs: typeIDs, segmentLog: segmentLog)
     }
 
     /// A store opened, its session begun and its world rebuilt.

@@ -19,13 +19,32 @@ final class DiskGuard {
     /// The disk reserve was freed this session.
     private var reserveReleased = false
 
-    init(_ context: WriterContext) {
+    /// `[writer] min_free_disk_mb` and `disk_reserve_mb`, and how free space is read.
+    struct Settings {
+        /// Below this much free space, derived batches wait; 0: off.
+        var minFreeDiskBytes: Int
+        /// Freed when a shutdown meets a full disk (``DiskReserve``); 0: none.
+        var diskReserveBytes: Int
+        /// Reads the free space for the document at a path (tests replace `statvfs`).
+        var freeDiskSpace: @Sendable (String) -> Int?
+
+        init(config: StrataConfig, options: Engine.Options) {
+            minFreeDiskBytes = config.writer.minFreeDiskBytes
+            diskReserveBytes = config.writer.diskReserveBytes
+            freeDiskSpace = options.freeDiskSpace ?? DiskGuard.freeDiskSpace
+        }
+    }
+
+    let settings: Settings
+
+    init(_ context: WriterContext, _ settings: Settings) {
         self.context = context
+        self.settings = settings
     }
 
     /// Whether to hold `batch` back for lack of space; if so it is put back.
     func hold(_ batch: WriteBatch) -> Bool {
-        let (settings, store, buffer, logger) = (context.settings, context.store, context.buffer, context.logger)
+        let (store, buffer, logger) = (context.store, context.buffer, context.logger)
         guard settings.minFreeDiskBytes > 0 else { return false }
         let free = settings.freeDiskSpace(store.location.path)
         let low = free.map { $0 < settings.minFreeDiskBytes } ?? false
@@ -49,7 +68,7 @@ final class DiskGuard {
     }
 
     /// The space kept for a shutdown on a full disk (``DiskReserve``).
-    var reserve: DiskReserve { DiskReserve(path: context.store.location.reservePath, bytes: context.settings.diskReserveBytes) }
+    var reserve: DiskReserve { DiskReserve(path: context.store.location.reservePath, bytes: settings.diskReserveBytes) }
 
     /// Frees the reserve once, when a shutdown cannot commit its last batch. Returns
     /// whether it freed anything (then the batch is tried once more).

@@ -15,7 +15,7 @@ extension Writer {
         }
         if settings.checkpointAtStart { checkpoint(.truncate) }
         if !diskGuard.reserve.ensure() {
-            logger.notice("writer: no room for the disk reserve (\(settings.diskReserveBytes / 1024) KB at \(store.location.reservePath)): made when there is")
+            logger.notice("writer: no room for the disk reserve (\(diskGuard.settings.diskReserveBytes / 1024) KB at \(store.location.reservePath)): made when there is")
         }
     }
 

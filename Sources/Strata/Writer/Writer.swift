@@ -44,7 +44,7 @@ final class Writer: @unchecked Sendable {
 
     let controlLock = Lock()
     var state = State.created
-    private var maxWalBytesOverride: Int?
+    var maxWalBytesOverride: Int?   // under `controlLock` (`Writer+Control.swift`)
     var shutdownError: StoreError?   // what kept the final drain from finishing
     /// Set by ``abandon()``: finish without the clean-shutdown mark.
     var abandoned = false
@@ -74,19 +74,22 @@ final class Writer: @unchecked Sendable {
     var deferredRequests: [WriterRequest] = []
     let walFrames = WalFrameCounter()
 
-    init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, clock: any StrataClock,
-         logger: Logger, settings: Settings, typeIDs: [Int64?], segmentLog: SegmentLog,
-         observer: (any PersistenceObserver)? = nil) {
+    /// The writer of `store`, not started. It and each of its tasks take their settings
+    /// from `config` and `options` (``Settings``, ``CompactionTask/Settings``, …).
+    init(store: Store, buffer: WriteBuffer, metrics: MetricsRecorder, logger: Logger, config: StrataConfig, options: Engine.Options,
+         pageSize: Int, checkpointAtStart: Bool, typeIDs: [Int64?], segmentLog: SegmentLog) {
+        let settings = Settings(config: config, options: options, pageSize: pageSize, checkpointAtStart: checkpointAtStart)
+        let clock = options.clock
         let context = WriterContext(store: store, buffer: buffer, metrics: metrics, clock: clock, logger: logger,
-                                    settings: settings, observer: observer, segmentLog: segmentLog)
+                                    settings: settings, observer: options.observer, segmentLog: segmentLog)
         self.context = context
         parts = BatchParts.make(operationLog: settings.operationLog, segmentLog: segmentLog, typeIDs: typeIDs,
                                 history: settings.history.isOn)
-        compaction = CompactionTask(context)
-        maintenance = MaintenanceTask(context)
-        backups = BackupTask(context)
-        tasks = [IntegrityCheckTask(context), compaction, maintenance, backups]
-        diskGuard = DiskGuard(context)
+        compaction = CompactionTask(context, .init(config: config, options: options))
+        maintenance = MaintenanceTask(context, .init(config: config))
+        backups = BackupTask(context, config: config)
+        tasks = [IntegrityCheckTask(context, options: options), compaction, maintenance, backups]
+        diskGuard = DiskGuard(context, .init(config: config, options: options))
         lastCheckpoint = clock.now()
         schedule = WriterSchedule(now: clock.now(), checkpointInterval: settings.checkpointInterval, pollInterval: settings.pollInterval,
                                   pollLinger: settings.pollLinger, backoff: settings.backoff, shutdownAttempts: settings.shutdownAttempts)
@@ -104,26 +107,6 @@ final class Writer: @unchecked Sendable {
         thread.name = "strata.writer"
         thread.start()
     }
-
-    /// Changes the WAL size that forces a checkpoint (the desktop override is larger).
-    func setMaxWalBytes(_ bytes: Int) {
-        controlLock.withLock { maxWalBytesOverride = bytes }
-    }
-
-    var maxWalBytes: Int { controlLock.withLock { maxWalBytesOverride ?? settings.maxWalBytes } }
-
-    /// The engine reports a change of power or activity (tick thread); the writer's tasks
-    /// reconsider at once, even if it was parked.
-    func setConditions(_ conditions: WriterConditions.Value) {
-        context.conditions.set(conditions)
-        buffer.nudge()
-    }
-
-    /// Folds every segment written so far into the base rows, and waits (``CompactionTask``).
-    func compactNow(timeout: Duration) -> Bool { compaction.runNow(timeout: timeout) }
-
-    /// Runs a maintenance round now, whatever the power, and waits (``MaintenanceTask``).
-    func maintainNow(timeout: Duration) -> Bool { maintenance.runNow(timeout: timeout) }
 
     /// Closes the buffer and waits until every batch is committed, the clean-shutdown
     /// mark written and the WAL truncated. Returns the error that prevented it, if any.

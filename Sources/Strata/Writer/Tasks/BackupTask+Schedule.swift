@@ -15,7 +15,7 @@ extension BackupTask {
 
     func scheduledDue() -> Bool {
         guard folder != nil, context.metrics.snapshot.commitCount > commitsAtLastScheduled,
-              let wait = Self.wait(config: context.settings.backup, onMains: context.conditions.current?.onMains, failures: requests.failedInARow)
+              let wait = Self.wait(config: config, onMains: context.conditions.current?.onMains, failures: requests.failedInARow)
         else { return false }
         guard let lastScheduled else { return true }
         return context.settings.wallClock() - lastScheduled >= Int64(wait.milliseconds)

@@ -34,9 +34,13 @@ final class BackupTask: WriterTask {
     /// The finishing threads still running (a shutdown waits for them).
     private let finishing = DispatchGroup()
 
-    init(_ context: WriterContext) {
+    /// `[backup]`: scheduled backups, how many are kept, the copy's step budget.
+    let config: BackupConfig
+
+    init(_ context: WriterContext, config: StrataConfig) {
         self.context = context
-        let config = context.settings.backup
+        self.config = config.backup
+        let config = config.backup
         folder = config.keep > 0 ? BackupFolder(document: context.store.location, folder: config.folder) : nil
         if let folder {
             folder.sweepLeftovers()
@@ -69,7 +73,7 @@ final class BackupTask: WriterTask {
             if done {
                 running = nil
             } else {
-                copy.adapt(took: stopwatch.now().duration(since: stepStarted), budget: context.settings.backup.stepBudget)
+                copy.adapt(took: stopwatch.now().duration(since: stepStarted), budget: config.stepBudget)
                 request.afterStep?(copy.steps)
             }
         } catch {
@@ -123,7 +127,7 @@ final class BackupTask: WriterTask {
 
     /// Verifies and names the copy on a thread of its own, then tells whoever asked.
     private func hand(_ staged: StagedBackup, to request: BackupRequest) {
-        let (wallClock, logger, folder, keep) = (context.settings.wallClock, context.logger, folder, context.settings.backup.keep)
+        let (wallClock, logger, folder, keep) = (context.settings.wallClock, context.logger, folder, config.keep)
         let metrics = context.metrics
         finishing.enter()
         let thread = Thread { [finishing] in

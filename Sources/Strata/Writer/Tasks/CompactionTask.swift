@@ -14,19 +14,39 @@ import GRDB
 /// Writer thread, but for ``forced`` (its own lock).
 final class CompactionTask: RoundTask {
     let context: WriterContext
+    let settings: Settings
     /// `compactNow()`: a fold of everything written so far, waited for.
     let forced = ForcedRounds()
     var round: Compactor.Round?
     /// Bytes of records a step consumes, per method (a fold's byte costs more than a
-    /// merge's); each adapts to `compactionStepBudget`.
+    /// merge's); each adapts to `settings.stepBudget`.
     var stepBytes: [CompactionPolicy.Method: Int] = [.merge: initialStepBytes, .fold: initialStepBytes]
     static let initialStepBytes = 256 * 1024
     var failures = 0
     var retryAt: Instant?
     var dueStep: CompactionPolicy.Method?
 
-    init(_ context: WriterContext) {
+    /// What compaction is told at open: `[compaction]` and the `[history]` window it leaves alone.
+    struct Settings {
+        var policy: CompactionPolicy
+        /// The time one step should take at most (its byte budget adapts to it).
+        var stepBudget: Duration
+        var history: HistoryConfig
+        /// Each method's first byte budget (tests and benches start it small).
+        var initialStepBytes = CompactionTask.initialStepBytes
+
+        init(config: StrataConfig, options: Engine.Options) {
+            policy = CompactionPolicy(config: config.compaction, forcedMethod: options.compactionMethod)
+            stepBudget = config.compaction.stepBudget
+            history = config.history
+            initialStepBytes = options.compactionStepBytes
+        }
+    }
+
+    init(_ context: WriterContext, _ settings: Settings) {
         self.context = context
+        self.settings = settings
+        for method in CompactionPolicy.Method.allCases { stepBytes[method] = settings.initialStepBytes }
     }
 
     var segmentLog: SegmentLog { context.segmentLog }
@@ -34,7 +54,7 @@ final class CompactionTask: RoundTask {
     /// The newest row compaction may consume: the last one, or with `[history]` the last one
     /// older than the window (`SegmentLog+Window.swift`); and the bytes up to it.
     func consumable() -> (endID: Int64?, bytes: Int) {
-        let history = context.settings.history
+        let history = settings.history
         guard history.isOn else { return (segmentLog.lastID, segmentLog.bytes) }
         let cutoff = context.settings.wallClock() - Int64(history.keep.milliseconds)
         return segmentLog.outsideWindow(cutoff: cutoff, maxBytes: history.maxBytes)
@@ -56,7 +76,6 @@ final class CompactionTask: RoundTask {
             }
         }
         let conditions = context.conditions.current
-        let settings = context.settings
         guard segmentLog.blockedBy == nil else { return nil }
         if let round, round.forced { return round.method }
         guard let conditions else { return nil }
@@ -66,9 +85,9 @@ final class CompactionTask: RoundTask {
             bytes = consumable().bytes
             live = min(live, bytes)
         }
-        if let method = settings.compaction.decide(CompactionPolicy.Input(
+        if let method = settings.policy.decide(CompactionPolicy.Input(
             logBytes: bytes, liveBytes: live, liveKeys: segmentLog.liveKeys,
-            basePages: segmentLog.basePages(pageSize: settings.pageSize), pageSize: settings.pageSize,
+            basePages: segmentLog.basePages(pageSize: context.settings.pageSize), pageSize: context.settings.pageSize,
             onMains: conditions.onMains, idle: conditions.idle, round: round?.method)) {
             return method
         }
@@ -87,7 +106,7 @@ final class CompactionTask: RoundTask {
 
     /// Runs one step of the current round (starting one of `method` if none).
     func run(_ method: CompactionPolicy.Method) {
-        let (settings, store, metrics, logger) = (context.settings, context.store, context.metrics, context.logger)
+        let (store, metrics, logger) = (context.store, context.metrics, context.logger)
         let current: Compactor.Round
         if let round {
             current = round
@@ -114,7 +133,7 @@ final class CompactionTask: RoundTask {
             guard let storeError = stepFailed(error) else { return }
             logger.warning("writer: compaction step failed (attempt \(failures)), will retry: \(storeError)")
             metrics.update { $0.failedCompactionSteps += 1 }
-            if current.forced && failures >= settings.shutdownAttempts {
+            if current.forced && failures >= context.settings.shutdownAttempts {
                 round = nil
                 forced.serve(upTo: current.ticket, failed: true)
             }
@@ -165,7 +184,7 @@ final class CompactionTask: RoundTask {
     /// Halves the method's byte budget after a step that took too long (not below 16 KB),
     /// doubles it after one that took less than a quarter of the time allowed.
     private func adaptStepBudget(_ method: CompactionPolicy.Method, elapsed: Duration, consumedBytes: Int) {
-        let budget = context.settings.compactionStepBudget
+        let budget = settings.stepBudget
         let bytes = stepBytes[method] ?? Self.initialStepBytes
         if elapsed > budget {
             // Halved down to 16 KB, never raised (a budget set below it stays).

@@ -20,12 +20,16 @@ final class IntegrityCheckTask: WriterTask {
     /// This session's check has started.
     private(set) var started = false
 
-    init(_ context: WriterContext) {
+    /// Off for tools and tests that must not start a check of their own.
+    let enabled: Bool
+
+    init(_ context: WriterContext, options: Engine.Options) {
         self.context = context
+        enabled = options.idleIntegrityCheck
     }
 
     func stepDue() -> Bool {
-        guard context.settings.idleIntegrityCheck, !started, let conditions = context.conditions.current else { return false }
+        guard enabled, !started, let conditions = context.conditions.current else { return false }
         return conditions.onMains && conditions.idle
     }
 

@@ -29,12 +29,25 @@ final class MaintenanceTask: RoundTask {
 
     static let statsInterval: Duration = .seconds(5)
 
-    init(_ context: WriterContext) {
-        self.context = context
-        openedAt = context.clock.now()
+    /// What maintenance is told at open: `[maintenance]`, and how long finished jobs stay.
+    struct Settings {
+        var maintenance: MaintenanceConfig
+        /// `[jobs] keep_finished_secs`: finished jobs older than this go at retention.
+        var keepFinishedJobs: Duration
+
+        init(config: StrataConfig) {
+            maintenance = config.maintenance
+            keepFinishedJobs = config.jobs.keepFinished
+        }
     }
 
-    private var settings: Writer.Settings { context.settings }
+    let settings: Settings
+
+    init(_ context: WriterContext, _ settings: Settings) {
+        self.context = context
+        self.settings = settings
+        openedAt = context.clock.now()
+    }
 
     /// The task of the step to run now, if any (starting a round if one is due).
     func nextStep() -> MaintenancePolicy.Task? {
@@ -77,7 +90,7 @@ final class MaintenanceTask: RoundTask {
             case .retention:
                 let retained = try store.withConnection { db in
                     try MaintenanceSteps.retention(db, config: settings.maintenance, keepFinishedJobs: settings.keepFinishedJobs,
-                                                   now: settings.wallClock(), limit: settings.maintenance.retentionStepRows)
+                                                   now: context.settings.wallClock(), limit: settings.maintenance.retentionStepRows)
                 }
                 if retained.rejectedWrites > 0 {
                     logger.notice("maintenance: \(retained.rejectedWrites) parked rejected writes older than keep_rejected_writes_secs deleted")
@@ -94,7 +107,7 @@ final class MaintenanceTask: RoundTask {
             guard let storeError = stepFailed(error) else { return }
             logger.warning("maintenance: \(task.rawValue) step failed (attempt \(failures)), will retry: \(storeError)")
             metrics.update { $0.failedMaintenanceSteps += 1 }
-            if failures >= settings.shutdownAttempts { finishMaintenanceRound() }
+            if failures >= context.settings.shutdownAttempts { finishMaintenanceRound() }
             return
         }
         failures = 0
@@ -126,8 +139,8 @@ final class MaintenanceTask: RoundTask {
         }
     }
 
-    private var fileBytes: Int { stats.pages * settings.pageSize }
-    private var freeBytes: Int { stats.freePages * settings.pageSize }
+    private var fileBytes: Int { stats.pages * context.settings.pageSize }
+    private var freeBytes: Int { stats.freePages * context.settings.pageSize }
 
     /// The file's size, free pages and auto_vacuum mode, into the state and the metrics.
     func readFileStats() {
