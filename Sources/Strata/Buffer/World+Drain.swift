@@ -34,8 +34,8 @@ extension World {
                 withUnsafeMutablePointer(to: &context) { context in
                     for typeIndex in drainScratch {
                         let target = drainTargets[Int(typeIndex)]
-                        if target.type == ReplicaState.self {   // built from the stamp table: its values are not all of it
-                            drainReplicaStates(records: records, into: &context.pointee.writes)
+                        if let hook = target.hook {   // its values are not all of its rows
+                            hook.drain(self, records: records, into: &context.pointee.writes)
                         } else {
                             target.type._strataDrain(target.column, UnsafeMutableRawPointer(context))
                         }

@@ -30,8 +30,8 @@ extension World {
     /// the stamp table (`World+ReplicaStates.swift`), the other columns' values as they are.
     func persistedWrites(of column: any AnyComponentColumn, records: UnsafeBufferPointer<EntityRecord>,
                          into writes: inout [ComponentWrite]) {
-        if column.componentType == ReplicaState.self {
-            snapshotReplicaStates(records: records, into: &writes)
+        if let hook = persistence(ofColumn: Int(column.typeIndex)) {
+            hook.snapshot(self, records: records, into: &writes)
         } else {
             column.snapshot(records: records, into: &writes)
         }

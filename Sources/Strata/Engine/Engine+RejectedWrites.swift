@@ -85,16 +85,8 @@ extension Engine {
         case .component, .componentRemoval:
             guard let id = row.entity, let entity = world.entity(for: id) else { return "its entity is not in the world" }
             guard let type = world.componentTypes.first(where: { $0.typeName == row.name }) else { return "its type is not registered" }
-            if type == ReplicaState.self {
-                // Stamps only move forward: a parked state is merged into the world's (what
-                // came since wins), and the whole state written again, as a parked removal is.
-                do {
-                    let parked = row.kind == .componentRemoval ? ReplicaState() : try decode(ReplicaState.self, row)
-                    world.mergeParkedReplicaState(parked, of: entity)
-                    return nil
-                } catch {
-                    return "it does not decode: \(error)"
-                }
+            if let index = world.columnByName[type.typeName], let hook = world.persistence(ofColumn: index) {
+                return hook.replay(row, of: entity, in: world)
             }
             if row.kind == .componentRemoval {
                 _ = remove(type, from: entity)
@@ -140,15 +132,7 @@ extension Engine {
     }
 
     private func reinsert<C: Component>(_ type: C.Type, _ row: RejectedWrite, for entity: Entity) throws {
-        world.insert(try decode(C.self, row), for: entity)
-    }
-
-    /// A parked component row's value (its payload, at the payload version it was parked with).
-    private func decode<C: Component>(_ type: C.Type, _ row: RejectedWrite) throws -> C {
-        try (row.payload ?? []).withUnsafeBytes { buffer in
-            var reader = PayloadReader(buffer)
-            return try C(from: &reader, version: Int(row.number ?? 1))
-        }
+        world.insert(try row.decode(C.self), for: entity)
     }
 
     private func remove<C: Component>(_ type: C.Type, from entity: Entity) -> C? {

@@ -171,7 +171,7 @@ extension Store {
         summary.undecodableRows = loader.undecodableRows
         summary.olderPayloadRows = loader.olderPayloads.count
         world.olderPayloads = loader.olderPayloads.sorted { ($0.column, $0.entity) > ($1.column, $1.entity) }
-        world.adoptLoadedReplicaStates()
+        for hook in world.persistenceHooks { hook.adoptLoaded(world) }
         if asOf == nil, summary.malformedEntityRows > 0 || summary.orphanRows > 0 {
             logger.warning("reload: kept but did not load \(summary.malformedEntityRows) entity rows with a malformed or repeated id or number and \(summary.orphanRows) component rows of no entity")
         }

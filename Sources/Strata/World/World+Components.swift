@@ -95,9 +95,8 @@ extension World {
     func markDirty(column: Int, entityIndex: UInt32) {
         let target = columns[column]
         let tierOfType = target.componentType.tier
-        // A stored replica state is also the entity's stamps, which its column does not hold.
-        let present = target.denseIndex(entityIndex) != nil
-            || (target.componentType == ReplicaState.self && replicas.stamps.hasAny(entityIndex))
+        // A hooked column's row may be more than its values (a replica state is also the stamps).
+        let present = target.denseIndex(entityIndex) != nil || persistence(ofColumn: column)?.hasRow(entityIndex, in: self) == true
         guard tierOfType != .ephemeral, present else { return }
         let tier: Tier = records[Int(entityIndex)].spawnPending ? .critical : tierOfType
         if target.markDirty(entityIndex, tier: tier) {

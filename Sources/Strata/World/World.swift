@@ -43,10 +43,10 @@ public final class World {
     /// Column index by ``Component/typeName`` (operations from other devices name types).
     @exclusivity(unchecked) var columnByName: [String: Int] = [:]
     /// Each column with its component type, by type index, for the drain: it calls the
-    /// type's specialized drain directly (`ComponentColumn+Drain.swift`), not through
-    /// the column's existential and its unspecialized generic method, whose code and
-    /// metadata are cold on a flush tick.
-    @exclusivity(unchecked) var drainTargets: [(column: AnyObject, type: any Component.Type)] = []
+    /// type's specialized drain directly (`ComponentColumn+Drain.swift`), not through the
+    /// column's existential, whose code and metadata are cold on a flush tick; or the
+    /// column's persistence hook, if it has one (`ColumnPersistence.swift`).
+    @exclusivity(unchecked) var drainTargets: [(column: AnyObject, type: any Component.Type, hook: (any ColumnPersistence)?)] = []
     /// The last column looked up: hot loops touch one type many times in a row.
     @exclusivity(unchecked) @usableFromInline var lastColumn: (type: ObjectIdentifier, index: Int)?
     @exclusivity(unchecked) @usableFromInline var tracker = DirtyTracker()
@@ -119,7 +119,7 @@ public final class World {
             let column = ComponentColumn<C>(typeIndex: UInt32(index))
             columns.append(column)
             columnByName[C.typeName] = index
-            drainTargets.append((column, C.self))
+            drainTargets.append((column, C.self, (C.self as? any PersistedThroughHook.Type)?.persistence(column: index)))
             if C.replication != .local { replicas.stamps.add(UInt32(index), name: C.typeName) }
         }
         lastColumn = (key, index)
@@ -194,7 +194,7 @@ public final class World {
         guard !replicas.stamps.order.isEmpty else { return }
         replicas.stamps.reserve(slots: records)
         for (typeIndex, _) in replicas.stamps.order { columns[Int(typeIndex)].reserveSlots(records) }
-        if let state = columnByType[ObjectIdentifier(ReplicaState.self)] { columns[state].reserveSlots(records) }
+        for hook in persistenceHooks { hook.reserve(slots: records, in: self) }
     }
 
     /// `indexed`: the id index has the entity's slot already.

@@ -60,3 +60,13 @@ public struct RejectedWrite: Sendable, Equatable, Codable {
                                kind: kind, payload: payload ?? [])
     }
 }
+
+extension RejectedWrite {
+    /// A parked component row's value (its payload, at the payload version it was parked with).
+    func decode<C: Component>(_ type: C.Type) throws -> C {
+        try (payload ?? []).withUnsafeBytes { buffer in
+            var reader = PayloadReader(buffer)
+            return try C(from: &reader, version: Int(number ?? 1))
+        }
+    }
+}
