@@ -5,7 +5,7 @@ import Logging
 
 extension Engine {
     /// Opens (or creates) the database in `config`, detects an unclean shutdown,
-    /// rebuilds the world and starts the writer thread.
+    /// rebuilds the world and starts the writer thread (the steps: `Engine+OpenSteps.swift`).
     ///
     /// A database that SQLite reports corrupt (on open, or in the integrity check after
     /// a crash) is moved aside as `PATH.corrupt-<unix time>`, reported in ``recovery``,
@@ -33,140 +33,31 @@ extension Engine {
         let location = StoreLocation(path: config.database.path, vfs: options.vfs ?? countingVFS?.name)
         let storeOptions = storeOptions(config: config, options: options)
 
-        // A repair cut short between moving the original aside and renaming its salvage into
-        // place leaves no file under the name: an engine that may repair finishes it.
-        let repairing = options.replaceIfCorrupt && FileManager.default.fileExists(atPath: location.repairMarkerPath)
-        if !options.createIfMissing && !repairing && !FileManager.default.fileExists(atPath: location.path) {
-            throw StoreError(.open, message: "no such document (nothing was created)", path: location.path)
-        }
-        if !options.replaceIfCorrupt && FileManager.default.fileExists(atPath: location.path) {
-            // Before the session mark: a tool refusing a damaged file leaves it as it was,
-            // without a crash on record. Damage the open would not read (jobs, indexes) too.
-            if let problem = quickCheck(location) { throw leftAsItIs(problem, path: location.path) }
-        }
-        var opened: Opened
-        var repaired: Repair.Outcome?
-        let fm = FileManager.default
-        if let original = try? String(contentsOfFile: location.replacingMarkerPath, encoding: .utf8),
-           DocumentLock.owner(of: location) == nil {
-            // A replacement of a corrupt file was cut short (`Engine+StoreReplacement.swift`):
-            // what is at PATH is its unfinished copy, set aside too. The set-aside file is
-            // salvaged instead, as a repair (so a cut now is finished by the next open).
-            if fm.fileExists(atPath: original) {
-                guard options.replaceIfCorrupt else {
-                    throw leftAsItIs(StoreError(.corrupt, message: "the replacement of a corrupt file (set aside as \(original)) was cut short", path: location.path),
-                                     path: location.path)
-                }
-                let unfinished = fm.fileExists(atPath: location.path) ? try Repair.setAside(location) : nil
-                let cause = "the replacement of a corrupt file was cut short" + (unfinished.map { " (its unfinished copy moved to \($0))" } ?? "")
-                logger.error("\(cause): starting a new file with what still reads of \(original)")
-                try Repair.adopt(location, original: original, cause: cause)
-            }
-            try? fm.removeItem(atPath: location.replacingMarkerPath)
-        }
-        if fm.fileExists(atPath: location.repairMarkerPath) {
-            guard options.replaceIfCorrupt else {
-                throw leftAsItIs(StoreError(.corrupt, message: "a repair of this document was cut short (\(location.repairMarkerPath))",
-                                            path: location.path), path: location.path)
-            }
-            repaired = try Repair.resume(location, options: storeOptions, logger: logger)
-        }
-        do {
-            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger)
-        } catch let error as StoreError where error.isCorruption {
-            // At open, in the integrity check after a crash, or in the reload: the same path.
-            guard options.replaceIfCorrupt else { throw leftAsItIs(error, path: location.path) }
-            try? FileManager.default.removeItem(atPath: location.verifyMarkerPath)
-            logger.error("database corrupt (\(error.message)): setting it aside, salvaging what still reads into a new file")
-            repaired = try Repair.run(location, cause: error.message, options: storeOptions, logger: logger)
-            opened = try openAndLoad(location, storeOptions, config: config, components: components, options: options, logger: logger)
-        }
-        let (store, session, world) = (opened.store, opened.session, opened.world)
-        let (summary, typeIDs, segmentLog) = (opened.summary, opened.typeIDs, opened.segmentLog)
-        let operations = opened.operations
-        world.operationLog = opened.operationLog
-        var recovery = RecoveryReport(session: session, loaded: summary, operations: operations,
-                                      setAsideCorruptFile: repaired?.setAside, corruption: repaired?.cause)
-        recovery.salvage = repaired?.salvage
-        recovery.repairResumed = repaired?.resumed ?? false
-        if fm.fileExists(atPath: location.rejectedPath) {
-            recovery.unreadableSideFileLines = SideFile(path: location.rejectedPath).read().unreadableLines.count
-        }
-        if recovery.crashed {
-            logger.warning("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
-        } else {
-            logger.info("\(recovery.description.replacingOccurrences(of: "\n", with: "; "))")
-        }
-
-        // Jobs a crashed session left running: failed ("interrupted"), to run again.
-        let now = options.wallClock()
-        let marking = MonotonicClock().now()
-        recovery.interruptedJobs = (try? store.queue.write { db in
-            try JobRows.recoverInterrupted(db, now: now, maxAttempts: config.jobs.maxAttempts)
-        }) ?? 0
-        recovery.interruptedJobsTime = MonotonicClock().now().duration(since: marking)
-        if recovery.interruptedJobs > 0 { logger.warning("\(recovery.interruptedJobs) jobs were running when the last session ended: marked interrupted") }
+        try checkBeforeOpening(location, options: options)
+        var repaired = try finishCutShortRepairs(location, storeOptions, options: options, logger: logger)
+        let opened = try openRepairingIfCorrupt(location, storeOptions, config: config, components: components, options: options,
+                                                logger: logger, repaired: &repaired)
+        var recovery = report(opened, repaired: repaired, location: location, logger: logger)
+        recoverInterruptedJobs(opened.store, config: config, options: options, logger: logger, into: &recovery)
 
         let metricsFactory = options.metricsFactory ?? MetricsSystem.factory
         let recorder = MetricsRecorder(timers: MetricsTimers(factory: metricsFactory))
         recorder.update {
-            $0.crashRecoveryCount = session.crashCount
-            $0.cleanShutdownCount = session.cleanShutdownCount
+            $0.crashRecoveryCount = opened.session.crashCount
+            $0.cleanShutdownCount = opened.session.cleanShutdownCount
         }
         let buffer = WriteBuffer()
-        let policy = FlushPolicy(config: config.persistence)
-        let writer = try makeWriter(config: config, options: options, store: store, buffer: buffer, recorder: recorder,
-                                    logger: logger, typeIDs: typeIDs, segmentLog: segmentLog, checkpointAtStart: recovery.crashed)
-        let lookahead = Duration.nanoseconds(1_000_000_000 / Int64(config.simulation.tickHz)) + options.commitBudget
-            + options.writerPollInterval
-        var scheduler = FlushScheduler(policy: policy, now: options.clock.now(), lookahead: lookahead)
-        if !operations.vectorClockRepairs.isEmpty {
-            logger.warning("vector clock repaired from the operation log: \(operations.vectorClockRepairs.joined(separator: "; "))")
-            scheduler.writeVectorClockWithNextFlush(now: options.clock.now())
-        }
-        let jobs = JobQueue(buffer: buffer, config: config.jobs, wallClock: options.wallClock, logger: logger,
-                            paused: world.setting(Engine.jobsPausedKey) == .boolean(true))
-        // Strong, not weak: a weak reference gives an object a side table for good, and every
-        // retain and release of the world (thousands a tick applying a pull) would take the
-        // slow path through it. No cycle: the world refers to no queue. Once the engine
-        // stops, its buffer is closed and `enqueueSoon` refuses before it gets here.
-        jobs.rideNextBatch = { request in world.ride(request) }
-        jobs.recorder = recorder
-        jobs.isInWorld = { id in world.entity(for: id) != nil }
-        let assets = AssetStore(location: store.location, config: config.assets, lane: jobs.lane, wallClock: options.wallClock,
-                                logger: logger)
-        buffer.setDeletionListener { [weak jobs, weak assets] numbers in
-            jobs?.entitiesDeleted(numbers)
-            // Their files: from another thread (the writer runs the requests this makes).
-            if let assets { DispatchQueue.global().async { assets.emptyTrash() } }
-        }
-        // Reconciled only where there is something to reconcile: a document without assets
-        // opens without a round trip through the writer.
-        let hasAssets = FileManager.default.fileExists(atPath: store.location.assetsPath)
-            || ((try? store.queue.read { db in
-                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM assets) OR EXISTS (SELECT 1 FROM asset_trash)") }) ?? nil) == true
+        let writer = try makeWriter(config: config, options: options, store: opened.store, buffer: buffer, recorder: recorder,
+                                    logger: logger, typeIDs: opened.typeIDs, segmentLog: opened.segmentLog, checkpointAtStart: recovery.crashed)
+        let scheduler = makeScheduler(config: config, options: options, operations: opened.operations, logger: logger)
+        let (jobs, assets) = makeJobsAndAssets(opened, buffer: buffer, recorder: recorder, config: config, options: options, logger: logger)
+        let hasAssets = documentHasAssets(opened.store)
         writer.start()
         handedToEngine = true
-        let engine = Engine(world: world, config: config, recovery: recovery, store: store, buffer: buffer, writer: writer, jobs: jobs,
-                            assets: assets, recorder: recorder, options: options, logger: logger, scheduler: scheduler, countingVFS: countingVFS)
-        engine.startMetricsExport(factory: metricsFactory)
-        // A call on the tick thread that waits on the writer while the file is found corrupt
-        // (at the start, before the first tick) replaces it there: only that thread can.
-        let tickThread = pthread_self()
-        let handle = TickThreadHandle(engine)
-        buffer.setWaitHooks(stop: options.stopWaiting) {
-            guard pthread_equal(pthread_self(), tickThread) != 0, let engine = handle.engine else { return }
-            engine.replaceCorruptStore()
-        }
-        engine.openReplication()
-        engine.checkHistoryWindow()
-        if hasAssets {
-            do {
-                engine.recovery.assets = try assets.reconcile()
-            } catch {
-                logger.error("assets: the reconciliation at open failed: \(error)")
-            }
-        }
+        let engine = Engine(world: opened.world, config: config, recovery: recovery, store: opened.store, buffer: buffer, writer: writer,
+                            jobs: jobs, assets: assets, recorder: recorder, options: options, logger: logger, scheduler: scheduler,
+                            countingVFS: countingVFS)
+        engine.startServices(metricsFactory: metricsFactory, reconcilingAssets: hasAssets)
         return engine
     }
 
@@ -190,7 +81,7 @@ extension Engine {
     }
 
     /// A store opened, its session begun and its world rebuilt.
-    private struct Opened {
+    struct Opened {
         var store: Store
         var session: SessionState
         var world: World
@@ -204,7 +95,7 @@ extension Engine {
     /// Opens the store, begins the session and rebuilds the world. A file SQLite finds
     /// damaged while the world is read is a corruption error (the store is closed), like
     /// one it cannot open.
-    private static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, config: StrataConfig,
+    static func openAndLoad(_ location: StoreLocation, _ storeOptions: Store.Options, config: StrataConfig,
                                     components: [any Component.Type], options: Options, logger: Logger) throws -> Opened {
         let (store, session) = try openVerified(location, storeOptions)
         do {
@@ -258,11 +149,4 @@ extension Engine {
             throw error
         }
     }
-}
-
-/// The engine, for a closure other threads hold but only the tick thread runs (it checks
-/// the thread before it touches the engine).
-private final class TickThreadHandle: @unchecked Sendable {
-    weak var engine: Engine?
-    init(_ engine: Engine) { self.engine = engine }
 }
