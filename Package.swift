@@ -11,6 +11,9 @@ let package = Package(
         .library(name: "StrataWire", targets: ["StrataWire"]),
         .library(name: "StrataHTTP", targets: ["StrataHTTP"]),
         .library(name: "StrataServiceLifecycle", targets: ["StrataServiceLifecycle"]),
+        // For a host's tests: a clock that moves when told (virtual time), and a VFS that
+        // cuts the power or fails an I/O call. Never linked into the library.
+        .library(name: "StrataTesting", targets: ["StrataTesting"]),
         .executable(name: "strata", targets: ["StrataHost"]),
         // The sync service. Only its own targets reach SwiftNIO: `strata` and the libraries
         // above never link it (`make run` builds the `strata` product alone).
@@ -64,6 +67,11 @@ let package = Package(
             name: "CStrataVFS",
             dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]
         ),
+        // The fault-injecting VFS (power cuts, I/O errors): StrataTesting's, not the library's.
+        .target(
+            name: "CStrataFaultVFS",
+            dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]
+        ),
         // A cache prefetch hint (the tick thread's pulls, `World+Prefetch.swift`).
         .target(name: "CStrataPrefetch"),
         .target(
@@ -78,6 +86,16 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
+        // What tests need and the product does not: ManualClock, FaultVFS (`strata torture`'s too).
+        .target(
+            name: "StrataTesting",
+            dependencies: [
+                "Strata",
+                "CStrataFaultVFS",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         // libpq, PostgreSQL's client library (Debian's libpq-dev), for the sync transport.
@@ -147,6 +165,7 @@ let package = Package(
             name: "StrataHost",
             dependencies: [
                 "Strata",
+                "StrataTesting",
                 "StrataBench",
                 "StrataCanvas",
                 "StrataHTTP",
@@ -244,6 +263,7 @@ let package = Package(
             dependencies: [
                 "StrataTestSupport",
                 "Strata",
+                "StrataTesting",
                 "StrataBench",
                 "StrataCanvas",
                 "StrataHTTP",

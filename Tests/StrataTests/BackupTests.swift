@@ -4,6 +4,7 @@ import GRDBSQLite
 import Synchronization
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// Backups of running documents, on real files and the real writer thread; restores.
 @Suite struct BackupTests {

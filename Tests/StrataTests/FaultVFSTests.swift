@@ -2,6 +2,7 @@ import Foundation
 import GRDBSQLite
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// The fault-injecting VFS on small known cases: what a power loss keeps, and when an
 /// armed I/O error fires.

@@ -2,6 +2,7 @@ import Foundation
 import StrataCanvas
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// The whole path in virtual time: world → scheduler → writer → SQLite, asserting on
 /// the database file. Time only moves when the test advances the clock.

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// Version 1 of `test.shield`, as the build that wrote `Fixtures/payload-v1.db` had it.
 struct ShieldV1: Component {

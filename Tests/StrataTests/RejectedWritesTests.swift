@@ -4,6 +4,7 @@ import GRDB
 import GRDBSQLite
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// Never drop a batch: rows a commit rejects for good are isolated and parked; the rest of
 /// their batch commits; parked rows can be read and replayed.

@@ -3,6 +3,7 @@ import GRDB
 import GRDBSQLite
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// A component type the engines of these tests do not register (a plug-in's data, say):
 /// its rows must survive a replacement they cannot write themselves.

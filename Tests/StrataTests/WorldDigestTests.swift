@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// A replicated component type: its values leave the device.
 struct SharedPosition: Component, Equatable {

@@ -1,5 +1,6 @@
 import Testing
 @testable import Strata
+import StrataTesting
 
 @Suite struct WorldTests {
     let clock = ManualClock()

@@ -3,6 +3,7 @@ import GRDB
 import GRDBSQLite
 import Testing
 @testable import Strata
+import StrataTesting
 
 /// Counts the transactions SQLite commits on the writer connection, and can hold a
 /// commit until released (a deliberately stalled writer).

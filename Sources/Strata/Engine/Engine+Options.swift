@@ -8,7 +8,7 @@ extension Engine {
     /// Knobs that are not configuration: the clock, the observer, what a tool allows; the
     /// package's own benchmarks and tests set the rest (the VFS, the writer's timing, test hooks).
     public struct Options: Sendable {
-        /// The source of "now"; tests pass a ``ManualClock``.
+        /// The source of "now"; tests pass a `ManualClock` (`StrataTesting`).
         public var clock: any StrataClock = MonotonicClock()
         /// Wall-clock Unix milliseconds, for the operation log's hybrid timestamps.
         public var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }

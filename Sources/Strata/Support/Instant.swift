@@ -50,10 +50,11 @@ extension Duration {
 
 /// The source of "now" for every time-dependent decision in the engine.
 ///
-/// Production uses ``MonotonicClock``; tests use ``ManualClock`` and run in virtual time.
+/// Production uses ``MonotonicClock``; tests use `ManualClock` (the `StrataTesting` library)
+/// and run in virtual time.
 public protocol StrataClock: Sendable {
     func now() -> Instant
-    /// Calls `wake` each time the clock jumps ahead (``ManualClock/advance(by:)``), so that
+    /// Calls `wake` each time the clock jumps ahead (`ManualClock.advance(by:)`), so that
     /// a thread waiting for an instant on it looks again at once instead of waiting the
     /// interval out in real time. A clock that moves by itself never jumps: by default
     /// nothing is registered.
@@ -74,36 +75,5 @@ public struct MonotonicClock: StrataClock {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Instant(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
-    }
-}
-
-/// A clock that moves only when told to, for tests in virtual time.
-///
-/// ```swift
-/// let clock = ManualClock()
-/// clock.advance(by: .milliseconds(900))
-/// ```
-public final class ManualClock: StrataClock, @unchecked Sendable {
-    // @unchecked Sendable: `current` is only touched under `lock`.
-    private let lock = Lock()
-    private var current: Instant
-    private var wakers: [@Sendable () -> Void] = []
-
-    public init(start: Instant = Instant(nanoseconds: 1_000_000_000)) { current = start }
-
-    public func now() -> Instant { lock.withLock { current } }
-
-    /// Moves the clock, then wakes whoever waits for an instant on it (the writer: its
-    /// checkpoint timer, its backoff, its tasks' retries), outside the clock's lock.
-    public func advance(by duration: Duration) {
-        let wakers = lock.withLock {
-            current = current + duration
-            return self.wakers
-        }
-        for wake in wakers { wake() }
-    }
-
-    public func whenAdvanced(_ wake: @escaping @Sendable () -> Void) {
-        lock.withLock { wakers.append(wake) }
     }
 }

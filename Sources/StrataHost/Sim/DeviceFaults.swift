@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataTesting
 import Synchronization
 
 /// A power cut asked for by SIGUSR2 (set by the handler, polled by the tick loop).

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataTesting
 import StrataCanvas
 
 /// `strata torture --mode eio|enospc|corrupt`: SQLite's own I/O-error loop. For each

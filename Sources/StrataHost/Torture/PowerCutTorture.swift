@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataTesting
 import StrataCanvas
 
 /// `strata torture --mode drop|torn`: the canvas runs in this process through the fault

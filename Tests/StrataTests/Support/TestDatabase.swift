@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 @testable import Strata
+import StrataTesting
 
 /// A temporary directory with a database path, removed when the test ends.
 final class TestDirectory {

@@ -1,9 +1,10 @@
-import CStrataVFS
+import Strata
+import CStrataFaultVFS
 import Foundation
 import GRDB
 import GRDBSQLite
 
-/// A fault-injecting SQLite VFS (`CStrataVFS/strata_fault_vfs.c`), for proving the
+/// A fault-injecting SQLite VFS (`CStrataFaultVFS/strata_fault_vfs.c`), for proving the
 /// durability contract: simulated power loss and injected I/O errors. `strata torture`
 /// drives it; an application never needs it.
 ///
