@@ -53,7 +53,7 @@ public final class MemoryPressureMonitor: @unchecked Sendable {
 
     /// Warnings so far (any thread).
     @inlinable
-    public var warningCount: Int { warnings.load(ordering: .acquiring) }
+    package var warningCount: Int { warnings.load(ordering: .acquiring) }
 
     /// Why the last warning fired.
     public var lastWarning: String? { lock.withLock { lastReason } }

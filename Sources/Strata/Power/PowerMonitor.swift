@@ -37,7 +37,7 @@ public final class PowerMonitor: @unchecked Sendable {
 
     /// How many times the reading has changed since start.
     @inlinable
-    public var changeCount: Int { changes.load(ordering: .acquiring) }
+    package var changeCount: Int { changes.load(ordering: .acquiring) }
 
     /// Starts the monitor thread; the first reading follows within a D-Bus timeout or two.
     public func start() {
