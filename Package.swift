@@ -77,8 +77,12 @@ let package = Package(
         .target(
             name: "Strata",
             dependencies: [
-                "CStrataPower",
-                "CStrataNetwork",
+                // The D-Bus probes (GIO, libupower-glib) on Linux only: elsewhere the power
+                // and network monitors report no source and the engine uses the fallbacks
+                // (`UPowerProbe.swift`, `NetworkProbe.swift`). The module names no GIO symbol
+                // either way: the probes' headers are plain C.
+                .target(name: "CStrataPower", condition: .when(platforms: [.linux])),
+                .target(name: "CStrataNetwork", condition: .when(platforms: [.linux])),
                 "CStrataPrefetch",
                 "CStrataVFS",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -4,7 +4,7 @@ import Synchronization
 
 /// Polls Linux memory pressure on its own thread and counts warnings.
 ///
-/// The tick thread reads ``warningCount`` (`Engine.attach(_:)` does, at every
+/// The tick thread reads `warningCount` (`Engine.attach(_:)` does, at every
 /// `endTick`), and flushes when it moves. Where the kernel has neither PSI nor a cgroup
 /// v2 `memory.events`, the monitor reports itself unavailable and never warns; the
 /// host's own low-memory signal can still call ``warn(reason:)``.

@@ -7,7 +7,7 @@ import Synchronization
 /// A dedicated thread reads UPower every `power_poll_interval_secs` and as soon as a
 /// change signal arrives (battery, charger, profile). D-Bus calls can block (a hung
 /// daemon makes each call wait for its timeout), so they never run on the tick thread:
-/// the tick thread reads ``changeCount`` (an atomic) every tick, and ``latest`` (under a
+/// the tick thread reads `changeCount` (an atomic) every tick, and ``latest`` (under a
 /// lock) only when the count moved.
 ///
 /// States: created ──start──▶ running ──stop──▶ stopped.

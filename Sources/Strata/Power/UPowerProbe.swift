@@ -1,3 +1,4 @@
+#if canImport(CStrataPower)
 import CStrataPower
 
 /// Reads the power state from UPower (libupower-glib) and power-profiles-daemon.
@@ -64,3 +65,20 @@ private func string<T>(_ tuple: inout T) -> String {
         String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
     }
 }
+#else
+import Foundation
+
+/// Where there is no UPower (not Linux): every reading is the fallback, said so.
+final class UPowerProbe {
+    init(timeout: Duration) {}
+
+    func read(fallback: PowerState) -> PowerReading {
+        PowerReading(source: .unavailable(reason: "UPower is Linux's: no power source on this system"), state: fallback)
+    }
+
+    func waitForChange(timeout: Duration) -> Bool {
+        Thread.sleep(forTimeInterval: timeout.seconds)
+        return false
+    }
+}
+#endif

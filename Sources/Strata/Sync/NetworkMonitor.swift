@@ -1,10 +1,9 @@
-import CStrataNetwork
 import Foundation
 import Logging
 import Synchronization
 
 /// Keeps the machine's connectivity up to date, off the tick thread and off the sync's:
-/// NetworkManager's `State` and `Connectivity` over D-Bus (`strata_network.c`), read at
+/// NetworkManager's `State` and `Connectivity` over D-Bus (``NetworkProbe``), read at
 /// once when its `StateChanged` or `PropertiesChanged` signal arrives and every `poll`
 /// otherwise, every call bounded by `timeout`.
 ///
@@ -63,34 +62,16 @@ public final class NetworkMonitor: ConnectivitySource, @unchecked Sendable {
     private var shouldStop: Bool { lock.withLock { stopping } }
 
     private func run() {
-        let probe = strata_network_probe_new(Int32(clamping: Int(timeout.milliseconds.rounded())), busAddress)
-        defer { strata_network_probe_free(probe) }
+        let probe = NetworkProbe(timeout: timeout, busAddress: busAddress)
         var reads = 0
         while !shouldStop {
-            var raw = strata_network_reading()
-            strata_network_probe_read(probe, &raw)
-            publish(Self.interpret(raw))
+            publish(probe.read())
             reads += 1
             if reads == 1 { firstReading.signal() }
             let until = ContinuousClock.now + poll
             while !shouldStop && ContinuousClock.now < until {
-                if strata_network_probe_wait(probe, Int32(clamping: Int(min(.milliseconds(100), until - .now).milliseconds))) != 0 { break }
+                if probe.waitForChange(timeout: min(.milliseconds(100), until - .now)) { break }
             }
-        }
-    }
-
-    static func interpret(_ raw: strata_network_reading) -> (Connectivity, String) {
-        var copy = raw
-        let message = withUnsafeBytes(of: &copy.message) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        switch raw.status {
-        case STRATA_NETWORK_OK:
-            // NMState 50 connected (local), 60 (site), 70 (global); NMConnectivityState 1: none.
-            let online = raw.state >= 50 && raw.connectivity != 1
-            return (online ? .online : .offline, "NetworkManager state \(raw.state), connectivity \(raw.connectivity)")
-        case STRATA_NETWORK_NO_BUS: return (.unknown, "no system bus: \(message)")
-        case STRATA_NETWORK_NO_DAEMON: return (.unknown, "no NetworkManager on the system bus")
-        case STRATA_NETWORK_NOT_ANSWERING: return (.unknown, "NetworkManager is not answering: \(message)")
-        default: return (.unknown, "NetworkManager error: \(message)")
         }
     }
 
