@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 
 /// Keeps the machine's connectivity up to date, off the tick thread and off the sync's:
-/// NetworkManager's `State` and `Connectivity` over D-Bus (``NetworkProbe``), read at
+/// NetworkManager's `State` and `Connectivity` over D-Bus (`NetworkProbe`), read at
 /// once when its `StateChanged` or `PropertiesChanged` signal arrives and every `poll`
 /// otherwise, every call bounded by `timeout`.
 ///
