@@ -12,25 +12,6 @@ struct CanvasDocument: Component {
     init(from p: inout PayloadReader, version: Int) throws { name = try p.read(); revision = try p.read(); modifiedAtMs = try p.read() }
 }
 
-struct CanvasStrokeStyle: Component {
-    static let typeName = "canvas.stroke_style"
-    static let tier = Tier.critical
-    var color: UInt32, width: Float, finished: Bool
-    func encode(to p: inout PayloadWriter) { p.write(color); p.write(width); p.write(finished) }
-    init(from p: inout PayloadReader, version: Int) throws { color = try p.read(); width = try p.read(); finished = try p.read() }
-}
-
-/// The `strata` executable next to this test bundle (`make test` builds it first).
-func strataExecutable() throws -> String {
-    if let path = ProcessInfo.processInfo.environment["STRATA_BIN"] { return path }
-    let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    let candidate = URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("strata").path
-    guard FileManager.default.isExecutableFile(atPath: candidate) else {
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no strata binary at \(candidate): run `swift build` first (make test does)"])
-    }
-    return candidate
-}
-
 /// One line of `strata sim --trace-critical`.
 struct TraceLine {
     var instant: Instant
@@ -48,18 +29,6 @@ struct TraceLine {
                              revision: parts.count > 3 ? Int(parts[3]) : nil)
         }
     }
-}
-
-/// Starts `strata sim` on the directory's database, quiet, with `extra` arguments.
-func startSim(_ directory: TestDirectory, _ extra: [String]) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try strataExecutable())
-    process.arguments = ["sim", "--db", directory.databasePath, "--log-level", "error"] + extra
-    process.currentDirectoryURL = directory.url
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return process
 }
 
 @Suite(.serialized) struct CrashTests {
@@ -335,26 +304,4 @@ extension UUID {
         sim.waitUntilExit()
         #expect(sim.terminationStatus == 0)
     }
-}
-
-/// Collects what a child process writes to a pipe, as it arrives.
-final class OutputCollector: @unchecked Sendable {
-    // @unchecked Sendable: `data` and `closed` are only touched under `lock`.
-    private let lock = NSLock()
-    private var data = Data()
-    private var closed = false
-
-    init(_ handle: FileHandle) {
-        handle.readabilityHandler = { [weak self] handle in
-            let chunk = handle.availableData
-            if chunk.isEmpty { handle.readabilityHandler = nil }
-            self?.lock.withLock {
-                self?.data.append(chunk)
-                if chunk.isEmpty { self?.closed = true }
-            }
-        }
-    }
-
-    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
-    var isClosed: Bool { lock.withLock { closed } }
 }

@@ -3,17 +3,6 @@ import GRDB
 import Testing
 @testable import Strata
 
-/// A wall clock the test moves (Unix milliseconds): backoffs in virtual time.
-final class TestWallClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var now: Int64
-
-    init(start: Int64 = 1_800_000_000_000) { now = start }
-
-    var milliseconds: Int64 { lock.withLock { now } }
-    func advance(by duration: Duration) { lock.withLock { now += Int64(duration.milliseconds) } }
-}
-
 /// The document's job queue on real files, through the real writer thread.
 @Suite struct JobQueueTests {
     func fixture(_ name: String = #function) -> (EngineFixture, TestWallClock) {

@@ -3,19 +3,6 @@ import Testing
 @testable import Strata
 import StrataTesting
 
-/// A replicated component type: its values leave the device.
-struct SharedPosition: Component, Equatable {
-    static let typeName = "test.shared_position"
-    static let tier = Tier.derived
-    static let replication = Replication.lastWriterWins
-    var x: Float
-    var y: Float
-
-    init(x: Float, y: Float) { self.x = x; self.y = y }
-    func encode(to payload: inout PayloadWriter) { payload.write(x); payload.write(y) }
-    init(from payload: inout PayloadReader, version: Int) throws { x = try payload.read(); y = try payload.read() }
-}
-
 /// The world digest: the same entities with the same values give the same digest, in any
 /// order; a changed bit changes it; a file's digest is its world's.
 @Suite struct WorldDigestTests {

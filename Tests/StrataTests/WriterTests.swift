@@ -5,50 +5,6 @@ import Testing
 @testable import Strata
 import StrataTesting
 
-/// Counts the transactions SQLite commits on the writer connection, and can hold a
-/// commit until released (a deliberately stalled writer).
-final class CommitProbe: TransactionObserver, @unchecked Sendable {
-    // @unchecked Sendable: counters are under `lock`; semaphores are thread-safe.
-    private let lock = NSLock()
-    private var commits = 0
-    private var stallNext = false
-    let entered = DispatchSemaphore(value: 0)
-    let release = DispatchSemaphore(value: 0)
-
-    var commitCount: Int { lock.withLock { commits } }
-    func stallNextCommit() { lock.withLock { stallNext = true } }
-
-    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
-    func databaseDidChange(with event: DatabaseEvent) {}
-    func databaseWillCommit() throws {
-        let stall = lock.withLock { () -> Bool in
-            defer { stallNext = false }
-            return stallNext
-        }
-        if stall {
-            entered.signal()
-            release.wait()
-        }
-    }
-    func databaseDidCommit(_ db: Database) { lock.withLock { commits += 1 } }
-    func databaseDidRollback(_ db: Database) {}
-
-    func install(on options: inout Engine.Options) {
-        options.prepareConnection = { db in db.add(transactionObserver: self, extent: .databaseLifetime) }
-    }
-}
-
-/// Polls `condition` until it holds or `timeout` passes (for events on other threads
-/// or processes; never to let time pass).
-func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        Thread.sleep(forTimeInterval: 0.002)
-    }
-    return try condition()
-}
-
 @Suite struct WriterTests {
     @Test func oneTransactionPerBatch() throws {
         var fixture = EngineFixture()
@@ -374,14 +330,6 @@ func eventually(timeout: Duration = .seconds(20), _ condition: () throws -> Bool
         #expect(engine.world.entityCount == 1)
         try engine.shutdown()
     }
-}
-
-final class LockedFlag: @unchecked Sendable {
-    // @unchecked Sendable: `flag` is under `lock`.
-    private let lock = NSLock()
-    private var flag = false
-    func set() { lock.withLock { flag = true } }
-    var value: Bool { lock.withLock { flag } }
 }
 
 extension WriterTests {

@@ -64,3 +64,16 @@ struct Tags: Component, Equatable {
     func encode(to payload: inout PayloadWriter) { payload.write(bytes) }
     init(from payload: inout PayloadReader, version: Int) throws { bytes = try payload.read() }
 }
+
+/// A replicated component type: its values leave the device.
+struct SharedPosition: Component, Equatable {
+    static let typeName = "test.shared_position"
+    static let tier = Tier.derived
+    static let replication = Replication.lastWriterWins
+    var x: Float
+    var y: Float
+
+    init(x: Float, y: Float) { self.x = x; self.y = y }
+    func encode(to payload: inout PayloadWriter) { payload.write(x); payload.write(y) }
+    init(from payload: inout PayloadReader, version: Int) throws { x = try payload.read(); y = try payload.read() }
+}
