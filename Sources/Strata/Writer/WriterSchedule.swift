@@ -9,8 +9,8 @@
 /// - While batches keep coming (within `pollLinger` of the last one) the writer polls the
 ///   hand-off every `pollInterval` (the tick thread then never wakes it); after that it
 ///   parks until the checkpoint timer or a retry is due, and the next flush wakes it.
-/// - A due background step (a compaction or a maintenance step) means: look at the
-///   hand-off without waiting, then run the step.
+/// - A due background step (of a ``WriterTask``: the integrity check, compaction,
+///   maintenance, a backup) means: look at the hand-off without waiting, then run the step.
 /// - A request waiting for a batch gives up at its deadline, batch or not.
 /// - The checkpoint timer starts over with every batch, and when it fires.
 ///
@@ -51,8 +51,8 @@ struct WriterSchedule: Equatable {
         var parked: Bool
     }
 
-    /// `stepDue`: a compaction or maintenance step is due; `pollDelay`: the next poll's
-    /// delay (half a tick away from the ticks); `retryAt`: a failed compaction's retry;
+    /// `stepDue`: a task's step is due; `pollDelay`: the next poll's delay (half a tick
+    /// away from the ticks); `retryAt`: the earliest retry of a task's failed step;
     /// `requestDeadline`: the earliest deadline of a request waiting for a batch.
     func wait(now: Instant, stepDue: Bool, pollDelay: Duration, retryAt: Instant?, requestDeadline: Instant?) -> Wait {
         let polling = isPolling(now: now)
