@@ -208,7 +208,7 @@ import Testing
         engine.registerJobHandler("render") { _ in ran.add() }
         engine.startWorkers(1)
         // A worker woken while paused looks at the queue and takes nothing.
-        let pool = try #require(engine.workerPool)
+        let pool = try #require(engine.workers.pool)
         let looked = pool.looks
         pool.wake()
         #expect(eventually { pool.looks > looked })

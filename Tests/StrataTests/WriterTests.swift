@@ -359,7 +359,7 @@ extension WriterTests {
             let engine = try fixture.open()
             engine.registerJobHandler("render") { _ in }
             engine.startWorkers(1)
-            pool = engine.workerPool
+            pool = engine.workers.pool
             #expect(pool?.isStopping == false)
         }
         #expect(pool?.isStopping == true)

@@ -19,18 +19,18 @@ extension Engine {
     /// Registers the handler of a kind of job. Before ``startWorkers(_:)``.
     public func registerJobHandler(_ kind: String, _ handler: @escaping JobHandler) {
         owner.check("Engine")
-        precondition(workerPool == nil, "register job handlers before startWorkers()")
-        jobHandlers[kind] = handler
+        precondition(workers.pool == nil, "register job handlers before startWorkers()")
+        workers.handlers[kind] = handler
     }
 
     /// Starts `count` worker threads (`[jobs] workers` if nil) running the registered
     /// handlers. A shutdown stops them (``JobsConfig/shutdownTimeout``).
     public func startWorkers(_ count: Int? = nil) {
         owner.check("Engine")
-        guard workerPool == nil, !isShutDown else { return }
-        let pool = WorkerPool(queue: jobs, handlers: jobHandlers, logger: logger)
+        guard workers.pool == nil, !isShutDown else { return }
+        let pool = WorkerPool(queue: jobs, handlers: workers.handlers, logger: logger)
         jobs.onRunnable = { [weak pool] in pool?.wake() }
-        workerPool = pool
+        workers.pool = pool
         pool.start(workers: count ?? config.jobs.workers)
     }
 
@@ -54,11 +54,18 @@ extension Engine {
     /// Stops the pool, waiting up to `shutdown_timeout_secs` for running jobs; those
     /// still running go back to pending, their run not counted.
     func stopWorkers() {
-        guard let pool = workerPool else { return }
-        workerPool = nil
+        guard let pool = workers.pool else { return }
+        workers.pool = nil
         let stuck = pool.stop(timeout: config.jobs.shutdownTimeout, stopWaiting: options.stopWaiting)
         guard !stuck.isEmpty else { return }
         logger.warning("jobs: \(stuck.count) still running at shutdown: left pending for the next session")
         _ = try? jobs.perform(.full) { db in try JobRows.release(db, ids: stuck) }
     }
+}
+
+/// The engine's job workers: the handlers registered by kind, and the pool running them
+/// once started. Tick thread.
+struct JobWorkers {
+    var handlers: [String: JobHandler] = [:]
+    var pool: WorkerPool?
 }

@@ -45,6 +45,13 @@ extension Engine {
         var setAside: String?
         var failures = 0
         var retryAt: Instant?
+
+        /// The engine's side: a replacement that has not finished yet (it failed, and is
+        /// retried), and whether one is running (it is not re-entered from a wait on the writer).
+        struct Progress {
+            var pending: StoreReplacement?
+            var running = false
+        }
     }
 
     /// Replaces the corrupt file (see above). `closing`: the last chance (shutdown), so
@@ -53,10 +60,10 @@ extension Engine {
     func replaceCorruptStore(closing: Bool = false) -> Bool {
         guard let corruption = buffer.reportedCorruption else { return true }
         guard options.replaceIfCorrupt else { return false }   // a tool's engine: left as it is
-        guard !isReplacingStore else { return false }   // a wait inside the replacement itself
-        isReplacingStore = true
-        defer { isReplacingStore = false }
-        var state = pendingReplacement ?? StoreReplacement(corruption: corruption)
+        guard !replacement.running else { return false }   // a wait inside the replacement itself
+        replacement.running = true
+        defer { replacement.running = false }
+        var state = replacement.pending ?? StoreReplacement(corruption: corruption)
         if !closing, let retryAt = state.retryAt, clock.now() < retryAt { return false }
         writer.join()
         scheduler.drainAll(world: world, reasons: [.explicitSave], into: nextBatch)
@@ -124,7 +131,7 @@ extension Engine {
             writer.start()
             self.store = store
             self.writer = writer
-            pendingReplacement = nil
+            replacement.pending = nil
             let report = "\(location.path) was corrupt (\(corruption.message)): moved to \(setAside); a new file holds the world in memory (\(entities) entities, \(components) components) and, of the rest, \(salvage.description)"
             recorder.update {
                 $0.storeReplacements += 1
@@ -137,7 +144,7 @@ extension Engine {
             buffer.putBack(held)
             state.failures += 1
             state.retryAt = clock.now() + config.writer.backoff.wait(after: state.failures)
-            pendingReplacement = state
+            replacement.pending = state
             recorder.update { $0.lastWriteError = "replacing the corrupt file: \(error)" }
             logger.error("could not replace the corrupt \(location.path) (attempt \(state.failures)), everything stays in memory and is tried again: \(error)")
             return false
@@ -170,12 +177,12 @@ extension Engine {
     func parkAfterFailedReplacement() -> StoreError {
         let held = buffer.takeWaiting() ?? WriteBatch()
         let whole = wholeWorld(keeping: held)
-        let cause = pendingReplacement?.corruption
+        let cause = replacement.pending?.corruption
             ?? StoreError(.corrupt, message: "the file is corrupt", path: store.location.path)
         for rider in whole.riders { rider.finish(cause) }
         let parked = writer.parkInSideFile(writer.rejectedWrites(whole, error: cause, context: whole), because: cause)
         let riders = whole.riders.isEmpty ? "" : "; \(whole.riders.count) requests riding it (jobs queued with it) not written, each logged"
-        let error = StoreError(.write, message: "the corrupt file could not be replaced: \(whole.rowCount) rows (the whole world), \(parked.summary)\(riders); the damaged file is \(pendingReplacement?.setAside ?? store.location.path)", path: store.location.path)
+        let error = StoreError(.write, message: "the corrupt file could not be replaced: \(whole.rowCount) rows (the whole world), \(parked.summary)\(riders); the damaged file is \(replacement.pending?.setAside ?? store.location.path)", path: store.location.path)
         logger.critical("\(error)")
         return error
     }

@@ -56,8 +56,7 @@ public final class Engine {
     /// The document's files (`Sources/Strata/Assets`); any thread.
     public let assets: AssetStore
     /// Handlers registered by kind (``registerJobHandler(_:_:)``), and the pool running them.
-    var jobHandlers: [String: JobHandler] = [:]
-    var workerPool: WorkerPool?
+    var workers = JobWorkers()
     let recorder: MetricsRecorder
     @usableFromInline let clock: any StrataClock
     let logger: Logger
@@ -77,10 +76,8 @@ public final class Engine {
     /// What the engine was opened with, for the next document (``switchDocument(to:timeout:)``).
     let options: Options
     var isShutDown = false
-    /// A replacement of a corrupt file that has not finished yet (it failed, and is retried).
-    var pendingReplacement: StoreReplacement?
-    /// Inside ``replaceCorruptStore(closing:)`` (it is not re-entered from a wait on the writer).
-    var isReplacingStore = false
+    /// Where the replacement of a corrupt file is (`Engine+StoreReplacement.swift`).
+    var replacement = StoreReplacement.Progress()
     /// The host's hook for pulled operations (`Engine+Sync.swift`).
     var syncApply: ((LoggedOperation) -> Void)?
     /// Told, on the tick thread, each change another device's operation made to this
@@ -257,7 +254,7 @@ public final class Engine {
     /// writer) and the file closes, without a clean-shutdown mark.
     func stopAsACrash() {
         isShutDown = true
-        _ = workerPool?.stop(timeout: .zero)   // as a crash: what runs stays `processing` in the file
+        _ = workers.pool?.stop(timeout: .zero)   // as a crash: what runs stays `processing` in the file
         stopSync()
         powerMonitor?.stop()
         memoryMonitor?.stop()
