@@ -111,6 +111,14 @@ package struct StrategyResult: Codable, Sendable {
     package var alerts: [String]?
     /// Strata: of `persistedPayloadBytes`, the replicated entities' stamps (the engine's own).
     package var stampPayloadBytes: Int?
+    /// Strata: of `persistedPayloadBytes`, the host's data (``PayloadShares``: its components
+    /// and the operations logged on its device), the operations among them the engine derived
+    /// from synced components, and those received from another device; bytes written per
+    /// byte of the host's data, the headline.
+    package var hostPayloadBytes: Int?
+    package var derivedOperationPayloadBytes: Int?
+    package var receivedOperationPayloadBytes: Int?
+    package var bytesPerHostByte: Double?
 }
 
 /// A whole run.

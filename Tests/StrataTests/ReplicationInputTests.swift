@@ -204,6 +204,37 @@ import Testing
         try a.engine.shutdown()
     }
 
+    /// The reports' headline divides by the host's data: its components and the operations
+    /// logged here (its own kinds, and those derived from its synced components), not the
+    /// engine's stamps nor the operations received from another device.
+    @Test func theHostsDataIsToldApartFromTheStampsAndWhatOtherDevicesSent() throws {
+        let (a, b, server) = (try Replica("shares-a"), try Replica("shares-b"), LoopbackServer())
+        let start = a.engine.metrics
+        let shared = a.world.spawn(SharedPosition(x: 1, y: 2))
+        _ = a.engine.appendOperation(kind: "host.note", payload: [1, 2, 3])
+        #expect(a.engine.flushNow())
+        var shares = PayloadShares(a.engine.metrics, since: start)
+        let value = SharedPosition(x: 1, y: 2).encodedForTest.count
+        let derived = try a.committedOperations(after: 0).filter { $0.kind == ReplicatedOperation.componentKind }.map(\.payload.count)
+        #expect(derived.count == 1 && derived[0] > value, "the derived operation carries the value")
+        #expect(shares.components == value)
+        #expect(shares.stamps == a.world.replicaState(at: shared.index).encodedForTest.count)
+        #expect(shares.operations == derived[0] + 3 && shares.derivedOperations == derived[0])
+        #expect(shares.received == 0 && shares.hostData == value + derived[0] + 3)
+
+        b.world.spawn(SharedLabel("from b"))
+        try server.deliver(from: b, to: a)
+        let before = a.engine.metrics
+        #expect(a.engine.flushNow())
+        shares = PayloadShares(a.engine.metrics, since: before)
+        let sent = server.operations.filter { $0.node == b.engine.nodeID }.reduce(0) { $0 + $1.payload.count }
+        #expect(sent > 0 && shares.received == sent, "b's operations are received, not a's data")
+        #expect(shares.operations == 0 && shares.derivedOperations == 0)
+        #expect(shares.perHostByte(100) == Double(100) / Double(shares.hostData))
+        try a.engine.shutdown()
+        try b.engine.shutdown()
+    }
+
     @Test func aReplicaStateOfVersionOneStillReads() throws {
         // Version 1, as schema 16's builds wrote it: ["canvas.a": (timestamp 7, node 0…01)], no held value.
         let node = [UInt8](repeating: 0, count: 15) + [1]

@@ -24,6 +24,11 @@ public struct PersistenceMetrics: Sendable, Equatable {
     package var stampPayloadBytesWritten = 0
     /// Payload bytes of the operations logged (what the host encoded in each).
     public var operationPayloadBytes = 0
+    /// Of `operationPayloadBytes`: this replica's operations the engine derived from the
+    /// host's synced components (each carries the value the host set), and the operations
+    /// received from other replicas (their data, not this host's).
+    package var derivedOperationPayloadBytes = 0
+    package var receivedOperationPayloadBytes = 0
     /// Batches committed through a rollback journal for their size (`Writer+Bulk.swift`).
     public var bulkCommits = 0
     /// Segment rows appended by commits, and the bytes of records in them.

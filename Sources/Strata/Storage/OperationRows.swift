@@ -61,6 +61,11 @@ final class OperationRowsPart: BatchPart {
                 let inserted = Int(sqlite3_changes(db.sqliteConnection))
                 counts.operations += inserted
                 counts.operationPayloadBytes += inserted * operation.payload.count
+                if !isLocal {
+                    counts.receivedOperationPayloadBytes += inserted * operation.payload.count
+                } else if OperationKindCode.code(of: operation.kind) != nil {
+                    counts.derivedOperationPayloadBytes += inserted * operation.payload.count
+                }
             }
         }
         if !batch.vectorClockRows.isEmpty {

@@ -17,6 +17,10 @@ struct CommitCounts {
     var settingWrites = 0
     var operations = 0
     var operationPayloadBytes = 0
+    /// Of `operationPayloadBytes`: this replica's operations the engine derived from its
+    /// synced components (Strata's kinds), and other replicas' operations received.
+    var derivedOperationPayloadBytes = 0
+    var receivedOperationPayloadBytes = 0
     var vectorClockRows = 0
     var operationsDropped = 0
 }
@@ -31,6 +35,8 @@ extension PersistenceMetrics {
         settingRowsWritten += counts.settingWrites
         operationsLogged += counts.operations
         operationPayloadBytes += counts.operationPayloadBytes
+        derivedOperationPayloadBytes += counts.derivedOperationPayloadBytes
+        receivedOperationPayloadBytes += counts.receivedOperationPayloadBytes
         vectorClockRowsWritten += counts.vectorClockRows
         operationsDropped += counts.operationsDropped
         payloadBytesWritten += counts.payloadBytes

@@ -47,14 +47,14 @@ extension BenchRunner {
                 let snapshots = r == 0 ? snapshotEvery.map { CanvasSnapshot(every: $0, directory: folder, types: canvasComponents) } : []
                 progress("canvas of \(shapes) shapes: \(([run.name] + snapshots.map(\.name)).joined(separator: " with ")), \(options.seconds) s…")
                 for result in try runCanvas(run, snapshots: snapshots, shapes: shapes, options: options, folder: folder) {
-                    let withoutStamps = result.stampPayloadBytes.map { stamps in
-                        String(format: " (%.2f without the engine's stamps, %.0f %% of the payload)",
-                               Double(result.bytesWritten) / Double(max(1, result.persistedPayloadBytes - stamps)),
-                               100 * Double(stamps) / Double(max(1, result.persistedPayloadBytes)))
-                    } ?? ""
-                    progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, %.2f syncs/s, %.2f bytes per payload byte%@",
+                    let host = result.bytesPerHostByte.map { perHostByte in
+                        String(format: "%.2f bytes per byte of the host's data (%.2f per payload byte counting the engine's stamps, %.0f %% of it, and what the peer sent)",
+                               perHostByte, result.bytesPerPayloadByte,
+                               100 * Double(result.stampPayloadBytes ?? 0) / Double(max(1, result.persistedPayloadBytes)))
+                    } ?? String(format: "%.2f bytes per payload byte", result.bytesPerPayloadByte)
+                    progress(String(format: "  %@: setup %.1f s; %.1f Hz, %.0f bytes/s, %.2f syncs/s, %@",
                                     result.name as NSString, result.setupSeconds, result.tickRateHz, result.bytesWrittenPerSec,
-                                    result.syncRequestsPerSec, result.bytesPerPayloadByte, withoutStamps as NSString))
+                                    result.syncRequestsPerSec, host as NSString))
                     results.append(result)
                 }
             }
@@ -162,7 +162,12 @@ extension BenchRunner {
         strata.checkpoints = checkpoints
         strata.operationsPerSec = Double(operations) / max(simulated, 0.001)
         strata.alerts = alerts
-        strata.stampPayloadBytes = endMetrics.stampPayloadBytesWritten - startMetrics.stampPayloadBytesWritten
+        let shares = PayloadShares(endMetrics, since: startMetrics)
+        strata.stampPayloadBytes = shares.stamps
+        strata.hostPayloadBytes = shares.hostData
+        strata.derivedOperationPayloadBytes = shares.derivedOperations
+        strata.receivedOperationPayloadBytes = shares.received
+        strata.bytesPerHostByte = shares.perHostByte(counts.writeBytes)
 
         var results = [strata]
         for (i, snapshot) in snapshots.enumerated() {

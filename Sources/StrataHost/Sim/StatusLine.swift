@@ -48,6 +48,23 @@ struct StatusLine {
         }
     }
 
+    /// The payload line: bytes written per byte of the host's data first, then what the
+    /// engine and other devices added beside it (``PayloadShares``).
+    static func payloadLine(_ m: PersistenceMetrics) -> String {
+        let shares = PayloadShares(m)
+        var line = "  payload      \(megabytes(shares.hostData)) of the host's data (\(megabytes(shares.components)) of components, "
+            + "\(megabytes(shares.operations)) of operations logged here, \(megabytes(shares.derivedOperations)) of them derived from synced components)"
+        if let vfs = m.vfs {
+            line += String(format: "; %.1f bytes written per byte of it", shares.perHostByte(vfs.writeBytes))
+        }
+        line += "; beside it \(megabytes(shares.stamps)) of the engine's stamps"
+        if shares.received > 0 { line += ", \(megabytes(shares.received)) of operations received" }
+        if let vfs = m.vfs, shares.total > 0 {
+            line += String(format: " (%.1f bytes written per payload byte counting them)", Double(vfs.writeBytes) / Double(shares.total))
+        }
+        return line
+    }
+
     /// The end-of-run summary.
     static func summary(engine: Engine, ticks: Int, elapsed: Duration, droppedTicks: Int, maxTick: Duration, stopReason: String,
                         pages: (pages: PageWrites, trees: [PageWrites.Tree])? = nil, storageBytes: Int? = nil) -> String {
@@ -63,11 +80,7 @@ struct StatusLine {
             String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
                    m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
             "  rows         \(m.componentRowsWritten) component writes, \(m.componentRowsDeleted) removals, \(m.entityRowsInserted) entities inserted, \(m.entityRowsDeleted) deleted",
-            "  payload      \(megabytes(m.payloadBytesWritten)) of components (\(megabytes(m.stampPayloadBytesWritten)) of them the engine's stamps), \(megabytes(m.operationPayloadBytes)) of operations"
-                + (m.vfs.map { vfs in
-                    String(format: "; %.1f bytes written per payload byte, %.1f without the stamps", Double(vfs.writeBytes) / Double(max(1, m.payloadBytesWritten + m.operationPayloadBytes)),
-                           Double(vfs.writeBytes) / Double(max(1, m.payloadBytesWritten - m.stampPayloadBytesWritten + m.operationPayloadBytes)))
-                } ?? ""),
+            payloadLine(m),
             "  segment log  \(m.segmentsWritten) rows appended (\(megabytes(m.segmentBytesWritten)) of records); now \(m.segmentBacklogRows) rows, "
                 + "\(megabytes(m.segmentBacklogBytes)), \(megabytes(m.segmentLiveBytes)) live"
                 + (m.unreadableSegments > 0 ? "; \(m.unreadableSegments) UNREADABLE (skipped; compaction sets them aside)" : "")
