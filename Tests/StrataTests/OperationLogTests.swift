@@ -184,6 +184,43 @@ import Testing
         try again.shutdown()
     }
 
+    /// A big document's own sequences are counted from the table's count and ends, not row
+    /// by row; the open must find the same clock either way. Each shape of the log below is
+    /// opened, and what it found is compared with the walk's rule (the prefix from the floor).
+    @Test(arguments: [
+        (rows: [1, 2, 3, 4, 5], floor: 0, unbroken: true, through: 5),
+        (rows: [3, 4, 5], floor: 2, unbroken: true, through: 5),   // retention dropped 1 and 2
+        (rows: [2, 3, 4], floor: 3, unbroken: true, through: 4),   // a tombstone at or below the floor
+        (rows: [1, 2], floor: 5, unbroken: true, through: 5),       // all at or below the floor
+        (rows: [1, 2, 4, 5], floor: 0, unbroken: false, through: 2), // a hole: walked
+        (rows: [4, 5], floor: 2, unbroken: false, through: 2),      // starting above the floor: walked
+    ] as [(rows: [Int64], floor: Int64, unbroken: Bool, through: Int64)])
+    func anUnbrokenRunOfOwnSequencesIsCountedWithoutAWalk(_ shape: (rows: [Int64], floor: Int64, unbroken: Bool, through: Int64)) throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let node = engine.nodeID
+        for _ in 0 ..< 5 { engine.appendOperation(kind: "op", payload: []) }
+        try engine.shutdown()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM local_operations WHERE seq NOT IN (\(shape.rows.map(String.init).joined(separator: ",")))")
+            if shape.floor > 0 {
+                try db.execute(sql: "INSERT INTO operation_floor (node, seq) VALUES (?, ?)", arguments: [node.withBytes { Data($0) }, shape.floor])
+            }
+            let run = try Store.unbrokenOwnRun(floor: shape.floor, db)
+            #expect((run != nil) == shape.unbroken)
+            if let run { #expect(run.count == shape.rows.count && run.through == shape.through) }
+        }
+        try queue.close()
+        let next = try fixture.open()
+        // Above a hole the next number skips what is missing (nothing parked): the prefix is
+        // the highest used, as the walk's rule makes it.
+        #expect(next.vectorClock[node] == (shape.unbroken ? shape.through : max(shape.rows.max()!, shape.floor)))
+        #expect(next.recovery.operations.operations == shape.rows.count)
+        #expect(next.appendOperation(kind: "op", payload: []).seq == max(shape.rows.max()!, shape.floor) + 1)
+        try next.shutdown()
+    }
+
     @Test func theHybridClockMovesPastEverythingItHasSeen() {
         var clock = HybridLogicalClock()
         let first = clock.next(wallMilliseconds: 1_000)

@@ -117,14 +117,20 @@ extension Store {
                 // goes back, even when the wall clock did (set back while it was off), so that its
                 // next edit still wins over its last one. Then the keys alone.
                 let bound = HybridTimestamp(milliseconds: wallClock() &+ maxSkewMilliseconds, counter: 0xFFFF).rawValue
-                let peers = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM operation_log WHERE timestamp <= ?",
+                let peers = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM received_operations WHERE timestamp <= ?",
                                                arguments: [bound]) ?? 0
-                let newestOwn = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM local_operations") ?? 0
-                lastTimestamp = max(peers, newestOwn)
-                // Each node's sequences in order: this replica's by its table's key, then the
-                // received by their (node, seq) index.
-                for sql in ["SELECT replica.node_id, seq FROM replica, local_operations WHERE replica.id = 1 ORDER BY seq",
-                            "SELECT node, seq FROM received_operations ORDER BY node, seq"] {
+                lastTimestamp = max(peers, try Self.newestOwnTimestamp(db))
+                // This replica's sequences, when nothing is missing among them: their count and
+                // ends say it, without a step per row (a big document's log is millions of rows).
+                var walks = ["SELECT node, seq FROM received_operations ORDER BY node, seq"]
+                if let run = try Self.unbrokenOwnRun(floor: floors[node] ?? 0, db) {
+                    if run.count > 0 { (clock[node], counts[node]) = (run.through, run.count) }
+                } else {
+                    walks.insert("SELECT replica.node_id, seq FROM replica, local_operations WHERE replica.id = 1 ORDER BY seq", at: 0)
+                }
+                // Each node's sequences in order: this replica's by its table's key (unless its
+                // run was unbroken), then the received by their (node, seq) index.
+                for sql in walks {
                     let statement = try db.makeStatement(sql: sql)
                     defer { withExtendedLifetime(statement) {} }
                     let rows = statement.sqliteStatement
@@ -183,6 +189,29 @@ extension Store {
 }
 
 extension Store {
+    /// This replica's operations as the walk in ``loadOperationLog(wallClock:maxSkewMilliseconds:)``
+    /// would count them, when they are every sequence from one at or below `floor + 1` to the
+    /// highest (none missing, none past the highest a log may hold): how many, and through
+    /// which one the prefix runs. Nil: something is missing or out of range, and the walk
+    /// counts them row by row. The count walks the table's pages without a step per row; the
+    /// ends are read from its key.
+    static func unbrokenOwnRun(floor: Int64, _ db: Database) throws -> (count: Int, through: Int64)? {
+        let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM local_operations") ?? 0
+        guard count > 0 else { return (0, floor) }
+        guard let first = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM local_operations"),
+              let last = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM local_operations"),
+              first >= 1, last <= OperationLog.highestSequence, first <= floor &+ 1,
+              Int64(count) == last - first + 1 else { return nil }
+        return (count, max(floor, last))
+    }
+
+    /// The timestamp of this replica's newest operation. Its clock never goes back (each
+    /// operation is stamped above the one before it, and an open starts above every stamp
+    /// logged), so that is its highest sequence's: read from the table's key, not a scan.
+    static func newestOwnTimestamp(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT timestamp FROM local_operations ORDER BY seq DESC LIMIT 1") ?? 0
+    }
+
     /// The ids of the replicated entities despawned on any device: the `strata.despawn`
     /// operations still in the log (its retention is theirs). A malformed one is skipped
     /// (the apply reported it when it came).

@@ -114,6 +114,7 @@ struct SimCommand: ParsableCommand {
     }
 
     func run() throws {
+        let launched = MonotonicClock().now()   // the start a big document's open is measured from
         ignoreBrokenPipes()
         // Before the document is opened: a stop signal from now on is a clean shutdown,
         // never a process killed between the session mark and the handlers.
@@ -167,6 +168,7 @@ struct SimCommand: ParsableCommand {
             printError("strata sim: cannot open the database: \(error)")
             throw ExitCode.failure
         }
+        let openedAfter = MonotonicClock().now().duration(since: launched)
         say("strata sim: \(engine.store.location.path)")
         // Which pages the commits write, for the summary's pages per commit by table.
         let pages = PageTally()
@@ -209,7 +211,8 @@ struct SimCommand: ParsableCommand {
             say("strata sim: syncing \"\(config.sync.document)\" through \(config.sync.server)")
         }
         var tried = 0   // the index in --documents of the last document opened or tried
-        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config, pages: pages, faults: faults) { engine, now in
+        let outcome = runLoop(engine: &engine, scenario: &scenario, signals: signals, config: config, pages: pages, faults: faults,
+                              launched: launched) { engine, now in
             // Every --switch-every seconds, the next document of --documents; one that cannot
             // open is skipped (the one after it is tried next time), and so is the open one.
             guard let rotation else { return nil }
@@ -232,7 +235,8 @@ struct SimCommand: ParsableCommand {
             pages.take(from: engine)
             return StatusLine.summary(engine: engine, ticks: outcome.ticks, elapsed: outcome.elapsed, droppedTicks: outcome.dropped,
                                       maxTick: outcome.maxTick, stopReason: stopReason, pages: pages.byTree(of: engine),
-                                      storageBytes: ProcessIO.writeBytes.flatMap { after in storageBefore.map { after - $0 } })
+                                      storageBytes: ProcessIO.writeBytes.flatMap { after in storageBefore.map { after - $0 } },
+                                      start: (opened: openedAfter, firstTick: outcome.firstTick))
                 + (HistoryProbe.line(engine).map { "\n" + $0 } ?? "")
         }
         signals.shutdownBegins()   // from here on, another stop signal cuts the shutdown's waits short
@@ -252,6 +256,8 @@ struct SimCommand: ParsableCommand {
         var dropped = 0
         var maxTick: Duration = .zero
         var reason = ""
+        /// From the process's start to the end of its first tick.
+        var firstTick: Duration?
     }
 
     /// The fixed-tick loop: run the ticks the accumulator owes, end each with
@@ -259,7 +265,7 @@ struct SimCommand: ParsableCommand {
     /// `switchDocument` is asked every `--switch-every` seconds for another engine and
     /// scenario to go on with (nil: stay).
     private func runLoop(engine: inout Engine, scenario: inout CanvasScenario, signals: SignalFlags, config: StrataConfig,
-                         pages: PageTally, faults: DeviceFaults, switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
+                         pages: PageTally, faults: DeviceFaults, launched: Instant, switchDocument: (Engine, Instant) -> (Engine, CanvasScenario)?) -> Outcome {
         let clock = MonotonicClock()
         var timestep = FixedTimestep(hz: config.simulation.tickHz, maxCatchUp: config.simulation.maxCatchUpTicks)
         let status = StatusLine()
@@ -310,6 +316,7 @@ struct SimCommand: ParsableCommand {
                 faults.afterTick(engine)
                 outcome.maxTick = max(outcome.maxTick, clock.now().duration(since: tickStart))
                 outcome.ticks += 1
+                if outcome.firstTick == nil { outcome.firstTick = clock.now().duration(since: launched) }
             }
             if now >= nextSwitch {
                 status.clear()

@@ -67,7 +67,8 @@ struct StatusLine {
 
     /// The end-of-run summary.
     static func summary(engine: Engine, ticks: Int, elapsed: Duration, droppedTicks: Int, maxTick: Duration, stopReason: String,
-                        pages: (pages: PageWrites, trees: [PageWrites.Tree])? = nil, storageBytes: Int? = nil) -> String {
+                        pages: (pages: PageWrites, trees: [PageWrites.Tree])? = nil, storageBytes: Int? = nil,
+                        start: (opened: Duration, firstTick: Duration?)? = nil) -> String {
         let m = engine.metrics
         let reasons = m.flushesByReason.sorted { $0.key.rawValue < $1.key.rawValue }
             .map { "\($0.key)=\($0.value)" }.joined(separator: " ")
@@ -75,7 +76,11 @@ struct StatusLine {
             "strata sim: \(stopReason)",
             String(format: "  ticks        %d in %.1f s (%.1f Hz), slowest tick %.2f ms, %d ticks dropped after stalls",
                    ticks, elapsed.seconds, Double(ticks) / max(elapsed.seconds, 0.001), maxTick.milliseconds, droppedTicks),
-            "  world        \(engine.world.entityCount) entities",
+            "  world        \(engine.world.entityCount) entities"
+                + (start.map { start in
+                    String(format: "; the document open %.2f s after the start, the first tick done at %@", start.opened.seconds,
+                           (start.firstTick.map { String(format: "%.2f s", $0.seconds) } ?? "none") as NSString)
+                } ?? ""),
             "  flushes      \(m.flushCount) (\(reasons.isEmpty ? "none" : reasons)); \(m.mergedBatches) merged while the writer was busy, \(m.writerWakes) woke a parked writer",
             String(format: "  commits      %d (%d with synchronous=FULL), mean %.2f ms, max %.2f ms",
                    m.commitCount, m.fullCommitCount, m.averageCommitDuration.milliseconds, m.maxCommitDuration.milliseconds),
