@@ -1,3 +1,4 @@
+import GRDB
 import Foundation
 import Testing
 @testable import Strata
@@ -177,11 +178,40 @@ import Testing
         #expect(state.stamps.map(\.type) == ["a", "b"] && state.held.map(\.type) == ["c", "d"], "kept in name order")
         ReplicaState.set(&state.stamps, "c", OperationStamp(timestamp: 10, nodeHigh: 2, nodeLow: 3))
         state.hold("c", HeldValue(stamp: OperationStamp(timestamp: 11, nodeHigh: 2, nodeLow: 3), version: 4, payload: [0, 0xFF], reason: .newerVersion))
+        // Self-contained (version 2: a parked row).
         var writer = PayloadWriter()
         state.encode(to: &writer)
-        #expect(try Self.decode(writer.bytes, version: ReplicaState.payloadVersion) == state)
+        #expect(try Self.decode(writer.bytes, version: ReplicaState.selfContainedVersion) == state)
         for cut in 1 ..< writer.bytes.count {
             #expect(throws: (any Error).self, "cut at \(cut)") { try Self.decode(Array(writer.bytes.prefix(cut)), version: 2) }
+        }
+        #expect(throws: (any Error).self, "version 3 needs the document's numbers") { try Self.decode(writer.bytes, version: 3) }
+        // As the writer stores it (version 3: the document's numbers).
+        let document = try StampDocument()
+        let stored = try document.encode(state)
+        #expect(try document.decode(stored) == state)
+        for cut in 1 ..< stored.count {
+            #expect(throws: (any Error).self, "cut at \(cut)") { try document.decode(Array(stored.prefix(cut))) }
+        }
+    }
+
+    /// A stored state costs at most 16 bytes per stamped type (a shape's two from one
+    /// device: 18 bytes, 66 in version 2).
+    @Test func aStoredStateCostsAtMostSixteenBytesAStamp() throws {
+        let document = try StampDocument()
+        let node = NodeID()
+        let now = HybridTimestamp(milliseconds: 1_800_000_000_000).rawValue
+        for types in 1 ... 4 {
+            var state = ReplicaState()
+            for t in 0 ..< types {
+                ReplicaState.set(&state.stamps, "canvas.type\(t)", OperationStamp(timestamp: HybridTimestamp(rawValue: now + Int64(t) * 3), node: node))
+            }
+            let stored = try document.encode(state)
+            #expect(stored.count <= 16 * types, "\(types) stamps: \(stored.count) bytes")
+            #expect(try document.decode(stored) == state)
+            var selfContained = PayloadWriter()
+            state.encode(to: &selfContained)
+            #expect(stored.count < selfContained.bytes.count)
         }
     }
 
@@ -199,7 +229,7 @@ import Testing
         let stamps = after.stampPayloadBytesWritten - before.stampPayloadBytesWritten
         let state = a.world.replicaState(at: shared.index)
         #expect(state.stamps.count == 1)
-        #expect(stamps == state.encodedForTest.count, "the replicated entity's stamps, as encoded")
+        #expect(stamps == (try a.storedForTest(state)).count, "the replicated entity's stamps, as stored")
         #expect(after.payloadBytesWritten - before.payloadBytesWritten == stamps + SharedPosition(x: 1, y: 2).encodedForTest.count)
         try a.engine.shutdown()
     }
@@ -218,7 +248,7 @@ import Testing
         let derived = try a.committedOperations(after: 0).filter { $0.kind == ReplicatedOperation.componentKind }.map(\.payload.count)
         #expect(derived.count == 1 && derived[0] > value, "the derived operation carries the value")
         #expect(shares.components == value)
-        #expect(shares.stamps == a.world.replicaState(at: shared.index).encodedForTest.count)
+        #expect(shares.stamps == (try a.storedForTest(a.world.replicaState(at: shared.index))).count)
         #expect(shares.operations == derived[0] + 3 && shares.derivedOperations == derived[0])
         #expect(shares.received == 0 && shares.hostData == value + derived[0] + 3)
 
@@ -233,6 +263,38 @@ import Testing
         #expect(shares.perHostByte(100) == Double(100) / Double(shares.hostData))
         try a.engine.shutdown()
         try b.engine.shutdown()
+    }
+
+    /// A file written before version 3 holds its states in version 2 (names and nodes in
+    /// full): the reload still reads them, stamps of replicated types into the stamp table.
+    @Test func aStoredStateOfVersionTwoStillLoads() throws {
+        let a = try Replica("version-two")
+        let shape = a.world.spawn(SharedPosition(x: 1, y: 2))
+        a.world.insert(SharedLabel("two"), for: shape)
+        #expect(a.engine.flushNow())
+        let state = a.world.replicaState(at: shape.index)
+        #expect(state.stamps.count == 2)
+        let number = a.world.records[Int(shape.index)].number
+        try a.engine.shutdown()
+        // The state again, as the newest record of its key, in version 2.
+        let queue = try DatabaseQueue(path: a.fixture.directory.databasePath)
+        try queue.write { db in
+            let typeID = try #require(try Int64.fetchOne(db, sql: "SELECT id FROM component_types WHERE name = ?", arguments: [ReplicaState.typeName]))
+            let seq = (try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments")).map { Segment.seq(ofID: $0) + 1 } ?? 1
+            var payload = PayloadWriter()
+            state.encode(to: &payload)
+            var records = [SegmentEncoder.Pending(key: SegmentKey(entity: number, typeID: typeID), version: 2, payload: 0 ..< payload.bytes.count)]
+            var encoder = SegmentEncoder()
+            let chunks = payload.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
+            _ = try Segment.insert(chunks, seq: seq, createdAt: 0, db)
+        }
+        try queue.close()
+        try a.restart()
+        #expect(a.world.replicaState(at: shape.index) == state)
+        #expect(a.world.withStamps { $0.stamp(a.world.replicatedColumn(named: SharedLabel.typeName)!, shape.index) }
+                    == state.stamp(of: SharedLabel.typeName), "in the stamp table, not the state column")
+        #expect(!a.world.has(ReplicaState.self, shape), "nothing held: the state column keeps nothing")
+        try a.engine.shutdown()
     }
 
     @Test func aReplicaStateOfVersionOneStillReads() throws {
@@ -274,7 +336,7 @@ import Testing
         #expect(throws: PayloadError.self) { try Self.decode(writer.bytes + [0], version: 2) }
     }
 
-    private static func decode(_ bytes: [UInt8], version: Int) throws -> ReplicaState {
+    static func decode(_ bytes: [UInt8], version: Int) throws -> ReplicaState {
         try bytes.withUnsafeBytes { raw in
             var reader = PayloadReader(raw)
             return try ReplicaState(from: &reader, version: version)
@@ -287,5 +349,57 @@ extension Component {
         var writer = PayloadWriter()
         encode(to: &writer)
         return writer.bytes
+    }
+}
+
+/// A document's numbers for stored stamps (`replica_nodes`, `component_types`), in memory:
+/// a state encoded as the writer stores it (version 3), and read back as the reload reads it.
+struct StampDocument {
+    let queue: DatabaseQueue
+
+    init() throws {
+        queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE component_types (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+                CREATE TABLE replica_nodes (idx INTEGER PRIMARY KEY, node BLOB NOT NULL UNIQUE CHECK (length(node) = 16));
+                """)
+        }
+    }
+
+    func encode(_ state: ReplicaState) throws -> [UInt8] {
+        let index = StampIndex()
+        return try queue.write { db in
+            var writer = PayloadWriter()
+            try state.encode(to: &writer, index: index, db)
+            return writer.bytes
+        }
+    }
+
+    /// Every stamp read back into the state (no type is a replicated column here).
+    func decode(_ bytes: [UInt8]) throws -> ReplicaState {
+        let names = try queue.read { db in try StampNames(db, world: World()) }
+        return try bytes.withUnsafeBytes { raw in
+            var reader = PayloadReader(raw)
+            let state = try ReplicaState(version3: &reader, names: names) { _, _ in Issue.record("no replicated column") }
+            guard reader.isAtEnd else { throw PayloadError.invalid("\(raw.count - reader.offset) bytes left") }
+            return state
+        }
+    }
+}
+
+extension Replica {
+    /// `state` as this replica's writer stores it (its own numbers, read in a transaction rolled back).
+    func storedForTest(_ state: ReplicaState) throws -> [UInt8] {
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        defer { try? queue.close() }
+        var bytes: [UInt8] = []
+        try queue.inTransaction { db in
+            var writer = PayloadWriter()
+            try state.encode(to: &writer, index: StampIndex(), db)
+            bytes = writer.bytes
+            return .rollback
+        }
+        return bytes
     }
 }

@@ -45,7 +45,8 @@ extension BatchSection {
                     var writer = PayloadWriter()
                     value.encode(to: &writer)
                     payload = writer.encodingFailure == nil ? writer.bytes : nil   // the error says why
-                    version = Int64(type(of: value).payloadVersion)
+                    // A stored state is parked self-contained: it reads without the document's numbers.
+                    version = Int64(value is any StampIndexed ? ReplicaState.selfContainedVersion : type(of: value).payloadVersion)
                 }
                 return RejectedWrite(rejectedAt: now, error: message, kind: write.value == nil ? .componentRemoval : .component,
                                      entity: id(write.entity), entityNumber: write.entity, name: write.typeName,

@@ -31,8 +31,17 @@ struct ComponentLoader {
     /// Rows a column queues before they are decoded.
     static let run = 1024
 
-    init(world: World, typeIDs: [Int64?], logger: Logger) {
+    /// The world, for the columns that load through their hook (``ColumnPersistence``),
+    /// and what their rows name (``StampNames``).
+    private unowned let world: World
+    private let hooks: [(any ColumnPersistence)?]
+    private let names: StampNames
+
+    init(world: World, typeIDs: [Int64?], logger: Logger, names: StampNames = StampNames()) {
         self.columns = world.columns
+        self.world = world
+        hooks = world.columns.indices.map { world.persistence(ofColumn: $0) }
+        self.names = names
         self.logger = logger
         versions = world.columns.map { $0.componentType.payloadVersion }
         queued = Array(repeating: [], count: world.columns.count)
@@ -81,7 +90,11 @@ struct ComponentLoader {
         let target = columns[column]
         queued[column].withUnsafeBufferPointer { rows in
             queuedBytes[column].withUnsafeBytes { bytes in
-                _ = target.load(rows, bytes: bytes, failures: &failures, queueCritical: false)
+                if let hook = hooks[column] {
+                    hook.load(rows, bytes: bytes, failures: &failures, names: names, in: world)
+                } else {
+                    _ = target.load(rows, bytes: bytes, failures: &failures, queueCritical: false)
+                }
             }
         }
         for failure in failures {
@@ -101,8 +114,16 @@ struct ComponentLoader {
             guard version <= versions[column] else {
                 throw PayloadError.invalid("version \(version) is newer than this build's \(versions[column])")
             }
-            var reader = PayloadReader(payload)
-            try target.load(from: &reader, version: version, at: entityIndex)
+            if let hook = hooks[column] {
+                var failed: [LoadFailure] = []
+                withUnsafePointer(to: LoadedRow(entity: entityIndex, version: version, start: 0, count: payload.count)) { row in
+                    hook.load(UnsafeBufferPointer(start: row, count: 1), bytes: payload, failures: &failed, names: names, in: world)
+                }
+                if let failure = failed.first { throw failure.error }
+            } else {
+                var reader = PayloadReader(payload)
+                try target.load(from: &reader, version: version, at: entityIndex)
+            }
             if version < versions[column] {
                 olderPayloads.insert(OlderPayload(column: column, entity: entityIndex))
             } else if !olderPayloads.isEmpty {
@@ -116,6 +137,7 @@ struct ComponentLoader {
     /// The key has no value any more (removed by a newer record, or undecodable).
     mutating func forget(column: Int, entity: UInt32) {
         columns[column].forget(entity)
+        hooks[column]?.forgetLoaded(entity, in: world)
         if !olderPayloads.isEmpty { olderPayloads.remove(OlderPayload(column: column, entity: entity)) }
     }
 

@@ -72,7 +72,7 @@ extension Store {
         var summary = LoadSummary()
         let clock = MonotonicClock()
         let started = clock.now()
-        var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger)
+        var loader = ComponentLoader(world: world, typeIDs: typeIDs, logger: logger, names: try StampNames(db, world: world))
 
         // Entities in number order: the world gives them indices 0, 1, 2… in that order.
         // Spawns waiting for compaction are entities like the others (`PendingEntities`).

@@ -1,4 +1,6 @@
-/// How a ``ReplicaState`` is stored. Tick thread and writer thread (a component payload).
+/// How a ``ReplicaState`` is encoded on its own (``Component/encode(to:)``): a parked row,
+/// and the rows of files written before version 3 (`ReplicaState+Version3.swift`), which
+/// the writer stores now. Tick thread and writer thread (a component payload).
 ///
 /// Version 2, written since 512-byte pages became the default: the distinct node ids once
 /// (16 bytes each), then per stamp its type name as the length of the prefix it shares with
@@ -48,7 +50,11 @@ extension ReplicaState {
         }
     }
 
+    /// Versions 1 and 2. Version 3 reads only with its document's numbers (``init(version3:names:replicated:)``).
     init(from payload: inout PayloadReader, version: Int) throws {
+        if version >= 3 {
+            throw PayloadError.invalid("a replica state of payload version \(version) reads with its document's node and type numbers")
+        }
         if version < 2 {
             try self.init(version1: &payload)
             return

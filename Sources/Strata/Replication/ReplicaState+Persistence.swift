@@ -24,6 +24,33 @@ final class ReplicaStatePersistence: ColumnPersistence {
         world.snapshotReplicaStates(records: records, into: &writes)
     }
 
+    /// A version-3 row's stamps of replicated types go straight to the ``StampTable``, and
+    /// only what is left (held values, stamps of types this build does not replicate) to the
+    /// column; an older row goes to the column whole, and ``adoptLoaded(_:)`` splits it.
+    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure],
+              names: StampNames, in world: World) {
+        world.withStateColumn { column in
+            for position in rows.indices {
+                let row = rows[position]
+                let slot = row.entity
+                forgetLoaded(slot, in: world)   // a newer row of the key replaces the older whole
+                column.forget(slot)
+                var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count]))
+                do {
+                    let state = row.version >= 3
+                        ? try ReplicaState(version3: &reader, names: names) { world.replicas.stamps.set($0, slot, $1) }
+                        : try ReplicaState(from: &reader, version: row.version)
+                    if !state.isEmpty { column.set(state, at: slot) }
+                } catch {
+                    forgetLoaded(slot, in: world)
+                    failures.append(LoadFailure(row: position, error: error))
+                }
+            }
+        }
+    }
+
+    func forgetLoaded(_ slot: UInt32, in world: World) { world.replicas.stamps.clear(slot) }
+
     func adoptLoaded(_ world: World) { world.adoptLoadedReplicaStates() }
 
     /// Stamps only move forward: a parked state is merged into the world's (what came since

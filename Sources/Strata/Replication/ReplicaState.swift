@@ -12,8 +12,10 @@
 struct ReplicaState: Component {
     static let typeName = "strata.replica"
     static let tier = Tier.critical
-    /// 2: node ids listed once, names and timestamps as deltas (`ReplicaState+Encoding.swift`).
-    static let payloadVersion = 2
+    /// 3: nodes and types by the document's numbers (`ReplicaState+Version3.swift`), as the
+    /// writer stores it; 2 (node ids listed once, names and timestamps as deltas,
+    /// `ReplicaState+Encoding.swift`) where a state must read without them.
+    static let payloadVersion = 3
 
     /// Per type name, in name order: the stamp of the operation whose value the entity
     /// holds (or whose removal it applied). Arrays, not dictionaries: an entity has a few

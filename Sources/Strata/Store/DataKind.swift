@@ -6,7 +6,8 @@
 /// The cases are in the order rows may refer to each other (entities before the rows that
 /// name them), which is the order the salvage copies them in.
 enum DataKind: String, CaseIterable {
-    /// Entities (and the spawns and despawns that wait for compaction), the component types' names, the components' base rows.
+    /// Entities (and the spawns and despawns that wait for compaction), the component types'
+    /// names, the node ids the stored stamps name, the components' base rows.
     case world
     /// The segment log of component changes, its compaction state, the rows set aside.
     case segments
@@ -57,6 +58,7 @@ enum DataKind: String, CaseIterable {
         switch self {
         case .world:
             [Table(name: "component_types", salvage: .keyed("id"), readAtStart: true),
+             Table(name: "replica_nodes", salvage: .keyed("idx"), readAtStart: true),
              Table(name: "entities", salvage: .keyed("num"), readAtStart: true),
              Table(name: "pending_entities", salvage: .keyed("seq"), readAtStart: true),
              Table(name: "components", salvage: .keyed("entity_num"), readAtStart: true)]

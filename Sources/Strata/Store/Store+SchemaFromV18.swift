@@ -17,5 +17,19 @@ extension Store {
                 PRAGMA user_version = 18;
                 """)
         }
+        migrator.registerMigration("v19: replica nodes: the node ids stamps name, as small numbers") { db in
+            // A replicated entity's stored state (`strata.replica`, payload version 3) names
+            // each stamp's node by its number here and its type by `component_types.id`,
+            // where version 2 wrote the node's 16 bytes and the type's name into every row
+            // (`ReplicaState+Encoding.swift`). Numbers are never reused nor renumbered: a
+            // salvage copies the rows as they are.
+            try db.execute(sql: """
+                CREATE TABLE replica_nodes (
+                    idx INTEGER PRIMARY KEY,
+                    node BLOB NOT NULL UNIQUE CHECK (length(node) = 16)
+                );
+                PRAGMA user_version = 19;
+                """)
+        }
     }
 }

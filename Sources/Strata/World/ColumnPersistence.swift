@@ -15,6 +15,14 @@ protocol ColumnPersistence: AnyObject {
     func drain(_ world: World, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
     /// Every row of the column as writes, as stored (a new file written from the world).
     func snapshot(_ world: World, records: UnsafeBufferPointer<World.EntityRecord>, into writes: inout [ComponentWrite])
+    /// Stored rows of the column into the world (a reload: base rows a run at a time, then
+    /// the segment log's newer rows one by one), each replacing what its entity had; a row
+    /// that does not decode is added to `failures` (its position), and its entity keeps
+    /// nothing of the column. `names` are what the rows name by number.
+    func load(_ rows: UnsafeBufferPointer<LoadedRow>, bytes: UnsafeRawBufferPointer, failures: inout [LoadFailure],
+              names: StampNames, in world: World)
+    /// The entity's row is gone (a newer removal, or a newer row that does not decode).
+    func forgetLoaded(_ slot: UInt32, in world: World)
     /// The rows a reload put into the column, taken in (nothing marked dirty).
     func adoptLoaded(_ world: World)
     /// A parked row of the column (a removal, or a value) back into `entity`; why not, if it cannot be.

@@ -22,6 +22,8 @@ final class SegmentAppender: BatchPart {
     /// `component_types.id` by the world's type index.
     private var typeIDs: [Int64?]
     private var provisionalTypeIDs: [(index: UInt32, id: Int64)] = []
+    /// The numbers stored replica states name their nodes and types by.
+    private let stampIndex = StampIndex()
     private var encoder = SegmentEncoder()
     /// The batch's encoded payloads, back to back, and its records pointing into them.
     private var payloads = PayloadWriter(capacity: 64 * 1024)
@@ -54,23 +56,21 @@ final class SegmentAppender: BatchPart {
                 // A new entity of a bulk batch: its base row (a removal has nothing to remove).
                 guard let value = write.value else { continue }
                 let start = payloads.bytes.count
-                value.encode(to: &payloads)
-                try rejectUnencodable()
+                try encode(value, db)
                 baseWrites.append((key, type(of: value).payloadVersion, start ..< payloads.bytes.count))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
-                if value is ReplicaState || value is StoredReplicaState { counts.stampPayloadBytes += payloads.bytes.count - start }
+                if value is any StampIndexed { counts.stampPayloadBytes += payloads.bytes.count - start }
                 continue
             }
             if let value = write.value {
                 let start = payloads.bytes.count
-                value.encode(to: &payloads)
-                try rejectUnencodable()
+                try encode(value, db)
                 records.append(.init(key: key, version: type(of: value).payloadVersion, payload: start ..< payloads.bytes.count))
                 pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
-                if value is ReplicaState || value is StoredReplicaState { counts.stampPayloadBytes += payloads.bytes.count - start }
+                if value is any StampIndexed { counts.stampPayloadBytes += payloads.bytes.count - start }
             } else {
                 records.append(.init(key: key, version: 0, payload: nil))
                 pendingKeys.append((key, 2))
@@ -85,6 +85,17 @@ final class SegmentAppender: BatchPart {
         pendingRows = (seq, counts.committedAt, sizes, records.count)
         counts.segmentRows += chunks.count
         counts.segmentBytes += sizes.reduce(0, +)
+    }
+
+    /// Encodes `value` into the batch's payloads: a stored replica state with the
+    /// document's numbers (``StampIndex``), any other value as its type does.
+    private func encode(_ value: any Component, _ db: Database) throws {
+        if let state = value as? any StampIndexed {
+            try state.encode(to: &payloads, index: stampIndex, db)
+        } else {
+            value.encode(to: &payloads)
+            try rejectUnencodable()
+        }
     }
 
     /// A value whose encoding failed fails the commit with an error retrying cannot fix:
@@ -115,6 +126,7 @@ final class SegmentAppender: BatchPart {
     }
 
     func didCommit() {
+        stampIndex.didCommit()
         for (index, id) in provisionalTypeIDs { setTypeID(id, at: index) }
         provisionalTypeIDs.removeAll()
         log.baseRows += pendingBaseRows
@@ -131,6 +143,7 @@ final class SegmentAppender: BatchPart {
     }
 
     func didRollBack() {
+        stampIndex.didRollBack()
         provisionalTypeIDs.removeAll()
         pendingRows = nil
         pendingBaseRows = 0
