@@ -221,6 +221,29 @@ import Testing
         try next.shutdown()
     }
 
+    /// A damaged timestamp in this replica's log (the top of the range, in its newest or its
+    /// oldest operation) is passed over when the clock resumes: the next edit is stamped
+    /// after the last plausible one, and nothing traps counting on from the damaged one.
+    @Test(arguments: ["max(seq)", "min(seq)"])
+    func aTimestampFromTheFarFutureDoesNotStopTheClock(_ row: String) throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        let ops = (0 ..< 3).map { _ in engine.appendOperation(kind: "op", payload: []) }
+        try engine.shutdown()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE local_operations SET timestamp = ? WHERE seq = (SELECT \(row) FROM local_operations)", arguments: [Int64.max])
+        }
+        try queue.close()
+        let next = try fixture.open()
+        let fourth = next.appendOperation(kind: "op", payload: [])
+        #expect(fourth.seq == 4)
+        #expect(fourth.timestamp.rawValue <= OperationLog.latestPlausibleTimestamp)
+        let plausible = row == "max(seq)" ? ops[1] : ops[2]
+        #expect(fourth.timestamp > plausible.timestamp, "after the newest plausible stamp")
+        try next.shutdown()
+    }
+
     @Test func theHybridClockMovesPastEverythingItHasSeen() {
         var clock = HybridLogicalClock()
         let first = clock.next(wallMilliseconds: 1_000)

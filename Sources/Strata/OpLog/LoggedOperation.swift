@@ -96,7 +96,10 @@ struct HybridLogicalClock {
 
     /// A timestamp for a local event at wall time `milliseconds`.
     mutating func next(wallMilliseconds milliseconds: Int64) -> HybridTimestamp {
-        last = HybridTimestamp(rawValue: max(HybridTimestamp(milliseconds: milliseconds).rawValue, last.rawValue + 1))
+        // Saturating: a clock at the top stays there rather than trap (the open never
+        // starts it past ``OperationLog/latestPlausibleTimestamp``, so this is damage's case).
+        last = HybridTimestamp(rawValue: max(HybridTimestamp(milliseconds: milliseconds).rawValue,
+                                             last.rawValue < .max ? last.rawValue + 1 : .max))
         return last
     }
 

@@ -68,6 +68,11 @@ public final class OperationLog {
     /// damage, never counted on (so no clock overflows counting on from it).
     static let highestSequence: Int64 = 1 << 62
 
+    /// The latest timestamp an operation read from a file may carry: the year 4000. A
+    /// later one (a damaged row) is not counted when the clock resumes: a clock started
+    /// there would run out of numbers.
+    static let latestPlausibleTimestamp = HybridTimestamp(milliseconds: 64_060_588_800_000, counter: 0xFFFF).rawValue
+
     /// Logs a local operation: the next sequence of this node, a new id, a timestamp.
     func append(kind: String, payload: [UInt8]) -> LoggedOperation {
         let wall = wallClock()

@@ -208,8 +208,10 @@ extension Store {
     /// The timestamp of this replica's newest operation. Its clock never goes back (each
     /// operation is stamped above the one before it, and an open starts above every stamp
     /// logged), so that is its highest sequence's: read from the table's key, not a scan.
+    /// One past ``OperationLog/latestPlausibleTimestamp`` is damage, passed over.
     static func newestOwnTimestamp(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT timestamp FROM local_operations ORDER BY seq DESC LIMIT 1") ?? 0
+        try Int64.fetchOne(db, sql: "SELECT timestamp FROM local_operations WHERE timestamp <= ? ORDER BY seq DESC LIMIT 1",
+                           arguments: [OperationLog.latestPlausibleTimestamp]) ?? 0
     }
 
     /// The ids of the replicated entities despawned on any device: the `strata.despawn`

@@ -6,7 +6,8 @@ import Logging
 /// What a reload of a database file would give, read without an engine: entities,
 /// and each one's components (base rows with the segment log replayed over them), as
 /// (payload version, payload bytes) by type name. Tests assert on the file through it,
-/// whichever of the base rows or the segments holds a value.
+/// whichever of the base rows or the segments holds a value. The engine's stored stamps
+/// (`strata.replica`) are given self-contained (version 2), as they compare across documents.
 struct PersistedComponents: Equatable {
     struct Value: Equatable {
         var version: Int
@@ -40,6 +41,19 @@ struct PersistedComponents: Equatable {
                 guard let id = idByNumber[record.key.entity] else { return }
                 let name = names[record.key.typeID]!
                 result.entities[id]![name] = record.version.map { Value(version: $0, payload: Array(record.payload)) }
+            }
+            // Stored stamps name nodes and types by the document's own numbers: read here as
+            // the self-contained version (names and node ids), which compares across documents.
+            let stampNames = try StampNames(db, world: World())
+            for (id, components) in result.entities {
+                guard let stored = components[ReplicaState.typeName], stored.version >= 3 else { continue }
+                let state = try stored.payload.withUnsafeBytes { bytes in
+                    var reader = PayloadReader(bytes)
+                    return try ReplicaState(version3: &reader, names: stampNames) { _, _ in }
+                }
+                var writer = PayloadWriter()
+                state.encode(to: &writer)
+                result.entities[id]![ReplicaState.typeName] = Value(version: ReplicaState.selfContainedVersion, payload: writer.bytes)
             }
             return result
         }
