@@ -18,9 +18,9 @@ public struct HistorySnapshot: Sendable, Equatable, Codable {
     public var digest: WorldDigest
 
     static func read(at milliseconds: Int64, _ db: Database, window: HistoryWindow) throws -> HistorySnapshot {
-        var newest: [SegmentKey: [UInt8]?] = [:]
+        var newest: [SegmentKey: DatabaseInspection.StoredValue?] = [:]
         _ = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.history"), through: milliseconds) { record, _ in
-            newest[record.key] = record.isRemoval ? .some(nil) : Array(record.payload)
+            newest[record.key] = .some(DatabaseInspection.StoredValue(record))
         }
         var counts: [String: Int] = [:]
         var accumulator = WorldDigest.Accumulator()

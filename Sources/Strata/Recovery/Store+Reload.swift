@@ -94,9 +94,10 @@ extension Store {
         var keptNumber: EntityNumber = 0
         while sqlite3_step(entities) == SQLITE_ROW {
             if !despawning.isEmpty, despawning.contains(sqlite3_column_int64(entities, 0)) { continue }
-            guard let id = EntityID(bytes: columnBlob(entities, 1)), world.entity(for: id) == nil,
+            guard let id = EntityID(bytes: columnBlob(entities, 1)),
                   sqlite3_column_int64(entities, 0) > numbers.last ?? 0,
-                  sqlite3_column_int64(entities, 0) <= World.highestEntityNumber else {
+                  sqlite3_column_int64(entities, 0) <= World.highestEntityNumber,
+                  let entity = world.loadEntity(id: id, number: sqlite3_column_int64(entities, 0)) else {
                 // A number twice (in `entities` and waiting) is a damaged file's (the first is
                 // kept), and so is one that is not positive or past the highest a file may hold.
                 summary.malformedEntityRows += 1
@@ -104,10 +105,8 @@ extension Store {
                 if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
                 continue
             }
-            let number = sqlite3_column_int64(entities, 0)
-            let entity = world.makeEntity(id: id, number: number, spawnPending: false)
             precondition(entity.index == UInt32(numbers.count))
-            numbers.append(number)
+            numbers.append(sqlite3_column_int64(entities, 0))
         }
         summary.entities = numbers.count
         let entitiesLoaded = clock.now()
@@ -189,6 +188,16 @@ extension Store {
             \(done.duration(since: baseLoaded))
             """)
         return summary
+    }
+}
+
+private extension World {
+    /// An entity read from the file, with one probe of the id index: nil if `id` is alive
+    /// already (a damaged file's repeated id: the first row is kept).
+    func loadEntity(id: EntityID, number: EntityNumber) -> Entity? {
+        let next = UInt32(records.count)   // a reload fills an empty world: no free slot
+        guard indexByID.findOrInsert(id, slot: next, ids: { self.records[Int($0)].id }).inserted else { return nil }
+        return makeEntity(id: id, number: number, spawnPending: false, indexed: true)
     }
 }
 

@@ -154,7 +154,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
                 inspection.baseComponentRows = componentsByTypeID.values.reduce(0, +)
                 // The newest record of each key in the log (a put's payload, nil for a removal):
                 // read once, for the counts and the digest.
-                var newest: [SegmentKey: [UInt8]?] = [:]
+                var newest: [SegmentKey: StoredValue?] = [:]
                 if try db.tableExists("segments") {
                     newest = try inspection.replaySegments(db, into: &componentsByTypeID)
                 }
@@ -220,10 +220,10 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
     /// Adds what the segment log changes to the base rows' counts: the newest record
     /// of each key, for entities that still exist, puts one in or takes one out. Returns
     /// those records: a put's payload, or nil for a removal.
-    private mutating func replaySegments(_ db: Database, into counts: inout [Int64: Int]) throws -> [SegmentKey: [UInt8]?] {
-        var newest: [SegmentKey: [UInt8]?] = [:]
+    private mutating func replaySegments(_ db: Database, into counts: inout [Int64: Int]) throws -> [SegmentKey: StoredValue?] {
+        var newest: [SegmentKey: StoredValue?] = [:]
         let outcome = try SegmentReplay.run(db, log: SegmentLog(), logger: Logger(label: "strata.inspect")) { record, _ in
-            newest[record.key] = record.isRemoval ? .some(nil) : Array(record.payload)
+            newest[record.key] = .some(StoredValue(record))
         }
         segments = outcome.rows
         segmentRecords = outcome.records

@@ -35,7 +35,7 @@ public final class World {
     // lends them to the caller's closure.
     @exclusivity(unchecked) @usableFromInline var records: [EntityRecord] = []
     @exclusivity(unchecked) private var freeSlots: [UInt32] = []
-    @exclusivity(unchecked) private var indexByID = EntityIndex()
+    @exclusivity(unchecked) var indexByID = EntityIndex()
     /// Where new entity ids come from.
     @exclusivity(unchecked) private var newIDs = TimeOrderedIDs()
     @exclusivity(unchecked) @usableFromInline var columns: [any AnyComponentColumn] = []
