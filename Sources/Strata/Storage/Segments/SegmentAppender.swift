@@ -60,7 +60,7 @@ final class SegmentAppender: BatchPart {
                 baseWrites.append((key, type(of: value).payloadVersion, start ..< payloads.bytes.count))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
-                if value is any StampIndexed { counts.stampPayloadBytes += payloads.bytes.count - start }
+                if Self.isStoredState(value) { counts.stampPayloadBytes += payloads.bytes.count - start }
                 continue
             }
             if let value = write.value {
@@ -70,7 +70,7 @@ final class SegmentAppender: BatchPart {
                 pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
-                if value is any StampIndexed { counts.stampPayloadBytes += payloads.bytes.count - start }
+                if Self.isStoredState(value) { counts.stampPayloadBytes += payloads.bytes.count - start }
             } else {
                 records.append(.init(key: key, version: 0, payload: nil))
                 pendingKeys.append((key, 2))
@@ -90,12 +90,20 @@ final class SegmentAppender: BatchPart {
     /// Encodes `value` into the batch's payloads: a stored replica state with the
     /// document's numbers (``StampIndex``), any other value as its type does.
     private func encode(_ value: any Component, _ db: Database) throws {
-        if let state = value as? any StampIndexed {
+        if Self.isStoredState(value), let state = value as? any StampIndexed {
             try state.encode(to: &payloads, index: stampIndex, db)
         } else {
             value.encode(to: &payloads)
             try rejectUnencodable()
         }
+    }
+
+    /// Whether `value` is a stored replica state: two metatypes compared, not a protocol
+    /// conformance looked up for every write of a batch.
+    @inline(__always)
+    private static func isStoredState(_ value: any Component) -> Bool {
+        let type = ObjectIdentifier(Swift.type(of: value))
+        return type == ObjectIdentifier(StoredReplicaState.self) || type == ObjectIdentifier(ReplicaState.self)
     }
 
     /// A value whose encoding failed fails the commit with an error retrying cannot fix:
