@@ -44,16 +44,11 @@ struct PersistedComponents: Equatable {
             }
             // Stored stamps name nodes and types by the document's own numbers: read here as
             // the self-contained version (names and node ids), which compares across documents.
-            let stampNames = try StampNames(db, world: World())
+            var stamps = DatabaseInspection.SelfContainedStamps(db)
             for (id, components) in result.entities {
                 guard let stored = components[ReplicaState.typeName], stored.version >= 3 else { continue }
-                let state = try stored.payload.withUnsafeBytes { bytes in
-                    var reader = PayloadReader(bytes)
-                    return try ReplicaState(version3: &reader, names: stampNames) { _, _ in }
-                }
-                var writer = PayloadWriter()
-                state.encode(to: &writer)
-                result.entities[id]![ReplicaState.typeName] = Value(version: ReplicaState.selfContainedVersion, payload: writer.bytes)
+                result.entities[id]![ReplicaState.typeName] = Value(version: ReplicaState.selfContainedVersion,
+                                                                  payload: try stamps.given(ReplicaState.typeName, stored.version, stored.payload))
             }
             return result
         }
