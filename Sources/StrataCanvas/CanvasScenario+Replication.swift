@@ -19,10 +19,10 @@ extension CanvasScenario {
             forget(change.entity)
         case .set:
             guard let entity = world.entity(for: change.entity) else { return }
-            if change.typeName == ShapeStyle.typeName, listed.insert(entity).inserted {
+            if change.typeName == ShapeStyle.typeName, listed.insert(entity) {
                 shapes.append(entity)
             } else if change.typeName == StrokeStyle.typeName, world.get(StrokeStyle.self, for: entity)?.finished == true,
-                      listed.insert(entity).inserted {
+                      listed.insert(entity) {
                 strokes.append(entity)
             }
         case .spawned, .removed:
@@ -50,7 +50,7 @@ extension CanvasScenario {
             stroke = nil
             world.mutate(StrokeStyle.self, of: current.entity) { $0.finished = true }
             world.remove(DrawingHere.self, from: current.entity)
-            if world.isAlive(current.entity), listed.insert(current.entity).inserted { strokes.append(current.entity) }
+            if world.isAlive(current.entity), listed.insert(current.entity) { strokes.append(current.entity) }
         }
         engine.flush(reason: .majorAction)
     }

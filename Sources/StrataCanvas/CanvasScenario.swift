@@ -36,7 +36,7 @@ public final class CanvasScenario {
     /// Finished strokes (an eraser picks among them).
     public internal(set) var strokes: [Entity] = []
     /// The entities in `shapes` and `strokes`.
-    var listed = EntityMembership([])
+    var listed = EntityMembership()
     /// A shape is being dragged or a stroke drawn: this tick changed derived state.
     public var isEditing: Bool { drag != nil || stroke != nil }
     /// Synced with other devices (`strata sim --sync`): their operations replace the simulated peer's.
@@ -68,8 +68,7 @@ public final class CanvasScenario {
             world.remove(DrawingHere.self, from: entity)
         }
         strokes = world.entities(with: StrokeStyle.self).filter(\.value.finished).map(\.entity)
-        listed = EntityMembership(shapes)
-        for stroke in strokes { listed.insert(stroke) }
+        for entity in shapes + strokes { listed.insert(entity) }
         if let existing = world.entities(with: DocumentMetadata.self).first {
             document = existing.entity
         } else {

@@ -8,21 +8,20 @@ struct EntityMembership {
     /// By slot: the member's generation + 1, or 0.
     private var generations: [UInt32] = []
 
-    init<S: Sequence<Entity>>(_ entities: S) {
-        for entity in entities { insert(entity) }
-    }
+    init() {}
 
     func contains(_ entity: Entity) -> Bool {
         Int(entity.index) < generations.count && generations[Int(entity.index)] == entity.generation &+ 1
     }
 
+    /// Whether `entity` was not a member before.
     @discardableResult
-    mutating func insert(_ entity: Entity) -> (inserted: Bool, memberAfterInsert: Entity) {
+    mutating func insert(_ entity: Entity) -> Bool {
         let slot = Int(entity.index)
         if slot >= generations.count { generations += repeatElement(0, count: max(slot + 1 - generations.count, generations.count / 2)) }
         let inserted = generations[slot] != entity.generation &+ 1
         generations[slot] = entity.generation &+ 1
-        return (inserted, entity)
+        return inserted
     }
 
     mutating func remove(_ entity: Entity) {

@@ -59,4 +59,34 @@ import Testing
         try a.engine.shutdown()
         try b.engine.shutdown()
     }
+
+    /// A number the writer resolved in a transaction that rolled back is not used again (its
+    /// row is gone with it); one a commit kept stays, whatever rolls back later.
+    @Test func aRolledBackNumberIsNotReusedAndACommittedOneStays() throws {
+        let queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.execute(sql: """
+                CREATE TABLE component_types (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+                CREATE TABLE replica_nodes (idx INTEGER PRIMARY KEY, node BLOB NOT NULL UNIQUE CHECK (length(node) = 16));
+                """)
+        }
+        let index = StampIndex()
+        let (kept, lost) = (OperationStamp(timestamp: 1, nodeHigh: 1, nodeLow: 1), OperationStamp(timestamp: 1, nodeHigh: 2, nodeLow: 2))
+        let first = try queue.write { db in try index.number(ofNodeOf: kept, db) }
+        index.didCommit()
+        try queue.inTransaction { db in
+            _ = try index.number(ofNodeOf: lost, db)
+            _ = try index.number(ofType: "gone.type", db)
+            return .rollback
+        }
+        index.didRollBack()
+        try queue.write { db in
+            #expect(try index.number(ofNodeOf: kept, db) == first)
+            let again = try index.number(ofNodeOf: lost, db)
+            #expect(try Data.fetchOne(db, sql: "SELECT node FROM replica_nodes WHERE idx = ?", arguments: [again]) != nil,
+                    "inserted again, not a number whose row rolled back")
+            let type = try index.number(ofType: "gone.type", db)
+            #expect(try String.fetchOne(db, sql: "SELECT name FROM component_types WHERE id = ?", arguments: [type]) == "gone.type")
+        }
+    }
 }

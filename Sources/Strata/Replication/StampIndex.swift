@@ -66,12 +66,11 @@ final class StampIndex {
         provisionalTypes.removeAll()
     }
 
+    /// What the transaction resolved is gone with it; what earlier commits resolved stays.
     func didRollBack() {
         provisionalNodes.removeAll()
         provisionalTypes.removeAll()
-        lastType = nil
-        nodes = nil   // read again: what the transaction inserted is gone
-        types.removeAll()
+        lastType = nil   // may be provisional
     }
 
     private static func readNodes(_ db: Database) throws -> [Node: Int64] {
