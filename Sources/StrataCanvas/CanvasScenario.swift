@@ -27,6 +27,8 @@ public final class CanvasScenario {
     /// Multiplies the rate of every action after the canvas is full (`strata torture`
     /// runs busy canvases: more changes of every tier per second).
     private let activity: Double
+    /// Seconds the canvas takes to grow to its target (a level load, an import).
+    private let growSeconds: Double
 
     public internal(set) var shapes: [Entity] = []
     public internal(set) var document: Entity
@@ -47,8 +49,9 @@ public final class CanvasScenario {
     private(set) var tick = 0
 
     public init(engine: Engine, targetShapes: Int, hz: Int, seed: UInt64, trace: (any CanvasObserver)?, activity: Double = 1,
-                syncing: Bool = false) {
+                syncing: Bool = false, growSeconds: Double = 5) {
         self.engine = engine
+        self.growSeconds = max(growSeconds, 1 / Double(hz))
         self.syncing = syncing
         self.activity = activity
         self.rng = SplitMix64(seed: seed)
@@ -101,7 +104,7 @@ public final class CanvasScenario {
         world.mutate(PeerCursor.self, of: viewport) { $0.x += Float.random(in: -2 ... 2, using: &rng); $0.y += 1 }
 
         // Create and delete: grow to the target, then churn around it.
-        let spawnRate = max(2.0, Double(targetShapes) / 5) * perSecond
+        let spawnRate = max(2.0, Double(targetShapes) / growSeconds) * perSecond
         if shapes.count < targetShapes {
             // At most 10k a tick: a huge target grows over many ticks, each one short.
             let burst = min(targetShapes - shapes.count, max(1, Int(min(spawnRate, 10_000).rounded(.up))))

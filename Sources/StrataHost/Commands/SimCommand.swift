@@ -33,6 +33,9 @@ struct SimCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Number of shapes the canvas grows to.")
     var entities = 1000
 
+    @Option(name: .customLong("grow-over"), parsing: .unconditional, help: "Seconds the canvas takes to grow to its shapes.")
+    var growOver = 5.0
+
     @Option(parsing: .unconditional, help: "Tick rate (overrides [simulation] tick_hz).")
     var hz: Int?
 
@@ -84,6 +87,9 @@ struct SimCommand: ParsableCommand {
         }
         if !(0 ... Self.maxEntities).contains(entities) {
             throw ValidationError("--entities must be between 0 and \(Self.maxEntities)")
+        }
+        if !(growOver >= 0 && growOver <= Self.maxDuration) {
+            throw ValidationError("--grow-over must be between 0 and \(Int(Self.maxDuration)) seconds")
         }
         if !(activity > 0 && activity <= 1000) { throw ValidationError("--activity must be above 0 and at most 1000") }
         if let hz, !(1 ... 1000).contains(hz) { throw ValidationError("--hz must be between 1 and 1000") }
@@ -189,7 +195,7 @@ struct SimCommand: ParsableCommand {
             Thumbnails.start(on: engine, trace: traceJobs)
             Thumbnails.catchUp(engine)
             return CanvasScenario(engine: engine, targetShapes: entities, hz: config.simulation.tickHz, seed: seed, trace: trace,
-                                  activity: activity, syncing: syncing)
+                                  activity: activity, syncing: syncing, growSeconds: growOver)
         }
         var scenario = makeScenario(engine)
         if syncing {
