@@ -16,7 +16,7 @@ extension World {
         let now = now ?? clock.now()
         if tier == .critical { batch.criticalDrainedAt = now } else { batch.derivedDrainedAt = now }
         // Replicated changes become operations first: they are critical work of this drain.
-        if tier == .critical, !tracker.replicaColumns.isEmpty { logReplicatedChanges(into: batch) }
+        if tier == .critical, !tracker.replicaColumns.isEmpty || !replicas.loggedAhead.writes.isEmpty { logReplicatedChanges(into: batch) }
         if tier == .critical { replicas.appliedSinceDrain = 0 }
         if tier == .critical {
             // FULL (one WAL fsync) only for critical work: draining an empty critical tier

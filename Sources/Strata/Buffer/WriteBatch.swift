@@ -109,6 +109,10 @@ final class WriteBatch: @unchecked Sendable {
     /// Component writes of newer batches merged into this one, in order, not yet folded
     /// into `writes` (``coalesce()``): a key may be in both, or here more than once.
     private(set) var mergedWrites: [ComponentWrite] = []
+    /// `writes` may hold a key more than once, in order: rows logged ahead of a critical
+    /// drain, then the drain's own (``World/logReplicatedChangesAhead()``). ``coalesce()``
+    /// folds them as it folds a merge's.
+    var writesMayRepeatKeys = false
 
     /// Empties the batch for reuse, keeping the arrays' capacity: a flush in steady state
     /// then fills storage that is already allocated (see ``WriteBuffer``'s spare).
@@ -187,6 +191,7 @@ final class WriteBatch: @unchecked Sendable {
     /// Empties the writes a merge set aside (``reset()``).
     func dropSetAsideWrites() {
         mergedWrites.removeAll(keepingCapacity: true)
+        writesMayRepeatKeys = false
     }
 
     /// Writes a merge sets aside for ``coalesce()`` however few writes came before.
@@ -194,10 +199,11 @@ final class WriteBatch: @unchecked Sendable {
 
     /// Leaves one write per key: the first position of the key, with its newest value,
     /// exactly as if each merge had replaced in place. O(writes) with one dictionary;
-    /// nothing to do unless a merge set writes aside. Run by the thread that owns the
+    /// nothing to do unless a merge set writes aside or a drain took rows logged ahead. Run by the thread that owns the
     /// batch: the writer, as it takes a batch from the hand-off.
     func coalesce() {
-        guard !mergedWrites.isEmpty else { return }
+        guard !mergedWrites.isEmpty || writesMayRepeatKeys else { return }
+        writesMayRepeatKeys = false
         writes.append(contentsOf: mergedWrites)
         mergedWrites.removeAll(keepingCapacity: true)
         var position = [WriteKey: Int](minimumCapacity: writes.count)

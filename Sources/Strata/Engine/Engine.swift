@@ -184,11 +184,20 @@ public final class Engine {
     public func endTick() {
         owner.check("Engine")
         let now = now()
+        if world.tracker.replicaBacklog { logReplicatedChangesAhead() }
         let critical = world.tracker.firstCritical, derived = world.tracker.firstDerived
         if scheduler.isQuiet(now: now, critical: critical, derived: derived), monitorsUnchanged { return }
         // The first critical change since the last flush: its due instant is known.
         if monitorsUnchanged, scheduler.admitCriticalChange(now: now, critical: critical, derived: derived) { return }
         endTickDeciding(at: now)
+    }
+
+    /// A backlog of replicated changes is logged a tick's share at a time, not all in
+    /// the critical drain's tick (``World/logReplicatedChangesAhead()``).
+    @usableFromInline
+    func logReplicatedChangesAhead() {
+        guard !isShutDown else { return }
+        world.logReplicatedChangesAhead()
     }
 
     /// No monitor has news for the tick thread (power, memory, peers' changes).

@@ -30,6 +30,8 @@ struct ReplicaBook {
     var wallClock: @Sendable () -> Int64 = { unixMilliseconds() }
     /// Reused by each log of the local changes.
     var keys: [ReplicatedKey] = []
+    /// Rows of replicated changes logged ahead of the critical drain, which takes them.
+    var loggedAhead = LoggedAhead()
     /// Pulled values waiting to be decoded together (``World/applyStaged()``).
     var staged = StagedValues()
     /// Operations held or malformed since the engine last reported them.
@@ -45,4 +47,11 @@ struct ReplicaNotice {
     var node: NodeID
     var seq: Int64
     var outcome: World.ReplicaOutcome
+}
+
+/// Rows of replicated changes logged ahead of the critical drain (``World/logReplicatedChangesAhead()``),
+/// each with its entity: a row whose entity was despawned since is not written.
+struct LoggedAhead {
+    var writes: [ComponentWrite] = []
+    var entities: [Entity] = []
 }

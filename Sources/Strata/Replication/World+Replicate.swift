@@ -7,9 +7,70 @@
 /// into the ``StampTable`` (and the entity's stored ``ReplicaState``), so the value, its stamp and its operation commit
 /// together, with the critical flush's one sync and no other.
 extension World {
+    /// A column with this many replicated changes queued is logged ahead of its drain:
+    /// about a millisecond of the tick's time (a spawn logs ~1 µs per replicated type).
+    @usableFromInline static let replicatedBacklog = 2048
+
     /// Logs the replicated keys changed since the last critical drain (called by it,
-    /// before the operations are drained).
+    /// before the operations are drained), after the ones logged ahead of it.
     func logReplicatedChanges(into batch: WriteBatch) {
+        tracker.replicaBacklog = false
+        if !replicas.loggedAhead.writes.isEmpty { takeLoggedAhead(into: batch) }
+        guard !tracker.replicaColumns.isEmpty else { return }
+        var unkept: [Entity]?
+        let logged = logQueuedChanges(into: &batch.writes, entities: &unkept)
+        if logged > 0 { noteLogged(logged) }
+    }
+
+    /// Logs the queued replicated keys now, with their values now, their rows kept for
+    /// the next critical drain (``logReplicatedChanges(into:)``). Called at the end of a
+    /// tick when a column's queue is long (``DirtyTracker/replicaBacklog``): a world that
+    /// grows by a million shapes logs a tick's share each tick rather than a second's
+    /// worth in the critical drain's one tick. A key changed again before the drain is
+    /// logged again (its later row follows the earlier in the batch), where a drain would
+    /// have logged it once; that is the price of a backlog only.
+    func logReplicatedChangesAhead() {
+        owner.check("World")
+        tracker.replicaBacklog = false
+        guard !tracker.replicaColumns.isEmpty else { return }
+        // The stamps' rows mark the critical tier dirty now; their changes made it due
+        // earlier or later (`replicate_interval_ms`), and that instant stays.
+        let due = (tracker.firstCritical, tracker.criticalDeferred)
+        defer { (tracker.firstCritical, tracker.criticalDeferred) = due }
+        var ahead = LoggedAhead()
+        swap(&ahead, &replicas.loggedAhead)
+        var entities: [Entity]? = ahead.entities
+        ahead.entities = []
+        let logged = logQueuedChanges(into: &ahead.writes, entities: &entities)
+        ahead.entities = entities ?? []
+        swap(&ahead, &replicas.loggedAhead)
+        // Counted, and drained by the critical drain already due for these changes: its
+        // due instant stays the one their first change gave it.
+        replicas.status.logged += logged
+        replicas.loggedSinceRead += logged
+        if logged > 0 { tracker.criticalExtras = true }
+    }
+
+    /// The rows logged ahead, into the drain's batch: those of entities still alive (a
+    /// despawn since has its own operation, and its rows go).
+    private func takeLoggedAhead(into batch: WriteBatch) {
+        var ahead = LoggedAhead()
+        swap(&ahead, &replicas.loggedAhead)
+        // A key changed again since, or given a peer's value, is written again by this drain.
+        batch.writesMayRepeatKeys = true
+        batch.writes.reserveCapacity(batch.writes.count + ahead.writes.count)
+        for (write, entity) in zip(ahead.writes, ahead.entities) {
+            let record = records[Int(entity.index)]
+            if record.alive, record.generation == entity.generation { batch.writes.append(write) }
+        }
+        ahead.writes.removeAll(keepingCapacity: true)
+        ahead.entities.removeAll(keepingCapacity: true)
+        swap(&ahead, &replicas.loggedAhead)
+    }
+
+    /// One operation per queued key with its value now; its row (if the key is to be
+    /// persisted) into `writes`, its entity into `entities` when kept. Returns how many.
+    private func logQueuedChanges(into writes: inout [ComponentWrite], entities: inout [Entity]?) -> Int {
         var typeIndices: [UInt32] = []
         swap(&typeIndices, &tracker.replicaColumns)
         var logged = 0
@@ -26,17 +87,18 @@ extension World {
                     kind: ReplicatedOperation.componentKind,
                     payload: ReplicatedOperation.component(entity: record.id, type: type.typeName, version: type.payloadVersion,
                                                            payload: payload).encoded())
+                let entity = Entity(index: key.entityIndex, generation: record.generation)
                 if key.persist {
-                    batch.writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: type.typeName, value: key.value))
+                    writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: type.typeName, value: key.value))
+                    entities?.append(entity)
                 }
-                setStamp(OperationStamp(operation), typeIndex: Int(typeIndex), type: type.typeName,
-                         of: Entity(index: key.entityIndex, generation: record.generation))
+                setStamp(OperationStamp(operation), typeIndex: Int(typeIndex), type: type.typeName, of: entity)
                 logged += 1
             }
         }
         typeIndices.removeAll(keepingCapacity: true)
         swap(&typeIndices, &tracker.replicaColumns)
-        if logged > 0 { noteLogged(logged) }
+        return logged
     }
 
     /// Counts `count` operations logged here for replicated changes; the critical tier
@@ -62,7 +124,7 @@ extension World {
         for column in columns where Self.replication(of: column.componentType) != .local && column.componentType.tier != .ephemeral {
             for entityIndex in column.entityIndices {
                 guard replicas.stamps.stamp(Int(column.typeIndex), entityIndex).isZero else { continue }
-                if column.markReplicaDirty(entityIndex) { tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock) }
+                if column.markReplicaDirty(entityIndex) == 1 { tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock) }
                 adopted += 1
             }
         }

@@ -37,6 +37,11 @@ struct DirtyTracker {
     /// end of every tick reads them, and an array's buffer is one more cold cache line.
     @usableFromInline var firstCritical: Instant?
     @usableFromInline var firstDerived: Instant?
+    /// A column has queued more replicated changes than a drain should log in one tick
+    /// (a level load, an import): the end of the tick logs them ahead of their drain
+    /// (``World/logReplicatedChangesAhead()``). Beside the first-dirty instants: every end
+    /// of tick reads it.
+    @usableFromInline var replicaBacklog = false
     /// Spawns, despawns, settings or operation-log work queued since the last critical
     /// drain. Beside the first-dirty instants, so that a critical flush of component keys
     /// alone does not touch the spawn lists, the settings or the operation log: each is

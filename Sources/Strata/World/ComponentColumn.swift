@@ -112,16 +112,17 @@ final class ComponentColumn<C: Component>: AnyComponentColumn {
         return queuedDerived.count == 1
     }
 
-    /// Sets the replica bit and queues the slot for the next operations. Returns true if
-    /// this was the column's first queued slot (the tracker must hear of it).
+    /// Sets the replica bit and queues the slot for the next operations. Returns how many
+    /// slots are queued now, 0 if this one already was: 1 is the column's first (the
+    /// tracker must hear of it), and a long queue is logged ahead of its drain.
     @inlinable @inline(__always)
-    func markReplicaDirty(_ entityIndex: UInt32) -> Bool {
+    func markReplicaDirty(_ entityIndex: UInt32) -> Int {
         growSlots(to: entityIndex)
         let i = Int(entityIndex)
-        if slots[i].replicaDirty { return false }
+        if slots[i].replicaDirty { return 0 }
         slots[i].replicaDirty = true
         queuedReplicated.append(entityIndex)
-        return queuedReplicated.count == 1
+        return queuedReplicated.count
     }
 
     @usableFromInline
@@ -172,7 +173,7 @@ protocol AnyComponentColumn: AnyObject {
     func isReplicaDirty(_ entityIndex: UInt32) -> Bool
     func removeValue(at entityIndex: UInt32) -> Bool
     func queueCritical(_ entityIndex: UInt32) -> Bool
-    func markReplicaDirty(_ entityIndex: UInt32) -> Bool
+    func markReplicaDirty(_ entityIndex: UInt32) -> Int
     var entityIndices: [UInt32] { get }
     /// Makes this column's values equal `past`'s column of the same type, entity by entity
     /// (`History/ComponentColumn+Rewind.swift`). Returns the values set and removed.

@@ -115,8 +115,13 @@ extension World {
         if column.markDirty(entityIndex, tier: tier) {
             tracker.noteColumnDirty(tier, typeIndex: column.typeIndex, clock: clock)
         }
-        if C.replication != .local, column.markReplicaDirty(entityIndex) {
-            tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock)
+        if C.replication != .local {
+            let queued = column.markReplicaDirty(entityIndex)
+            if queued == 1 {
+                tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock)
+            } else if queued >= Self.replicatedBacklog {
+                tracker.replicaBacklog = true
+            }
         }
     }
 }
