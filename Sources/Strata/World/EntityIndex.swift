@@ -28,6 +28,8 @@ struct EntityIndex {
     private static let free = UInt32.max
     private var cells: [Cell] = []
     private(set) var count = 0
+    /// `64 − log2(cells)`: a hash's home cell is its top bits (``home(_:)``).
+    private var homeShift: UInt64 = 64
     private let seed: (UInt64, UInt64) = (.random(in: .min ... .max), .random(in: .min ... .max))
 
     /// Ids it holds without growing.
@@ -38,7 +40,7 @@ struct EntityIndex {
         guard count > 0 else { return nil }
         let hash = hash(id)
         let (mask, tag) = (cells.count - 1, UInt32(truncatingIfNeeded: hash >> 32))
-        var i = Int(truncatingIfNeeded: hash) & mask
+        var i = home(hash)
         while true {
             let cell = cells[i]
             if cell.slot == Self.free { return nil }
@@ -54,7 +56,7 @@ struct EntityIndex {
         if (count + 1) * 2 > cells.count { grow(to: count + 1, ids: ids) }
         let hash = hash(id)
         let (mask, tag) = (cells.count - 1, UInt32(truncatingIfNeeded: hash >> 32))
-        var i = Int(truncatingIfNeeded: hash) & mask
+        var i = home(hash)
         while true {
             let cell = cells[i]
             if cell.slot == Self.free {
@@ -73,7 +75,7 @@ struct EntityIndex {
         guard count > 0 else { return nil }
         let hash = hash(id)
         let (mask, tag) = (cells.count - 1, UInt32(truncatingIfNeeded: hash >> 32))
-        var i = Int(truncatingIfNeeded: hash) & mask
+        var i = home(hash)
         while cells[i].slot != Self.free {
             if cells[i].tag == tag && ids(cells[i].slot) == id {
                 let slot = cells[i].slot
@@ -91,7 +93,7 @@ struct EntityIndex {
     /// Mutating only to be reached in place: the world's copy would be retained and released.
     mutating func prefetch(_ words: (UInt64, UInt64)) {
         guard count > 0 else { return }
-        let home = Int(truncatingIfNeeded: hash(words)) & (cells.count - 1)
+        let home = home(hash(words))
         cells.withUnsafeBufferPointer { cells in if let base = cells.baseAddress { strata_prefetch(base + home) } }
     }
 
@@ -106,7 +108,7 @@ struct EntityIndex {
         var gap = start
         var i = (gap + 1) & mask
         while cells[i].slot != Self.free {
-            let home = Int(truncatingIfNeeded: hash(ids(cells[i].slot))) & mask
+            let home = home(of: cells[i], ids: ids)
             let stays = gap <= i ? (gap < home && home <= i) : (gap < home || home <= i)
             if !stays {
                 cells[gap] = cells[i]
@@ -122,15 +124,32 @@ struct EntityIndex {
         while size < total * 2 { size *= 2 }
         let old = cells
         cells = Array(repeating: Cell(tag: 0, slot: Self.free), count: size)
+        homeShift = UInt64(64 - size.trailingZeroBitCount)
         let mask = size - 1
+        // In cell order, homes in the new table come in order too: its writes go forward.
         for cell in old where cell.slot != Self.free {
-            var i = Int(truncatingIfNeeded: hash(ids(cell.slot))) & mask
+            var i = home(of: cell, ids: ids)
             while cells[i].slot != Self.free { i = (i + 1) & mask }
             cells[i] = cell
         }
     }
 
-    /// The id's hash, seeded: its low bits pick the home cell, its high 32 are the tag.
+    /// The home cell of the hash `hash`: its top bits (as many as the cells need).
+    @inline(__always)
+    private func home(_ hash: UInt64) -> Int {
+        Int(truncatingIfNeeded: hash &>> homeShift)
+    }
+
+    /// The home cell of the id in `cell`. The tag is the hash's top 32 bits, and the home
+    /// its top bits: while the table has at most 2³² cells, the tag says the home without
+    /// a read of the id (a cache miss each). So a table of a million ids grows by reading
+    /// its cells in order, and a removal closes its gap the same way.
+    @inline(__always)
+    private func home(of cell: Cell, ids: (UInt32) -> EntityID) -> Int {
+        homeShift >= 32 ? Int(cell.tag &>> UInt32(homeShift - 32)) : home(hash(ids(cell.slot)))
+    }
+
+    /// The id's hash, seeded: its top bits pick the home cell, its top 32 are the tag.
     /// Both halves go through a 64-bit finalizer (MurmurHash3's), so that ids differing
     /// in a few bits (time-ordered ids of one millisecond count up) land far apart.
     @inline(__always)
