@@ -199,7 +199,7 @@ package enum BenchRunner {
             let seconds = runSeconds(strategies, options: options)
             progress("\(group.joined(separator: " with ")): N=\(entities) M=\(moving), \(seconds) s…")
             for result in try runTogether(strategies, entities: entities, moving: moving, seconds: seconds, options: options, folder: folder) {
-                progress(String(format: "  %@: %.1f Hz, %d sync requests, %d bytes", result.name as NSString, result.tickRateHz,
+                progress(String(format: "  %@: %.1f Hz, %ld sync requests, %ld bytes", result.name as NSString, result.tickRateHz,
                                 result.syncRequests, result.bytesWritten))
                 results.append(result)
             }
