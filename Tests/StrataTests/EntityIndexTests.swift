@@ -66,4 +66,29 @@ struct EntityIndexTests {
         #expect(index.capacity >= 2 * before, "never shrinks")
         for (slot, id) in records.ids.enumerated() { #expect(index.find(id, ids: records.id) == UInt32(slot)) }
     }
+
+    /// Growing reads no id: a cell's tag says its home (a world growing to a million
+    /// entities regrows its index in one tick, and a read of an id there is a cache miss).
+    /// Removals close their gaps the same way.
+    @Test func growingAndClosingGapsReadNoId() {
+        var records = Records()
+        var index = EntityIndex()
+        var reads = 0
+        let counted = { (slot: UInt32) -> EntityID in reads += 1; return records.id(slot) }
+        for slot in 0 ..< 5_000 as Range<UInt32> {
+            records.ids.append(EntityID())
+            _ = index.findOrInsert(records.ids[Int(slot)], slot: slot, ids: records.id)
+        }
+        // A third full: runs of several cells, whose gaps a removal closes.
+        for slot in stride(from: 0, to: 5_000, by: 2) {
+            #expect(index.remove(records.ids[slot], ids: counted) == UInt32(slot))
+        }
+        #expect(reads <= 2_500 + 5, "each removal reads its own id (and a rare tag alike), none to close its gap: \(reads)")
+        reads = 0
+        index.reserveCapacity(100_000, ids: counted)
+        #expect(reads == 0, "grown from the tags")
+        for (slot, id) in records.ids.enumerated() {
+            #expect(index.find(id, ids: records.id) == (slot % 2 == 0 ? nil : UInt32(slot)))
+        }
+    }
 }

@@ -7,6 +7,26 @@ import Testing
 /// `strata.replica` row: what the table keeps and what the row says must stay one thing,
 /// through reloads, builds that do not know a type, and reused entity slots.
 @Suite struct StampTableTests {
+    /// A column's stamps by slot, in chunks: every slot keeps its stamp across chunk
+    /// boundaries and far past the last one, and an unset slot reads as none.
+    @Test func stampsKeepTheirSlotsAcrossChunks() {
+        var table = StampTable()
+        table.add(3, name: "b")
+        table.add(1, name: "a")
+        let slots: [UInt32] = [0, 16_383, 16_384, 16_385, 50_000, 1_000_003]
+        for (i, slot) in slots.enumerated() {
+            table.set(3, slot, OperationStamp(timestamp: Int64(i + 1), nodeHigh: 7, nodeLow: UInt64(i)))
+        }
+        for (i, slot) in slots.enumerated() { #expect(table.stamp(3, slot).timestamp == Int64(i + 1)) }
+        #expect(table.stamp(3, 1).isZero && table.stamp(3, 999_999).isZero && table.stamp(3, 5_000_000).isZero)
+        #expect(table.stamp(1, 16_384).isZero, "another column's")
+        #expect(table.hasAny(50_000) && !table.hasAny(50_001))
+        table.clear(16_384)
+        #expect(table.stamp(3, 16_384).isZero && table.stamp(3, 16_385).timestamp == 4)
+        table.reserve(slots: 2_000_000)
+        #expect(table.stamp(3, 1_000_003).timestamp == 6, "reserving keeps what is there")
+    }
+
     @Test func aStampOfATypeThisBuildDoesNotKnowSurvivesInTheStoredState() throws {
         let a = try Replica("stamps-a"), b = try Replica("stamps-b")
         let server = LoopbackServer()
