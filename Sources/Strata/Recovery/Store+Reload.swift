@@ -111,25 +111,28 @@ extension Store {
         summary.entities = numbers.count
         let entitiesLoaded = clock.now()
 
-        // Base rows, in (entity_num, type_id) order: a merge with `numbers`.
+        // Base rows, in (entity_num, type_id) order: a merge with `numbers`. Read on a
+        // thread of their own while this one decodes (`BaseRowReader`).
         let baseStatement = try db.makeStatement(sql: HistoryQueries.baseRows(asOf: asOf))
         defer { withExtendedLifetime(baseStatement) {} }
-        let base = baseStatement.sqliteStatement
         var position = 0
         var baseBytes = 0
-        while sqlite3_step(base) == SQLITE_ROW {
-            let number = sqlite3_column_int64(base, 0)
-            while position < numbers.count && numbers[position] < number { position += 1 }
-            log.baseRows += 1
-            let payload = columnBlob(base, 3)
-            baseBytes += payload.count
-            guard position < numbers.count && numbers[position] == number else {
-                if !despawning.contains(number) { summary.orphanRows += 1 }
-                if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
-                continue
+        BaseRowReader(baseStatement.sqliteStatement).forEachRun { run in
+            run.bytes.withUnsafeBytes { bytes in
+                for row in run.rows {
+                    let number = row.number
+                    while position < numbers.count && numbers[position] < number { position += 1 }
+                    log.baseRows += 1
+                    baseBytes += row.count
+                    guard position < numbers.count && numbers[position] == number else {
+                        if !despawning.contains(number) { summary.orphanRows += 1 }
+                        if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
+                        continue
+                    }
+                    loader.queue(typeID: row.typeID, version: row.version,
+                                 payload: UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count]), at: UInt32(position))
+                }
             }
-            loader.queue(typeID: sqlite3_column_int64(base, 1), version: Int(sqlite3_column_int64(base, 2)),
-                         payload: payload, at: UInt32(position))
         }
         loader.flush()
         if log.baseRows > 0 { log.baseRowBytes = baseBytes / log.baseRows + 16 }

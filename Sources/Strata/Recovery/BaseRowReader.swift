@@ -1,0 +1,111 @@
+import Foundation
+import GRDBSQLite
+
+/// A reload's base rows, stepped on a thread of its own while the opening thread decodes
+/// the rows read before them (``Store/rebuild(_:typeIDs:log:_:logger:asOf:)``).
+///
+/// SQLite's stepping (a leaf of 512 bytes at a time, each a read) and the decoding into
+/// columns each took about half of a million-entity reload's base rows, one after the
+/// other on the opening thread. Here they overlap: the reading thread copies runs of rows
+/// (their numbers, types, versions and payload bytes) and hands them over through a short
+/// queue; at most ``inFlight`` runs wait, so the copies cost a few hundred kilobytes, not
+/// a second copy of the file. The statement is used by the reading thread alone until
+/// ``forEachRun(_:)`` returns.
+final class BaseRowReader: @unchecked Sendable {
+    struct Row {
+        var number: EntityNumber
+        var typeID: Int64
+        var version: Int
+        var start: Int
+        var count: Int
+    }
+
+    final class Run {
+        var rows: [Row] = []
+        var bytes: [UInt8] = []
+    }
+
+    static let rowsPerRun = 4096
+    static let inFlight = 4
+
+    private let condition = NSCondition()
+    private var ready: [Run] = []
+    private var spare: [Run] = []
+    private var finished = false
+    /// The last step's result code: `SQLITE_DONE` unless the read stopped early.
+    private(set) var lastResult = SQLITE_OK
+
+    /// Starts reading `statement` (prepared, not stepped yet; columns: entity number,
+    /// type id, payload version, payload) on a thread of its own.
+    init(_ statement: OpaquePointer) {
+        nonisolated(unsafe) let statement = statement   // used by that thread alone (see above)
+        let thread = Thread { [self] in read(statement) }
+        thread.name = "strata.reload"
+        thread.start()
+    }
+
+    /// Calls `body` with each run of rows, in the statement's order, on the calling
+    /// thread; returns once every row was read and handed to `body`.
+    func forEachRun(_ body: (Run) -> Void) {
+        while let run = next() {
+            body(run)
+            run.rows.removeAll(keepingCapacity: true)
+            run.bytes.removeAll(keepingCapacity: true)
+            condition.withLock {
+                spare.append(run)
+                condition.broadcast()
+            }
+        }
+    }
+
+    private func next() -> Run? {
+        condition.withLock {
+            while ready.isEmpty && !finished { condition.wait() }
+            guard !ready.isEmpty else { return nil }
+            condition.broadcast()   // the reader may wait for room
+            return ready.removeFirst()
+        }
+    }
+
+    /// The reading thread's loop.
+    private func read(_ statement: OpaquePointer) {
+        var run = takeSpare()
+        var result: Int32
+        while true {
+            result = sqlite3_step(statement)
+            guard result == SQLITE_ROW else { break }
+            let payload = columnBlob(statement, 3)
+            run.rows.append(Row(number: sqlite3_column_int64(statement, 0), typeID: sqlite3_column_int64(statement, 1),
+                                version: Int(sqlite3_column_int64(statement, 2)), start: run.bytes.count, count: payload.count))
+            run.bytes.append(contentsOf: payload)
+            if run.rows.count == Self.rowsPerRun {
+                hand(run)
+                run = takeSpare()
+            }
+        }
+        if !run.rows.isEmpty { hand(run) }
+        condition.withLock {
+            lastResult = result
+            finished = true
+            condition.broadcast()
+        }
+    }
+
+    /// A run to fill: a spare one, or a new one while fewer than ``inFlight`` wait.
+    private func takeSpare() -> Run {
+        condition.withLock {
+            while spare.isEmpty && ready.count >= Self.inFlight { condition.wait() }
+            if let run = spare.popLast() { return run }
+            let run = Run()
+            run.rows.reserveCapacity(Self.rowsPerRun)
+            return run
+        }
+    }
+
+    private func hand(_ run: Run) {
+        condition.withLock {
+            ready.append(run)
+            condition.broadcast()
+        }
+    }
+}
