@@ -49,6 +49,12 @@ struct StampTable {
         for (typeIndex, _) in order { columns[Int(typeIndex)].reserve(slots: slots) }
     }
 
+    /// The slots among `slots` that have no stamp of column `typeIndex`, in their order.
+    func unstamped(_ typeIndex: Int, among slots: [UInt32]) -> [UInt32] {
+        guard typeIndex < columns.count else { return slots }
+        return columns[typeIndex].unstamped(among: slots)
+    }
+
     /// Whether the entity in `slot` has a stamp for any replicated column.
     func hasAny(_ slot: UInt32) -> Bool {
         order.contains { !stamp(Int($0.typeIndex), slot).isZero }
@@ -98,6 +104,16 @@ struct StampChunks {
             while chunks.count <= chunk { chunks.append(Array(repeating: .zero, count: Self.mask + 1)) }
             chunks[chunk][Int(slot) & Self.mask] = newValue
         }
+    }
+
+    /// The slots among `slots` whose stamp is `.zero`, in their order.
+    func unstamped(among slots: [UInt32]) -> [UInt32] {
+        var result: [UInt32] = []
+        for slot in slots {
+            let chunk = Int(slot) >> Self.shift
+            if chunk >= chunks.count || chunks[chunk][Int(slot) & Self.mask].isZero { result.append(slot) }
+        }
+        return result
     }
 
     /// Room in the chunk list for slots below `slots` (the chunks come as they are set).

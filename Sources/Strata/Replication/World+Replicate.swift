@@ -122,8 +122,9 @@ extension World {
     func adoptUnstampedReplicatedValues() -> Int {
         var adopted = 0
         for column in columns where Self.replication(of: column.componentType) != .local && column.componentType.tier != .ephemeral {
-            for entityIndex in column.entityIndices {
-                guard replicas.stamps.stamp(Int(column.typeIndex), entityIndex).isZero else { continue }
+            // The table is asked once per column: a read of it through the world per entity
+            // cost a retain and a release each (0.13 s of a million-shape open).
+            for entityIndex in replicas.stamps.unstamped(Int(column.typeIndex), among: column.entityIndices) {
                 if column.markReplicaDirty(entityIndex) == 1 { tracker.noteReplicaDirty(typeIndex: column.typeIndex, clock: clock) }
                 adopted += 1
             }

@@ -70,6 +70,7 @@ extension World {
     }
 
     /// Number of entities that have a `C`.
+    @inlinable
     public func count<C: Component>(of type: C.Type) -> Int { column(C.self).count }
 
     /// Calls `body` for every entity that has a `C`, with its value.
@@ -84,8 +85,12 @@ extension World {
     }
 
     /// The entities that have a `C`, with their values (a snapshot).
+    /// (Inlinable, so it is specialized for `C` where it is called: unspecialized, a host
+    /// listing its million shapes at open spent 0.1 s in `C`'s metadata.)
+    @inlinable
     public func entities<C: Component>(with type: C.Type) -> [(entity: Entity, value: C)] {
         var result: [(entity: Entity, value: C)] = []
+        result.reserveCapacity(count(of: type))
         forEach(type) { result.append(($0, $1)) }
         return result
     }
