@@ -102,9 +102,13 @@ extension Engine {
             let world = World(clock: options.clock)
             for type in components { world.register(any: type) }
             world.register(ReplicaState.self)
-            let (summary, typeIDs, segmentLog) = try store.load(into: world, logger: logger)
-            let (operationLog, operations) = try store.loadOperationLog(wallClock: options.wallClock,
-                                                                        maxSkewMilliseconds: Int64(config.sync.maxClockAhead.milliseconds))
+            // The operation log is read beside the world, on a connection of its own.
+            let log = try store.loadOperationLogAside(wallClock: options.wallClock,
+                                                      maxSkewMilliseconds: Int64(config.sync.maxClockAhead.milliseconds))
+            let loaded = Result { try store.load(into: world, logger: logger) }
+            let logged = Result { try log.wait() }   // joined either way; the world's error first
+            let (summary, typeIDs, segmentLog) = try loaded.get()
+            let (operationLog, operations) = try logged.get()
             return Opened(store: store, session: session, world: world, summary: summary, typeIDs: typeIDs,
                           segmentLog: segmentLog, operationLog: operationLog, operations: operations)
         } catch {

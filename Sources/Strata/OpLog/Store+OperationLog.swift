@@ -72,7 +72,7 @@ extension Store {
 
     /// The sequences of this replica's parked operations (`rejected_writes` and the side
     /// file): holes in its log that a replay fills.
-    func parkedOwnSequences(of node: NodeID, _ db: Database) throws -> Set<Int64> {
+    static func parkedOwnSequences(of node: NodeID, in location: StoreLocation, _ db: Database) throws -> Set<Int64> {
         var parked = Set(try Int64.fetchAll(db, sql: "SELECT number FROM rejected_writes WHERE kind = 'operation' AND entity = ?",
                                             arguments: [node.withBytes { Data($0) }]))
         for row in Engine.sideFileRows(location.rejectedPath) where row.kind == .operation && row.entity == node {
@@ -91,100 +91,138 @@ extension Store {
     func loadOperationLog(wallClock: @escaping @Sendable () -> Int64,
                           maxSkewMilliseconds: Int64 = 300_000) throws -> (OperationLog, OperationLogSummary) {
         do {
-            let node = try queue.writeWithoutTransaction { db -> NodeID in
-                if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
-                   let node = data.withUnsafeBytes({ NodeID(bytes: $0) }) {
-                    return node
-                }
-                let node = NodeID()
-                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
-                               arguments: [node.withBytes { Data($0) }, unixMilliseconds()])
-                return node
-            }
+            let node = try replicaNode()
             return try queue.read { db in
-                var clock: [NodeID: Int64] = [:]
-                var beyond: [NodeID: Set<Int64>] = [:]
-                var counts: [NodeID: Int] = [:]
-                var lastTimestamp: Int64 = 0
-                // Operations dropped by retention count as logged: a node's prefix starts above its floor.
-                var floors: [NodeID: Int64] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
-                    guard let seq = row.value("seq", as: Int64.self), seq >= 0, seq <= OperationLog.highestSequence else { continue }   // damage
-                    if let id = OperationLogReader.node(row) { floors[id] = seq }
-                }
-                // The newest timestamp, not a peer's beyond the allowed skew (a peer's wrong clock:
-                // see OperationLog.receive), but every one of this replica's own: its clock never
-                // goes back, even when the wall clock did (set back while it was off), so that its
-                // next edit still wins over its last one. Then the keys alone.
-                let bound = HybridTimestamp(milliseconds: wallClock() &+ maxSkewMilliseconds, counter: 0xFFFF).rawValue
-                let peers = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM received_operations WHERE timestamp <= ?",
-                                               arguments: [bound]) ?? 0
-                lastTimestamp = max(peers, try Self.newestOwnTimestamp(db))
-                // This replica's sequences, when nothing is missing among them: their count and
-                // ends say it, without a step per row (a big document's log is millions of rows).
-                var walks = ["SELECT node, seq FROM received_operations ORDER BY node, seq"]
-                if let run = try Self.unbrokenOwnRun(floor: floors[node] ?? 0, db) {
-                    if run.count > 0 { (clock[node], counts[node]) = (run.through, run.count) }
-                } else {
-                    walks.insert("SELECT replica.node_id, seq FROM replica, local_operations WHERE replica.id = 1 ORDER BY seq", at: 0)
-                }
-                // Each node's sequences in order: this replica's by its table's key (unless its
-                // run was unbroken), then the received by their (node, seq) index.
-                for sql in walks {
-                    let statement = try db.makeStatement(sql: sql)
-                    defer { withExtendedLifetime(statement) {} }
-                    let rows = statement.sqliteStatement
-                    var current: (bytes: [UInt8], id: NodeID)?
-                    var contiguous: Int64 = 0
-                    func finish() {
-                        guard let current else { return }
-                        clock[current.id] = contiguous
-                    }
-                    while sqlite3_step(rows) == SQLITE_ROW {
-                        let bytes = columnBlob(rows, 0)
-                        if let running = current, running.bytes.elementsEqual(bytes) {} else {
-                            finish()
-                            guard let id = NodeID(bytes: bytes) else { current = nil; continue }
-                            current = (Array(bytes), id)
-                            contiguous = floors[id] ?? 0
-                        }
-                        guard let n = current?.id else { continue }
-                        let seq = sqlite3_column_int64(rows, 1)
-                        counts[n, default: 0] += 1
-                        // At or below the floor: a tombstone retention kept (its sequence is counted
-                        // already); past the highest a log may hold: damage, not counted on.
-                        if seq <= (floors[n] ?? 0) || seq > OperationLog.highestSequence { continue }
-                        if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
-                    }
-                    finish()
-                }
-                for (n, floor) in floors where clock[n] == nil { clock[n] = floor }
-
-                var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)
-                let own = try Self.skipLostOwnSequences(of: node, clock: &clock, beyond: &beyond, floor: floors[node] ?? 0,
-                                                        parked: try parkedOwnSequences(of: node, db), db)
-                if let lost = own.lost { summary.vectorClockRepairs.append(lost) }
-                var persisted: [NodeID: Int64] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
-                    if let id = OperationLogReader.node(row), let seq = row.value("seq", as: Int64.self) { persisted[id] = seq }
-                }
-                var toWrite: Set<NodeID> = []
-                for n in Set(clock.keys).union(persisted.keys).sorted(by: { $0.description < $1.description }) {
-                    let rebuilt = clock[n] ?? 0, stored = persisted[n] ?? 0
-                    guard rebuilt != stored else { continue }
-                    summary.vectorClockRepairs.append("node \(n): persisted \(stored), rebuilt from the log \(rebuilt)")
-                    clock[n] = rebuilt
-                    toWrite.insert(n)
-                }
-                let log = OperationLog(node: node, vectorClock: clock, beyond: beyond, highestOwn: own.highest,
-                                       lastTimestamp: HybridTimestamp(rawValue: lastTimestamp), clockToWrite: toWrite, wallClock: wallClock)
-                log.maxSkewMilliseconds = maxSkewMilliseconds
-                summary.gaps = log.gaps.values.reduce(0) { $0 + $1.count }
-                return (log, summary)
+                try Self.readOperationLog(node: node, in: location, wallClock: wallClock, maxSkewMilliseconds: maxSkewMilliseconds, db)
             }
         } catch {
             throw StoreError(.read, wrapping: error, path: location.path)
         }
+    }
+
+    /// ``loadOperationLog(wallClock:maxSkewMilliseconds:)`` on a read-only connection and a
+    /// thread of their own, while the opening thread rebuilds the world: a big document's
+    /// log (two million operations) takes about 0.3 s to read, and the world the rest of
+    /// the open. Nothing else writes the file while it opens (the writer starts after).
+    func loadOperationLogAside(wallClock: @escaping @Sendable () -> Int64,
+                               maxSkewMilliseconds: Int64) throws -> Aside<(OperationLog, OperationLogSummary)> {
+        let node: NodeID
+        let reader: DatabaseQueue
+        do {
+            node = try replicaNode()
+            reader = try location.readOnlyQueue()
+        } catch {
+            throw StoreError(.read, wrapping: error, path: location.path)
+        }
+        let location = location
+        return Aside(name: "strata.oplog") {
+            defer { try? reader.close() }
+            do {
+                return try reader.read { db in
+                    try Self.readOperationLog(node: node, in: location, wallClock: wallClock, maxSkewMilliseconds: maxSkewMilliseconds, db)
+                }
+            } catch {
+                throw StoreError(.read, wrapping: error, path: location.path)
+            }
+        }
+    }
+
+    /// This replica's node id, made and stored on the first open.
+    private func replicaNode() throws -> NodeID {
+        try queue.writeWithoutTransaction { db -> NodeID in
+            if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
+               let node = data.withUnsafeBytes({ NodeID(bytes: $0) }) {
+                return node
+            }
+            let node = NodeID()
+            try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
+                           arguments: [node.withBytes { Data($0) }, unixMilliseconds()])
+            return node
+        }
+    }
+
+    /// The log's reading part of ``loadOperationLog(wallClock:maxSkewMilliseconds:)``, in `db`'s read transaction.
+    private static func readOperationLog(node: NodeID, in location: StoreLocation, wallClock: @escaping @Sendable () -> Int64,
+                                         maxSkewMilliseconds: Int64, _ db: Database) throws -> (OperationLog, OperationLogSummary) {
+        var clock: [NodeID: Int64] = [:]
+        var beyond: [NodeID: Set<Int64>] = [:]
+        var counts: [NodeID: Int] = [:]
+        var lastTimestamp: Int64 = 0
+        // Operations dropped by retention count as logged: a node's prefix starts above its floor.
+        var floors: [NodeID: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM operation_floor") {
+            guard let seq = row.value("seq", as: Int64.self), seq >= 0, seq <= OperationLog.highestSequence else { continue }   // damage
+            if let id = OperationLogReader.node(row) { floors[id] = seq }
+        }
+        // The newest timestamp, not a peer's beyond the allowed skew (a peer's wrong clock:
+        // see OperationLog.receive), but every one of this replica's own: its clock never
+        // goes back, even when the wall clock did (set back while it was off), so that its
+        // next edit still wins over its last one. Then the keys alone.
+        let bound = HybridTimestamp(milliseconds: wallClock() &+ maxSkewMilliseconds, counter: 0xFFFF).rawValue
+        let peers = try Int64.fetchOne(db, sql: "SELECT max(timestamp) FROM received_operations WHERE timestamp <= ?",
+                                       arguments: [bound]) ?? 0
+        lastTimestamp = max(peers, try Self.newestOwnTimestamp(db))
+        // This replica's sequences, when nothing is missing among them: their count and
+        // ends say it, without a step per row (a big document's log is millions of rows).
+        var walks = ["SELECT node, seq FROM received_operations ORDER BY node, seq"]
+        if let run = try Self.unbrokenOwnRun(floor: floors[node] ?? 0, db) {
+            if run.count > 0 { (clock[node], counts[node]) = (run.through, run.count) }
+        } else {
+            walks.insert("SELECT replica.node_id, seq FROM replica, local_operations WHERE replica.id = 1 ORDER BY seq", at: 0)
+        }
+        // Each node's sequences in order: this replica's by its table's key (unless its
+        // run was unbroken), then the received by their (node, seq) index.
+        for sql in walks {
+            let statement = try db.makeStatement(sql: sql)
+            defer { withExtendedLifetime(statement) {} }
+            let rows = statement.sqliteStatement
+            var current: (bytes: [UInt8], id: NodeID)?
+            var contiguous: Int64 = 0
+            func finish() {
+                guard let current else { return }
+                clock[current.id] = contiguous
+            }
+            while sqlite3_step(rows) == SQLITE_ROW {
+                let bytes = columnBlob(rows, 0)
+                if let running = current, running.bytes.elementsEqual(bytes) {} else {
+                    finish()
+                    guard let id = NodeID(bytes: bytes) else { current = nil; continue }
+                    current = (Array(bytes), id)
+                    contiguous = floors[id] ?? 0
+                }
+                guard let n = current?.id else { continue }
+                let seq = sqlite3_column_int64(rows, 1)
+                counts[n, default: 0] += 1
+                // At or below the floor: a tombstone retention kept (its sequence is counted
+                // already); past the highest a log may hold: damage, not counted on.
+                if seq <= (floors[n] ?? 0) || seq > OperationLog.highestSequence { continue }
+                if seq == contiguous + 1 && beyond[n] == nil { contiguous = seq } else { beyond[n, default: []].insert(seq) }
+            }
+            finish()
+        }
+        for (n, floor) in floors where clock[n] == nil { clock[n] = floor }
+
+        var summary = OperationLogSummary(node: node, operations: counts.values.reduce(0, +), nodes: counts.count)
+        let own = try Self.skipLostOwnSequences(of: node, clock: &clock, beyond: &beyond, floor: floors[node] ?? 0,
+                                                parked: try parkedOwnSequences(of: node, in: location, db), db)
+        if let lost = own.lost { summary.vectorClockRepairs.append(lost) }
+        var persisted: [NodeID: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT node, seq FROM vector_clock") {
+            if let id = OperationLogReader.node(row), let seq = row.value("seq", as: Int64.self) { persisted[id] = seq }
+        }
+        var toWrite: Set<NodeID> = []
+        for n in Set(clock.keys).union(persisted.keys).sorted(by: { $0.description < $1.description }) {
+            let rebuilt = clock[n] ?? 0, stored = persisted[n] ?? 0
+            guard rebuilt != stored else { continue }
+            summary.vectorClockRepairs.append("node \(n): persisted \(stored), rebuilt from the log \(rebuilt)")
+            clock[n] = rebuilt
+            toWrite.insert(n)
+        }
+        let log = OperationLog(node: node, vectorClock: clock, beyond: beyond, highestOwn: own.highest,
+                               lastTimestamp: HybridTimestamp(rawValue: lastTimestamp), clockToWrite: toWrite, wallClock: wallClock)
+        log.maxSkewMilliseconds = maxSkewMilliseconds
+        summary.gaps = log.gaps.values.reduce(0) { $0 + $1.count }
+        return (log, summary)
     }
 }
 

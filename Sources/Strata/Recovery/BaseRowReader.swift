@@ -1,8 +1,8 @@
 import Foundation
 import GRDBSQLite
 
-/// A reload's base rows, stepped on a thread of its own while the opening thread decodes
-/// the rows read before them (``Store/rebuild(_:typeIDs:log:_:logger:asOf:)``).
+/// A reload's entity rows and base rows, stepped on a thread of its own while the opening
+/// thread loads the rows read before them (``Store/rebuild(_:typeIDs:log:_:logger:asOf:)``).
 ///
 /// SQLite's stepping (a leaf of 512 bytes at a time, each a read) and the decoding into
 /// columns each took about half of a million-entity reload's base rows, one after the
@@ -35,8 +35,9 @@ final class BaseRowReader: @unchecked Sendable {
     /// The last step's result code: `SQLITE_DONE` unless the read stopped early.
     private(set) var lastResult = SQLITE_OK
 
-    /// Starts reading `statement` (prepared, not stepped yet; columns: entity number,
-    /// type id, payload version, payload) on a thread of its own.
+    /// Starts reading `statement` (prepared, not stepped yet; columns: entity number, type
+    /// id, payload version, payload; or entity number and id, the entities' rows) on a
+    /// thread of its own.
     init(_ statement: OpaquePointer) {
         nonisolated(unsafe) let statement = statement   // used by that thread alone (see above)
         let thread = Thread { [self] in read(statement) }
@@ -67,22 +68,38 @@ final class BaseRowReader: @unchecked Sendable {
         }
     }
 
-    /// The reading thread's loop.
+    /// The reading thread's loop. It is the pipeline's slower side (SQLite's steps): the
+    /// rows go into local arrays, moved in and out of their run, so an append is not an
+    /// access to a class's property each time.
     private func read(_ statement: OpaquePointer) {
         var run = takeSpare()
+        var rows: [Row] = [], bytes: [UInt8] = []
+        swap(&rows, &run.rows)
+        swap(&bytes, &run.bytes)
         var result: Int32
+        // (number, blob): an entity row; (number, type id, version, payload): a base row.
+        let isEntityRow = sqlite3_column_count(statement) == 2
+        let blobColumn: Int32 = isEntityRow ? 1 : 3
         while true {
             result = sqlite3_step(statement)
             guard result == SQLITE_ROW else { break }
-            let payload = columnBlob(statement, 3)
-            run.rows.append(Row(number: sqlite3_column_int64(statement, 0), typeID: sqlite3_column_int64(statement, 1),
-                                version: Int(sqlite3_column_int64(statement, 2)), start: run.bytes.count, count: payload.count))
-            run.bytes.append(contentsOf: payload)
-            if run.rows.count == Self.rowsPerRun {
+            let payload = columnBlob(statement, blobColumn)
+            rows.append(Row(number: sqlite3_column_int64(statement, 0),
+                            typeID: isEntityRow ? 0 : sqlite3_column_int64(statement, 1),
+                            version: isEntityRow ? 0 : Int(sqlite3_column_int64(statement, 2)),
+                            start: bytes.count, count: payload.count))
+            bytes.append(contentsOf: payload)
+            if rows.count == Self.rowsPerRun {
+                swap(&rows, &run.rows)
+                swap(&bytes, &run.bytes)
                 hand(run)
                 run = takeSpare()
+                swap(&rows, &run.rows)
+                swap(&bytes, &run.bytes)
             }
         }
+        swap(&rows, &run.rows)
+        swap(&bytes, &run.bytes)
         if !run.rows.isEmpty { hand(run) }
         condition.withLock {
             lastResult = result

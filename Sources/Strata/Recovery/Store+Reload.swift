@@ -79,8 +79,7 @@ extension Store {
         let layout = try PendingEntities.layout(db)
         let entitiesStatement = try db.makeStatement(sql: HistoryQueries.entities(asOf: asOf, layout: layout))
         defer { withExtendedLifetime(entitiesStatement) {} }
-        let entities = entitiesStatement.sqliteStatement
-        if let asOf { sqlite3_bind_int64(entities, 1, asOf) }
+        if let asOf { sqlite3_bind_int64(entitiesStatement.sqliteStatement, 1, asOf) }
         let waiting = try PendingEntities.counts(db)
         let expected = (try Int.fetchOne(db, sql: "SELECT count(*) FROM entities") ?? 0) + waiting.spawns
         // Despawned, their rows waiting for compaction: not loaded, not reported.
@@ -92,21 +91,25 @@ extension Store {
         // The highest number a kept row names without being loaded (a malformed entity row, a
         // component row of no entity): never handed to a new entity, which would adopt them.
         var keptNumber: EntityNumber = 0
-        while sqlite3_step(entities) == SQLITE_ROW {
-            if !despawning.isEmpty, despawning.contains(sqlite3_column_int64(entities, 0)) { continue }
-            guard let id = EntityID(bytes: columnBlob(entities, 1)),
-                  sqlite3_column_int64(entities, 0) > numbers.last ?? 0,
-                  sqlite3_column_int64(entities, 0) <= World.highestEntityNumber,
-                  let entity = world.loadEntity(id: id, number: sqlite3_column_int64(entities, 0)) else {
-                // A number twice (in `entities` and waiting) is a damaged file's (the first is
-                // kept), and so is one that is not positive or past the highest a file may hold.
-                summary.malformedEntityRows += 1
-                let number = sqlite3_column_int64(entities, 0)
-                if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
-                continue
+        // Read on a thread of their own, as the base rows are below (`BaseRowReader`).
+        BaseRowReader(entitiesStatement.sqliteStatement).forEachRun { run in
+            run.bytes.withUnsafeBytes { bytes in
+                for row in run.rows {
+                    let number = row.number
+                    if !despawning.isEmpty, despawning.contains(number) { continue }
+                    guard let id = EntityID(bytes: UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count])),
+                          number > numbers.last ?? 0, number <= World.highestEntityNumber,
+                          let entity = world.loadEntity(id: id, number: number) else {
+                        // A number twice (in `entities` and waiting) is a damaged file's (the first is
+                        // kept), and so is one that is not positive or past the highest a file may hold.
+                        summary.malformedEntityRows += 1
+                        if number <= World.highestEntityNumber { keptNumber = max(keptNumber, number) }
+                        continue
+                    }
+                    precondition(entity.index == UInt32(numbers.count))
+                    numbers.append(number)
+                }
             }
-            precondition(entity.index == UInt32(numbers.count))
-            numbers.append(sqlite3_column_int64(entities, 0))
         }
         summary.entities = numbers.count
         let entitiesLoaded = clock.now()
