@@ -23,6 +23,26 @@ import Testing
                 location.replacingMarkerPath].filter { FileManager.default.fileExists(atPath: $0) }
     }
 
+    /// With no check at the start, the reload meets a damaged leaf of the base rows itself
+    /// (on its reading thread): the file is corrupt (set aside, salvaged), not a world
+    /// loaded up to that leaf and taken for whole.
+    @Test func aDamagedLeafMetByTheReloadIsACorruptFileNotAShorterWorld() throws {
+        var fixture = EngineFixture()
+        fixture.config.maintenance.startCheckAge = .zero
+        let engine = try fixture.open()
+        // A bulk first save: the values are base rows in `components`.
+        let count = WriteBatch.bulkRows / 2 + 500
+        for i in 0 ..< count { engine.world.spawn(Position(x: Float(i), y: 0), Title("title \(i)")) }
+        try engine.shutdown()
+        let cells = try damageLeafPage(of: "components", skip: 20, in: fixture.directory.databasePath)
+        #expect(cells > 0)
+        let reopened = try fixture.open()
+        #expect(reopened.recovery.setAsideCorruptFile != nil, "\(reopened.recovery.description)")
+        #expect(reopened.world.count(of: Position.self) + reopened.world.count(of: Title.self) == 2 * count - cells,
+                "the salvage keeps every row but the damaged leaf's")
+        try reopened.shutdown()
+    }
+
     @Test func aSalvageIsBuiltBesideTheDocumentAndRecordedInIt() throws {
         let fixture = EngineFixture()
         let (_, survivors) = try damagedDocument(fixture)

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import GRDBSQLite
 
 /// A reload's entity rows and base rows, stepped on a thread of its own while the opening
@@ -57,6 +58,15 @@ final class BaseRowReader: @unchecked Sendable {
                 condition.broadcast()
             }
         }
+    }
+
+    /// Throws SQLite's error if the read stopped before the last row (a damaged page): a
+    /// reload that went on would take part of the world for all of it. Call after
+    /// ``forEachRun(_:)``.
+    func check(_ db: Database) throws {
+        guard lastResult != SQLITE_DONE else { return }
+        throw DatabaseError(resultCode: ResultCode(rawValue: lastResult),
+                            message: db.sqliteConnection.map { String(cString: sqlite3_errmsg($0)) })
     }
 
     private func next() -> Run? {

@@ -91,8 +91,8 @@ extension Store {
         // The highest number a kept row names without being loaded (a malformed entity row, a
         // component row of no entity): never handed to a new entity, which would adopt them.
         var keptNumber: EntityNumber = 0
-        // Read on a thread of their own, as the base rows are below (`BaseRowReader`).
-        BaseRowReader(entitiesStatement.sqliteStatement).forEachRun { run in
+        let entityRows = BaseRowReader(entitiesStatement.sqliteStatement)
+        entityRows.forEachRun { run in
             run.bytes.withUnsafeBytes { bytes in
                 for row in run.rows {
                     let number = row.number
@@ -111,16 +111,17 @@ extension Store {
                 }
             }
         }
+        try entityRows.check(db)
         summary.entities = numbers.count
         let entitiesLoaded = clock.now()
 
-        // Base rows, in (entity_num, type_id) order: a merge with `numbers`. Read on a
-        // thread of their own while this one decodes (`BaseRowReader`).
+        // Base rows, in (entity_num, type_id) order: a merge with `numbers`.
         let baseStatement = try db.makeStatement(sql: HistoryQueries.baseRows(asOf: asOf))
         defer { withExtendedLifetime(baseStatement) {} }
         var position = 0
         var baseBytes = 0
-        BaseRowReader(baseStatement.sqliteStatement).forEachRun { run in
+        let baseRows = BaseRowReader(baseStatement.sqliteStatement)
+        baseRows.forEachRun { run in
             run.bytes.withUnsafeBytes { bytes in
                 for row in run.rows {
                     let number = row.number
@@ -137,6 +138,7 @@ extension Store {
                 }
             }
         }
+        try baseRows.check(db)
         loader.flush()
         if log.baseRows > 0 { log.baseRowBytes = baseBytes / log.baseRows + 16 }
         let baseLoaded = clock.now()
