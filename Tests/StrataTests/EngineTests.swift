@@ -31,7 +31,7 @@ import Testing
     @Test func aReloadOfManyRunsOfBaseRowsLoadsEveryValue() throws {
         let fixture = EngineFixture()
         // A bulk first save (its new entities' rows are base rows), past the runs in flight.
-        let count = max(WriteBatch.bulkRows / 2, 3 * BaseRowReader.rowsPerRun * BaseRowReader.inFlight / 2)
+        let count = max(WriteBatch.bulkRows / 2, 3 * ReloadReader.rowsPerRun * ReloadReader.inFlight / 2)
         var ids: [EntityID] = []
         do {
             let engine = try fixture.open()

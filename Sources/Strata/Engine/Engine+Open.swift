@@ -103,8 +103,8 @@ extension Engine {
             for type in components { world.register(any: type) }
             world.register(ReplicaState.self)
             // The operation log is read beside the world, on a connection of its own.
-            let log = try store.loadOperationLogAside(wallClock: options.wallClock,
-                                                      maxSkewMilliseconds: Int64(config.sync.maxClockAhead.milliseconds))
+            let log = try store.loadOperationLog(wallClock: options.wallClock,
+                                                 maxSkewMilliseconds: Int64(config.sync.maxClockAhead.milliseconds))
             let loaded = Result { try store.load(into: world, logger: logger) }
             let logged = Result { try log.wait() }   // joined either way; the world's error first
             let (summary, typeIDs, segmentLog) = try loaded.get()

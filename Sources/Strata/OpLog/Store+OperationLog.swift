@@ -81,31 +81,19 @@ extension Store {
         return parked
     }
 
-    /// Reads this replica's node id (creating it on first open), rebuilds the vector
-    /// clock and the gaps from the operation log (the specification's recovery: "load operation log
-    /// → rebuild vector clock"), and compares the clock with the persisted one: the log
-    /// is the truth, a differing entry is reported and written again. Opening thread.
+    /// Reads this replica's node id (creating it on first open), then, on a read-only
+    /// connection and a thread of their own, rebuilds the vector clock and the gaps from
+    /// the operation log (the specification's recovery: "load operation log → rebuild
+    /// vector clock"), and compares the clock with the persisted one: the log is the
+    /// truth, a differing entry is reported and written again. The opening thread
+    /// rebuilds the world meanwhile (a big document's log, two million operations, takes
+    /// about 0.3 s) and waits for the result; nothing else writes the file while it
+    /// opens (the writer starts after).
     ///
     /// Operations dropped by retention (below a node's `operation_floor`) count as
     /// logged. Reads `(node, seq, timestamp)` in key order, never a payload: O(log) at open.
     func loadOperationLog(wallClock: @escaping @Sendable () -> Int64,
-                          maxSkewMilliseconds: Int64 = 300_000) throws -> (OperationLog, OperationLogSummary) {
-        do {
-            let node = try replicaNode()
-            return try queue.read { db in
-                try Self.readOperationLog(node: node, in: location, wallClock: wallClock, maxSkewMilliseconds: maxSkewMilliseconds, db)
-            }
-        } catch {
-            throw StoreError(.read, wrapping: error, path: location.path)
-        }
-    }
-
-    /// ``loadOperationLog(wallClock:maxSkewMilliseconds:)`` on a read-only connection and a
-    /// thread of their own, while the opening thread rebuilds the world: a big document's
-    /// log (two million operations) takes about 0.3 s to read, and the world the rest of
-    /// the open. Nothing else writes the file while it opens (the writer starts after).
-    func loadOperationLogAside(wallClock: @escaping @Sendable () -> Int64,
-                               maxSkewMilliseconds: Int64) throws -> Aside<(OperationLog, OperationLogSummary)> {
+                          maxSkewMilliseconds: Int64 = 300_000) throws -> Aside<(OperationLog, OperationLogSummary)> {
         let node: NodeID
         let reader: DatabaseQueue
         do {

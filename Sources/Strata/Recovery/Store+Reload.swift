@@ -91,7 +91,7 @@ extension Store {
         // The highest number a kept row names without being loaded (a malformed entity row, a
         // component row of no entity): never handed to a new entity, which would adopt them.
         var keptNumber: EntityNumber = 0
-        let entityRows = BaseRowReader(entitiesStatement.sqliteStatement)
+        let entityRows = ReloadReader(entitiesStatement.sqliteStatement)
         entityRows.forEachRun { run in
             run.bytes.withUnsafeBytes { bytes in
                 for row in run.rows {
@@ -120,7 +120,7 @@ extension Store {
         defer { withExtendedLifetime(baseStatement) {} }
         var position = 0
         var baseBytes = 0
-        let baseRows = BaseRowReader(baseStatement.sqliteStatement)
+        let baseRows = ReloadReader(baseStatement.sqliteStatement)
         baseRows.forEachRun { run in
             run.bytes.withUnsafeBytes { bytes in
                 for row in run.rows {

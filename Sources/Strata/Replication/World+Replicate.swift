@@ -17,8 +17,8 @@ extension World {
         tracker.replicaBacklog = false
         if !replicas.loggedAhead.writes.isEmpty { takeLoggedAhead(into: batch) }
         guard !tracker.replicaColumns.isEmpty else { return }
-        var unkept: [Entity]?
-        let logged = logQueuedChanges(into: &batch.writes, entities: &unkept)
+        var unkept: [Entity] = []
+        let logged = logQueuedChanges(into: &batch.writes, entities: &unkept, keepingEntities: false)
         if logged > 0 { noteLogged(logged) }
     }
 
@@ -39,10 +39,7 @@ extension World {
         defer { (tracker.firstCritical, tracker.criticalDeferred) = due }
         var ahead = LoggedAhead()
         swap(&ahead, &replicas.loggedAhead)
-        var entities: [Entity]? = ahead.entities
-        ahead.entities = []
-        let logged = logQueuedChanges(into: &ahead.writes, entities: &entities)
-        ahead.entities = entities ?? []
+        let logged = logQueuedChanges(into: &ahead.writes, entities: &ahead.entities, keepingEntities: true)
         swap(&ahead, &replicas.loggedAhead)
         // Counted, and drained by the critical drain already due for these changes: its
         // due instant stays the one their first change gave it.
@@ -69,8 +66,9 @@ extension World {
     }
 
     /// One operation per queued key with its value now; its row (if the key is to be
-    /// persisted) into `writes`, its entity into `entities` when kept. Returns how many.
-    private func logQueuedChanges(into writes: inout [ComponentWrite], entities: inout [Entity]?) -> Int {
+    /// persisted) into `writes`, and its entity into `entities` when `keepingEntities`.
+    /// Returns how many.
+    private func logQueuedChanges(into writes: inout [ComponentWrite], entities: inout [Entity], keepingEntities: Bool) -> Int {
         var typeIndices: [UInt32] = []
         swap(&typeIndices, &tracker.replicaColumns)
         var logged = 0
@@ -90,7 +88,7 @@ extension World {
                 let entity = Entity(index: key.entityIndex, generation: record.generation)
                 if key.persist {
                     writes.append(ComponentWrite(entity: record.number, typeIndex: typeIndex, typeName: type.typeName, value: key.value))
-                    entities?.append(entity)
+                    if keepingEntities { entities.append(entity) }
                 }
                 setStamp(OperationStamp(operation), typeIndex: Int(typeIndex), type: type.typeName, of: entity)
                 logged += 1

@@ -12,7 +12,7 @@ import GRDBSQLite
 /// queue; at most ``inFlight`` runs wait, so the copies cost a few hundred kilobytes, not
 /// a second copy of the file. The statement is used by the reading thread alone until
 /// ``forEachRun(_:)`` returns.
-final class BaseRowReader: @unchecked Sendable {
+final class ReloadReader: @unchecked Sendable {
     struct Row {
         var number: EntityNumber
         var typeID: Int64
