@@ -57,8 +57,9 @@ extension BatchSection {
 }
 
 extension RejectedWrite.Kind {
-    /// The section its rows come from (and go back to when replayed: `Engine+RejectedWrites.swift`).
-    var section: BatchSection {
+    /// The section its rows come from (and go back to when replayed: `Engine+RejectedWrites.swift`);
+    /// nil for rows no batch wrote (the salvage's).
+    var section: BatchSection? {
         switch self {
         case .entityDelete: .entityDeletes
         case .entityInsert: .entityInserts
@@ -67,6 +68,7 @@ extension RejectedWrite.Kind {
         case .vectorClock: .vectorClock
         case .peerAck: .peerAcks
         case .component, .componentRemoval: .components
+        case .salvagedRow: nil
         }
     }
 }

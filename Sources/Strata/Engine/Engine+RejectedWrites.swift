@@ -128,6 +128,8 @@ extension Engine {
             world.operationLog.acknowledge(from: peer, clock: [NodeID(uuid): seq])
             world.tracker.noteCriticalWork(clock: world.clock)
             return nil
+        case .salvagedRow:
+            return "a row of \(row.name ?? "a table") the salvage read from a damaged file, refused by the new one: kept to be looked at"
         }
     }
 

@@ -92,9 +92,13 @@ extension Salvage {
                 case .some(.none):
                     break   // nothing at or after `next`
                 case .some(.some(let k)):
-                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }),
-                       (try? insert(rows, destination, columns, into: store)) != nil {
-                        copied += rows.count
+                    if let rows = try? source.read({ db in try Row.fetchAll(db, sql: "SELECT \(list) FROM \(from) WHERE \(key) = ? AND (\(filter))", arguments: [k]) }) {
+                        if (try? insert(rows, destination, columns, into: store)) != nil {
+                            copied += rows.count
+                        } else {
+                            // They read, but the new file refuses one: each on its own, the refused parked.
+                            copied += insertOrPark(rows, destination, columns, key: key, into: store, conflict: conflict, &report)
+                        }
                     } else {
                         // Its key is found (an index reads) but its row does not: one row lost, known.
                         report.skipped[destination, default: 0] += 1

@@ -13,6 +13,10 @@ public struct SalvageReport: Sendable, Equatable {
     /// at most that many rows were lost there (exactly, where keys are dense, as entity
     /// numbers and sequences are).
     public var lostAtMost: [String: Int64] = [:]
+    /// Rows that read but that the new file refused (a value the damage changed fails a
+    /// constraint), per table: parked in `rejected_writes` as they read
+    /// (``RejectedWrite/Kind/salvagedRow``), not copied and not lost.
+    public var parked: [String: Int] = [:]
     /// Tables that could not be read at all, or only up to a damaged page (the rest is lost).
     public var unreadable: [String] = []
     /// Crashes and clean shutdowns the set-aside file had counted, carried over (its
@@ -27,6 +31,8 @@ public struct SalvageReport: Sendable, Equatable {
         if !skips.isEmpty { text += "; skipped unreadable rows or ranges: \(skips)" }
         let lost = lostAtMost.sorted { $0.key < $1.key }.map { "\($0.value) in \($0.key)" }.joined(separator: ", ")
         if !lost.isEmpty { text += "; rows lost, at most: \(lost)" }
+        let parkedRows = parked.sorted { $0.key < $1.key }.map { "\($0.value) in \($0.key)" }.joined(separator: ", ")
+        if !parkedRows.isEmpty { text += "; read but refused by the new file, parked in rejected_writes: \(parkedRows)" }
         if !unreadable.isEmpty { text += "; unreadable past a damaged page: \(unreadable.joined(separator: ", "))" }
         return text
     }

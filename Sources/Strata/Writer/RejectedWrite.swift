@@ -12,6 +12,11 @@ public struct RejectedWrite: Sendable, Equatable, Codable {
         case component, componentRemoval = "component_removal", entityInsert = "entity_insert",
              entityDelete = "entity_delete", setting, settingRemoval = "setting_removal", operation,
              vectorClock = "vector_clock", peerAck = "peer_ack"
+        /// A row the salvage of a damaged file read but the new file refused (a value
+        /// the damage changed fails a constraint): `name` is its table, `number` its key,
+        /// `payload` the row as it read (JSON, a column's value per name, a BLOB in hex).
+        /// Kept for a person to look at: never replayed.
+        case salvagedRow = "salvaged_row"
     }
 
     /// Its row in `rejected_writes`; nil when it is in the side file.

@@ -34,6 +34,12 @@ struct PageSweepTorture {
         var keys: String
         var lookup: String
         var keyColumns: Int
+
+        /// The key's column names: the first `keyColumns` the key SQL lists.
+        var keyNames: [String] {
+            let list = keys.dropFirst("SELECT ".count).components(separatedBy: " FROM ").first ?? ""
+            return list.split(separator: ",").prefix(keyColumns).map { $0.trimmingCharacters(in: .whitespaces) }
+        }
     }
 
     static let tables: [Keyed] = [
@@ -258,6 +264,25 @@ struct PageSweepTorture {
             let rows = (try? queue.read { db in try Row.fetchAll(db, sql: table.keys) }) ?? []
             present[table.table] = Set(rows.map { Key($0, columns: table.keyColumns).identity })
         }
-        return (present, present["entities"] ?? [])
+        let entities = present["entities"] ?? []
+        // Rows the salvage read but the new file refused are parked as they read: kept, not lost.
+        let parked = (try? queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, payload FROM rejected_writes WHERE kind = ?",
+                             arguments: [RejectedWrite.Kind.salvagedRow.rawValue])
+        }) ?? []
+        for row in parked {
+            guard let name = row.value("name", as: String.self), let table = tables.first(where: { $0.table == name }),
+                  let data = row.value("payload", as: Data.self),
+                  let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { continue }
+            let identity = table.keyNames.map { column in
+                switch object[column] {
+                case let number as NSNumber: String(number.int64Value)
+                case let text as String: text
+                default: "NULL"
+                }
+            }.joined(separator: "/")
+            present[name, default: []].insert(identity)
+        }
+        return (present, entities)
     }
 }
