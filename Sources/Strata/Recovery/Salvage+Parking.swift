@@ -40,8 +40,9 @@ extension Salvage {
         }
     }
 
-    /// The row as a JSON object: integers and reals as numbers, text as strings, a BLOB as
-    /// its bytes in hex, NULL as null; keys sorted, so the same row gives the same text.
+    /// The row as a JSON object: integers and reals as numbers, text as strings (bytes that
+    /// are not UTF-8, as damage leaves them, read as U+FFFD), a BLOB as its bytes in hex,
+    /// NULL as null; keys sorted, so the same row gives the same text.
     static func json(of row: Row, _ columns: [String]) -> [UInt8] {
         var object: [String: Any] = [:]
         for column in columns {

@@ -14,7 +14,8 @@ public struct RejectedWrite: Sendable, Equatable, Codable {
              vectorClock = "vector_clock", peerAck = "peer_ack"
         /// A row the salvage of a damaged file read but the new file refused (a value
         /// the damage changed fails a constraint): `name` is its table, `number` its key,
-        /// `payload` the row as it read (JSON, a column's value per name, a BLOB in hex).
+        /// `payload` the row as it read (JSON, a column's value per name, a BLOB in hex; text
+        /// bytes that are not UTF-8 come out as U+FFFD).
         /// Kept for a person to look at: never replayed.
         case salvagedRow = "salvaged_row"
     }
