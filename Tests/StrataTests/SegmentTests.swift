@@ -102,7 +102,7 @@ import Testing
 
     @Test func aDenseGroupWithACountPastItsBytesIsDamage() throws {
         var writer = PayloadWriter()
-        writer.write(UInt64(1) << 3 | 4 | 1)   // type 1, dense tombstones: never written
+        writer.write(UInt64(1) << 4 | 4 | 1)   // type 1, dense tombstones: never written
         writer.write(UInt64(0))
         writer.write(UInt64(3))
         writer.write(UInt64(10))
@@ -158,7 +158,7 @@ import Testing
 
     @Test func anUnknownFormatIsDamageNotData() {
         let chunk = encode([R(entity: 1, type: 1, payload: nil)])[0]
-        #expect(throws: SegmentDamage.unknownFormat(3)) { try read(chunk, format: 3) }
+        #expect(throws: SegmentDamage.unknownFormat(4)) { try read(chunk, format: 4) }
     }
 
     @Test func aTornRecordIsDamageAndNothingIsPassedOn() throws {
@@ -185,7 +185,7 @@ import Testing
 
     @Test func anEntityNumberPastInt64IsDamage() throws {
         var writer = PayloadWriter()
-        writer.write(UInt64(1) << 3)        // type 1, puts, a delta and a length per record
+        writer.write(UInt64(1) << 4)        // type 1, puts, a delta and a length per record
         writer.write(UInt64(1))             // version
         writer.write(UInt64(2))             // two entries
         writer.write(UInt64(Int64.max))     // the first: Int64.max

@@ -3,34 +3,6 @@ import GRDB
 import GRDBSQLite
 import Logging
 
-/// What a reload found.
-public struct LoadSummary: Sendable, Equatable {
-    public var entities = 0
-    /// Components in the rebuilt world.
-    public var components = 0
-    /// Rows and records of component types this build does not register: kept in the
-    /// database untouched.
-    public var unknownTypeRows = 0
-    /// Rows and records whose payload is newer than this build, or does not decode: kept, not loaded.
-    public var undecodableRows = 0
-    /// Rows written with an older payload version than this build's: loaded, and
-    /// rewritten at their next change (or by maintenance, `[maintenance] rewrite_old_payloads`).
-    public var olderPayloadRows = 0
-    /// Segment rows replayed over the base rows, and the records in them.
-    public var segments = 0
-    public var segmentRecords = 0
-    /// Segment rows that cannot be read (see `SegmentDamage`): kept, skipped.
-    public var unreadableSegments = 0
-    /// Settings loaded, and those whose stored text this build cannot read (kept, not loaded).
-    public var settings = 0
-    public var unreadableSettings = 0
-    /// Entity rows whose id is not 16 bytes or repeats an earlier row's: kept in the file,
-    /// not loaded.
-    public var malformedEntityRows = 0
-    /// Base rows of an entity number that has no entity row: kept, not loaded.
-    public var orphanRows = 0
-}
-
 extension Store {
     /// Rebuilds `world` from the database: every entity, the base rows of every
     /// registered type, then the segment log replayed over them in commit order (newest
@@ -148,7 +120,9 @@ extension Store {
         // at the end: one dictionary insert per key, not one update per record.
         let index = EntityNumberIndex(numbers)
         let newest = NewestRecords(columns: world.columns.count, entities: numbers.count)
-        let replay = try SegmentReplay.run(db, log: log, logger: logger, through: asOf) { record, seq in
+        let replay = try SegmentReplay.run(db, log: log, logger: logger, through: asOf, unresolved: { key in
+            if index.index(of: key.entity) != nil, loader.column(of: key.typeID) != nil { summary.unresolvedRecords += 1 }
+        }) { record, seq in
             guard let entity = index.index(of: record.key.entity) else { return }   // gone: not live
             if let column = loader.column(of: record.key.typeID) {
                 newest.note(column: column, entity: entity, seq: seq, bytes: record.approximateBytes)
@@ -166,6 +140,9 @@ extension Store {
         summary.segments = replay.rows
         summary.segmentRecords = replay.records
         summary.unreadableSegments = replay.unreadableRows
+        if summary.unresolvedRecords > 0 {
+            logger.error("reload: \(summary.unresolvedRecords) records of live entities are coded against a payload a lost segment row held: not loaded, their components keep the value before")
+        }
         // Numbers are never reused while a record or the history window may name them.
         // Past the highest a file may hold: damage, not counted (the + 1 below never overflows).
         let highest = World.highestEntityNumber

@@ -40,7 +40,8 @@ extension DatabaseInspection {
         }
         lines.append("base rows        \(baseComponentRows)")
         lines.append("segments         \(segments) rows, \(segmentBytes) bytes, \(segmentRecords) records"
-            + (unreadableSegments > 0 ? " (\(unreadableSegments) unreadable)" : ""))
+            + (unreadableSegments > 0 ? " (\(unreadableSegments) unreadable)" : "")
+            + (unresolvedRecords > 0 ? " (\(unresolvedRecords) coded against a payload the log no longer has: skipped)" : ""))
         lines.append("compactions      \(compactions) (\(compactionSteps) steps)")
         if let digest {
             lines.append("digest           \(digest.replicated) replicated; per type " + digest.types.sorted { $0.key < $1.key }

@@ -32,6 +32,9 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
     public var segmentRecords = 0
     /// Segment rows that cannot be read (skipped by the reload; compaction sets them aside).
     public var unreadableSegments = 0
+    /// Coded records whose base the log no longer has (docs/storage.md, "Coded records"):
+    /// skipped, as the reload skips them (those of gone entities among them).
+    public var unresolvedRecords = 0
     /// Segment rows compaction could not read and set aside (`segments_set_aside`).
     public var segmentsSetAside = 0
     /// Compaction rounds finished over the file's life, and the steps they took.
@@ -228,6 +231,7 @@ package struct DatabaseInspection: Codable, Sendable, Equatable {
         segments = outcome.rows
         segmentRecords = outcome.records
         unreadableSegments = outcome.unreadableRows
+        unresolvedRecords = outcome.unresolvedRecords
         segmentBytes = try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(records)), 0) FROM segments") ?? 0
         // Entities waiting for compaction (`PendingEntities`), read once: a spawn exists, a despawn does not.
         let layout = try PendingEntities.layout(db)

@@ -31,5 +31,12 @@ extension Store {
                 PRAGMA user_version = 19;
                 """)
         }
+        migrator.registerMigration("v20: segment records in format 3: coded against their key's previous payload") { db in
+            // No table changes: segment rows of format 3 (`Segment.swift`) may code a moving
+            // value against the one before it (`XorCoding.swift`). A build that reads formats
+            // 1 and 2 only would find them unreadable and set them aside; the version tells
+            // it the file is newer.
+            try db.execute(sql: "PRAGMA user_version = 20")
+        }
     }
 }

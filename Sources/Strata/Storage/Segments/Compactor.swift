@@ -18,7 +18,8 @@ import GRDBSQLite
 /// Every step leaves a file whose reload gives the same world as before it: a crash or
 /// a power cut between steps, or inside one, loses nothing and duplicates nothing.
 /// Records of types this build does not know, or that it cannot decode, are moved
-/// byte for byte: compaction never decodes a payload.
+/// byte for byte: compaction never decodes a payload (a coded record is read whole,
+/// against its base, and written whole: ``XorCoding``).
 ///
 /// Writer thread. The caller commits the step's effect on ``SegmentLog`` through
 /// ``StepResult/apply(to:)`` once the transaction has committed.
@@ -81,7 +82,7 @@ struct Compactor {
     }
 
     /// The newest record of a key within a step; its payload is copied into the step's arena.
-    private struct Newest {
+    struct Newest {
         /// The payload in the arena; nil for a tombstone.
         var payload: Range<Int>?
         var version: Int
@@ -104,6 +105,18 @@ struct Compactor {
         var arena: [UInt8] = []
         var firstID: Int64?
         var lastCreatedAt: Int64 = 0
+        // A coded record's base: its key's newest record in this step, else its base row
+        // (earlier steps folded the rows before; a merge's output is consumed first).
+        var baseRow: Statement?
+        let base: SegmentReader.BaseLookup = { key, into in
+            if let found = newest[key] {
+                guard let payload = found.payload else { return false }
+                into.removeAll(keepingCapacity: true)
+                into.append(contentsOf: arena[payload])
+                return true
+            }
+            return (try? SegmentBases.baseRow(key, of: db, statement: &baseRow, into: &into)) ?? false
+        }
 
         // 0. Despawns waiting for their rows to go, then spawns waiting for theirs
         //    (`PendingEntities`): before the alive check of step 2, so the records of the
@@ -132,7 +145,7 @@ struct Compactor {
                 do {
                     try SegmentReader.forEachRecord(
                         format: Int(sqlite3_column_int64(rows, 1)), recordCount: Int(sqlite3_column_int64(rows, 2)),
-                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
+                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records, base: base
                     ) { record in
                         var payload: Range<Int>?
                         if !record.isRemoval {
@@ -225,57 +238,6 @@ struct Compactor {
             """, arguments: [result.roundDone ? 1 : 0, round.method.rawValue, unixMilliseconds()])
         try HistoryRows.advanceFloor(to: lastCreatedAt, db)
         return result
-    }
-
-    /// Writes the newest record of each key into its base row, in key order.
-    private static func fold(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
-                             _ db: Database, _ result: inout StepResult) throws {
-        let update = try db.cachedStatement(sql: """
-            UPDATE components SET version = ?, payload = ?, updated_at = ? WHERE entity_num = ? AND type_id = ?
-            """).sqliteStatement
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO components (version, payload, updated_at, entity_num, type_id) VALUES (?, ?, ?, ?, ?)
-            """).sqliteStatement
-        let delete = try db.cachedStatement(sql: "DELETE FROM components WHERE entity_num = ? AND type_id = ?").sqliteStatement
-        let connection = db.sqliteConnection
-        for key in keys {
-            guard let record = newest[key] else { continue }   // every key listed has its record
-            guard let payload = record.payload else {
-                sqlite3_bind_int64(delete, 1, key.entity)
-                sqlite3_bind_int64(delete, 2, key.typeID)
-                try stepDone(delete, db)
-                result.baseRowsDeleted += Int(sqlite3_changes(connection))
-                continue
-            }
-            let bytes = UnsafeRawBufferPointer(rebasing: arena[payload])
-            for statement in [update, insert] {
-                sqlite3_bind_int64(statement, 1, Int64(record.version))
-                try bindBlob(statement, 2, bytes)
-                sqlite3_bind_int64(statement, 3, record.createdAt)
-                sqlite3_bind_int64(statement, 4, key.entity)
-                sqlite3_bind_int64(statement, 5, key.typeID)
-                try stepDone(statement, db)
-                if statement == update && sqlite3_changes(connection) > 0 { break }
-                if statement == insert { result.baseRowsInserted += 1 }
-            }
-            result.keysFolded += 1
-        }
-    }
-
-    /// Writes the newest record of each key, payloads byte for byte, as one segment under `seq`.
-    private static func merge(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
-                              seq: Int64, createdAt: Int64, _ db: Database, _ result: inout StepResult) throws {
-        var encoder = SegmentEncoder()
-        var records = keys.compactMap { key in
-            newest[key].map { SegmentEncoder.Pending(key: key, version: $0.version, payload: $0.payload) }
-        }
-        let chunks = encoder.encode(&records, arena: arena)
-        result.outputLastID = try Segment.insert(chunks, seq: seq, createdAt: createdAt, db)
-        result.outputSizes = chunks.map(\.records.count)
-        result.outputCreatedAt = createdAt
-        result.outputRows = chunks.count
-        result.outputBytes = chunks.reduce(0) { $0 + $1.records.count }
-        result.outputRecords = chunks.reduce(0) { $0 + $1.recordCount }
     }
 
     /// Whether a `SELECT 1 …` statement returns a row, after `bind`.

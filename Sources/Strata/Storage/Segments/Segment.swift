@@ -13,32 +13,49 @@ import GRDBSQLite
 /// commit order and `part` the chunk within it. A merge writes its output under the
 /// `seq` of the last segment it consumed, so the log keeps its order.
 ///
-/// Records (format 2), packed in the row's `records` BLOB as groups of one component type,
-/// kind and payload version, entities in ascending order; integers are LEB128 varints,
-/// as in ``PayloadWriter``:
+/// Records (format 3), packed in the row's `records` BLOB as groups of one component type,
+/// kind, payload version and coding, entities in ascending order; integers are LEB128
+/// varints, as in ``PayloadWriter``:
 ///
 ///     records := group*
 ///     group   := header version count [length] [first] entry{count}
-///     header  := type_id << 3 | dense << 2 | fixed << 1 | removed
+///     header  := type_id << 4 | coded << 3 | dense << 2 | fixed << 1 | removed
 ///                 (component_types.id; removed = 1: tombstones; fixed = 1: every payload
 ///                  of the group is `length` bytes; dense = 1: the entity numbers are
-///                  first, first + 1, …, first + count − 1)
+///                  first, first + 1, …, first + count − 1; coded = 1: every payload is
+///                  coded against its key's previous one, see below)
 ///     entry   := [delta] [length] payload (puts; the delta only when not dense, the
 ///                                          length only when not fixed)
+///              | [delta] [length] check coded
+///                                         (puts of a coded group: the low 16 bits of the
+///                                          CRC-32C of its base, little-endian, then the
+///                                          payload coded against it: ``XorCoding``)
 ///              | delta                    (tombstones)
 ///     delta   := entity number − the previous entry's in the group (the first: the number)
 ///
 /// Every entry takes a byte at least (tombstones and empty payloads are never dense), so
 /// a count larger than the row's bytes is damage. A transform (16 bytes of payload) of
-/// one of 100,000 entities costs 17 bytes: one for the delta between moving entities, its
-/// length being the group's; when every entity moves (N = M) the numbers are consecutive
-/// and it costs its 16 bytes. Each key appears at most once in a row (a batch's writes
-/// are coalesced, a merge keeps the newest).
+/// one of 100,000 entities costs 17 bytes written whole: one for the delta between moving
+/// entities, its length being the group's; when every entity moves (N = M) the numbers are
+/// consecutive and it costs its 16 bytes. Each key appears at most once in a row (a
+/// batch's writes are coalesced, a merge keeps the newest).
 ///
-/// Format 1 (files written before schema 8) has neither flag (header := type_id << 1 |
-/// removed; a delta and a length in every put); it is still read, and compaction
-/// rewrites what it consumes in format 2.
+/// A coded put's *base* is its key's payload just before it: its newest record in an
+/// earlier row, or its base row when the log has none. The writer codes a put against the
+/// payload it committed last for that key (``SegmentBaseCache``), when both are the same
+/// length, at most ``XorCoding/maxBaseBytes``, and coding saves bytes: a transform whose x
+/// moved takes 5 to 8 bytes instead of 16. Every reader that reads the log in order has the
+/// bases (``SegmentBases``). A coded record whose base is missing or fails its check is
+/// *unresolved*: never decoded against the wrong base, skipped and counted, while the rest
+/// of its row reads. That is the fate of a gone entity's later records once compaction
+/// dropped its earlier ones (nobody reads them), and of a key's records after a row that
+/// was lost (the reload reports them; the world keeps the value before). Compaction, merge
+/// and salvage write whole records: coding never spans what they rewrite.
 ///
+/// Format 2 (schema 8 to 19) has no `coded` flag (header := type_id << 3 | dense << 2 |
+/// fixed << 1 | removed); format 1 (before schema 8) neither `dense` nor `fixed` (header :=
+/// type_id << 1 | removed; a delta and a length in every put). Both are still read.
+
 /// A despawn writes no record: the entity's row goes, and with it every record that
 /// names its number (numbers are never reused while a record may name them).
 ///
@@ -49,9 +66,9 @@ import GRDBSQLite
 /// file untouched.
 enum Segment {
     /// The record format this build writes.
-    static let format = 2
+    static let format = 3
     /// The record formats this build reads.
-    static let readableFormats = 1 ... 2
+    static let readableFormats = 1 ... 3
     /// Chunks of a batch (and of a merge's output) hold at most this many bytes of records.
     static let maxRecordsBytes = 64 * 1024
     static let partBits: Int64 = 20

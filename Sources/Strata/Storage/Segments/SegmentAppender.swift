@@ -36,6 +36,8 @@ final class SegmentAppender: BatchPart {
     private var pendingBaseRows = 0
     /// A bulk batch's writes that go to base rows: their keys and payloads (reused).
     private var baseWrites: [(key: SegmentKey, version: Int, payload: Range<Int>)] = []
+    /// This transaction's payloads become the bases of their keys' next records once it commits.
+    private var basesToCommit = false
 
     init(log: SegmentLog, typeIDs: [Int64?]) {
         self.log = log
@@ -66,7 +68,10 @@ final class SegmentAppender: BatchPart {
             if let value = write.value {
                 let start = payloads.bytes.count
                 try encode(value, db)
-                records.append(.init(key: key, version: type(of: value).payloadVersion, payload: start ..< payloads.bytes.count))
+                let payload = start ..< payloads.bytes.count
+                // The key's payload last committed: the encoder may code this one against it.
+                let base = payload.count <= XorCoding.maxBaseBytes ? log.bases.appendBase(of: key, to: &payloads) : nil
+                records.append(.init(key: key, version: type(of: value).payloadVersion, payload: payload, base: base))
                 pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
                 counts.componentPuts += 1
                 counts.payloadBytes += payloads.bytes.count - start
@@ -78,6 +83,7 @@ final class SegmentAppender: BatchPart {
             }
         }
         if !baseWrites.isEmpty { try writeBaseRows(db, now: counts.committedAt) }
+        basesToCommit = true
         guard !records.isEmpty else { return }
         let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
         try Segment.insert(chunks, seq: seq, createdAt: counts.committedAt, db)
@@ -135,6 +141,7 @@ final class SegmentAppender: BatchPart {
 
     func didCommit() {
         stampIndex.didCommit()
+        if basesToCommit { commitBases() }
         for (index, id) in provisionalTypeIDs { setTypeID(id, at: index) }
         provisionalTypeIDs.removeAll()
         log.baseRows += pendingBaseRows
@@ -152,9 +159,21 @@ final class SegmentAppender: BatchPart {
 
     func didRollBack() {
         stampIndex.didRollBack()
+        basesToCommit = false
         provisionalTypeIDs.removeAll()
         pendingRows = nil
         pendingBaseRows = 0
+    }
+
+    /// The payloads this transaction wrote, as their keys' bases (a removal forgets its key's).
+    private func commitBases() {
+        basesToCommit = false
+        payloads.bytes.withUnsafeBytes { arena in
+            for record in records {
+                log.bases.commit(record.key, record.payload.map { UnsafeRawBufferPointer(rebasing: arena[$0]) }, wasCoded: record.base != nil)
+            }
+            for write in baseWrites { log.bases.commit(write.key, UnsafeRawBufferPointer(rebasing: arena[write.payload]), wasCoded: false) }
+        }
     }
 
     /// The `component_types.id` of a write's type, interning the name on first use.

@@ -1,12 +1,13 @@
-/// Packs records into segment chunks (format 2, see ``Segment``): sorted into groups of
-/// one (type, kind, version), entity numbers delta-encoded (or not written at all when
-/// they are consecutive), the payload length written once per group when every payload
-/// in it has the same length, a chunk closed every
-/// ``Segment/maxRecordsBytes``.
+/// Packs records into segment chunks (format 3, see ``Segment``): sorted into groups of
+/// one (type, kind, version, coding), entity numbers delta-encoded (or not written at all
+/// when they are consecutive), the payload length written once per group when every
+/// payload in it has the same length, a chunk closed every ``Segment/maxRecordsBytes``.
+/// A record given its key's previous payload (its *base*) is coded against it
+/// (``XorCoding``) when that takes fewer bytes than the payload itself.
 ///
 /// Owned by the writer thread (the appender's, and each compaction step's); reused,
-/// so encoding allocates only while its buffers grow. Payloads are copied byte for byte:
-/// the encoder never decodes one.
+/// so encoding allocates only while its buffers grow. Payloads are copied or XOR-coded
+/// byte for byte: the encoder never decodes one.
 struct SegmentEncoder {
     /// A record to encode: its payload lives in the caller's arena.
     struct Pending {
@@ -14,6 +15,9 @@ struct SegmentEncoder {
         var version: Int
         /// The payload's bytes in the arena; nil for a tombstone.
         var payload: Range<Int>?
+        /// The key's previous payload in the arena, if the caller has it: the record may
+        /// be coded against it. Nil for a record written whole.
+        var base: Range<Int>? = nil
     }
 
     /// A finished chunk, ready to insert.
@@ -32,17 +36,25 @@ struct SegmentEncoder {
     /// Encodes `records` (each key once; any order, sorted here) whose payloads are in
     /// `arena`, and returns the chunks.
     mutating func encode(_ records: inout [Pending], arena: UnsafeRawBufferPointer) -> [Chunk] {
+        for index in records.indices {
+            guard let base = records[index].base else { continue }
+            records[index].base = Self.worthCoding(records[index].payload, base: base, arena) ? base : nil
+        }
         records.sort { a, b in
             if a.key.typeID != b.key.typeID { return a.key.typeID < b.key.typeID }
             if (a.payload == nil) != (b.payload == nil) { return a.payload != nil }
             if a.version != b.version { return a.version < b.version }
+            if (a.base == nil) != (b.base == nil) { return a.base == nil }
             return a.key.entity < b.key.entity
         }
         var header: Group?
         var previous: EntityNumber = 0
         for (index, record) in records.enumerated() {
             let removed = record.payload == nil
-            let sameRun = header.map { $0.typeID == record.key.typeID && $0.removed == removed && $0.version == record.version } ?? false
+            let coded = record.base != nil
+            let sameRun = header.map {
+                $0.typeID == record.key.typeID && $0.removed == removed && $0.version == record.version && $0.coded == coded
+            } ?? false
             if !sameRun || chunk.bytes.count + group.bytes.count >= Segment.maxRecordsBytes {
                 closeGroup(header)
                 if chunk.bytes.count >= Segment.maxRecordsBytes { closeChunk() }
@@ -50,7 +62,7 @@ struct SegmentEncoder {
                 // equal lengths has equal lengths, a part of consecutive numbers is consecutive.
                 let shape = if sameRun, let header { (fixedLength: header.fixedLength, dense: header.dense) }
                             else { Self.shape(ofRunIn: records, from: index) }
-                header = Group(typeID: record.key.typeID, removed: removed, version: record.version,
+                header = Group(typeID: record.key.typeID, removed: removed, version: record.version, coded: coded,
                                fixedLength: shape.fixedLength, dense: shape.dense, first: record.key.entity)
                 previous = 0
             }
@@ -59,7 +71,15 @@ struct SegmentEncoder {
             previous = record.key.entity
             if let payload = record.payload {
                 if current.fixedLength == nil { group.write(UInt64(payload.count)) }
-                group.append(UnsafeRawBufferPointer(rebasing: arena[payload]))
+                if let base = record.base {
+                    let baseBytes = UnsafeRawBufferPointer(rebasing: arena[base])
+                    let check = XorCoding.check(baseBytes)
+                    group.write(UInt8(truncatingIfNeeded: check))
+                    group.write(UInt8(truncatingIfNeeded: check >> 8))
+                    XorCoding.encode(UnsafeRawBufferPointer(rebasing: arena[payload]), base: baseBytes, into: &group)
+                } else {
+                    group.append(UnsafeRawBufferPointer(rebasing: arena[payload]))
+                }
             }
             groupCount += 1
         }
@@ -75,6 +95,8 @@ struct SegmentEncoder {
         var typeID: Int64
         var removed: Bool
         var version: Int
+        /// Its records are coded against their bases (``XorCoding``).
+        var coded: Bool
         var fixedLength: Int?
         var dense: Bool
         var first: EntityNumber
@@ -90,7 +112,7 @@ struct SegmentEncoder {
         var previous = first.key.entity
         for record in records[(start + 1)...] {
             guard record.key.typeID == first.key.typeID, record.version == first.version,
-                  (record.payload == nil) == (first.payload == nil) else { break }
+                  (record.payload == nil) == (first.payload == nil), (record.base == nil) == (first.base == nil) else { break }
             if record.payload?.count != length { length = nil }
             if record.key.entity != previous + 1 { dense = false }
             if length == nil && !dense { break }
@@ -104,7 +126,8 @@ struct SegmentEncoder {
 
     private mutating func closeGroup(_ header: Group?) {
         guard let header, groupCount > 0 else { return }
-        chunk.write(UInt64(header.typeID) << 3 | (header.dense ? 4 : 0) | (header.fixedLength != nil ? 2 : 0) | (header.removed ? 1 : 0))
+        chunk.write(UInt64(header.typeID) << 4 | (header.coded ? 8 : 0) | (header.dense ? 4 : 0)
+                    | (header.fixedLength != nil ? 2 : 0) | (header.removed ? 1 : 0))
         chunk.write(UInt64(header.version))
         chunk.write(UInt64(groupCount))
         if let length = header.fixedLength { chunk.write(UInt64(length)) }
@@ -120,5 +143,12 @@ struct SegmentEncoder {
         chunks.append(Chunk(records: chunk.bytes, recordCount: chunkCount, checksum: CRC32C.checksum(chunk.bytes)))
         chunk.reset()
         chunkCount = 0
+    }
+
+    /// Whether a put is worth coding against `base`: the same length, and fewer bytes coded.
+    private static func worthCoding(_ payload: Range<Int>?, base: Range<Int>, _ arena: UnsafeRawBufferPointer) -> Bool {
+        guard let payload, payload.count == base.count, payload.count > 0 else { return false }
+        let coded = XorCoding.codedSize(UnsafeRawBufferPointer(rebasing: arena[payload]), base: UnsafeRawBufferPointer(rebasing: arena[base]))
+        return coded + 2 < payload.count   // its base's check included
     }
 }

@@ -41,6 +41,8 @@ final class SegmentLog {
     /// Each row's id, time and bytes, in id order (`SegmentLog+Window.swift`): what the
     /// history window leaves alone.
     var rowTimes: [RowTime] = []
+    /// The payload last committed for each key, the next record's base (``XorCoding``).
+    let bases = SegmentBaseCache()
 
     var liveKeys: Int { live.count }
 

@@ -8,12 +8,16 @@ import Logging
 /// is the caller's to note: the reload does it in flat arrays, far cheaper than a
 /// dictionary update per record.
 ///
-/// Rows that cannot be read are counted, logged and skipped; nothing is changed.
+/// Coded records (``XorCoding``) are passed on decoded, against the bases the replay keeps
+/// as it goes (``SegmentBases``). Rows that cannot be read are counted, logged and
+/// skipped; nothing is changed.
 enum SegmentReplay {
     struct Outcome {
         var rows = 0
         var records = 0
         var unreadableRows = 0
+        /// Coded records whose base the log no longer has (``SegmentReader``): skipped.
+        var unresolvedRecords = 0
         /// The highest entity number any record names (numbers above it are free).
         var highestEntityNumber: EntityNumber = 0
     }
@@ -21,9 +25,12 @@ enum SegmentReplay {
     /// Calls `apply` with every record of every readable row, oldest first, and the
     /// row's seq.
     /// `through` (Unix ms): only the rows written by then (the history window's past).
+    /// `unresolved`: the key of each coded record whose base the log no longer has.
     static func run(_ db: Database, log: SegmentLog, logger: Logger, through: Int64? = nil,
+                    unresolved: ((SegmentKey) -> Void)? = nil,
                     apply: (SegmentRecord, _ seq: Int64) throws -> Void) throws -> Outcome {
         var outcome = Outcome()
+        let bases = SegmentBases(db)
         let statement = try db.makeStatement(sql: """
             SELECT id, format, record_count, checksum, records, created_at FROM segments
             \(through == nil ? "" : "WHERE created_at <= ?") ORDER BY id
@@ -47,8 +54,13 @@ enum SegmentReplay {
                 do {
                     try SegmentReader.forEachRecord(
                         format: Int(sqlite3_column_int64(rows, 1)), recordCount: count,
-                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records
+                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records,
+                        base: bases.lookup, unresolved: { key in
+                            outcome.unresolvedRecords += 1
+                            unresolved?(key)
+                        }
                     ) { record in
+                        bases.note(record)
                         if record.key.entity <= World.highestEntityNumber {   // above: no entity's, ignored
                             outcome.highestEntityNumber = max(outcome.highestEntityNumber, record.key.entity)
                         }

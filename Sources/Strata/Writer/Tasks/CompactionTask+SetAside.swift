@@ -25,6 +25,7 @@ extension CompactionTask {
                 return (bytes, records, try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments"))
             }
             segmentLog.noteRows(removed: 1, bytes: bytes, records: records)
+            segmentLog.bases.removeAll()   // its values left the log: no record may be coded against them
             segmentLog.forgetRowTime(id: id)
             segmentLog.unreadableRows = max(0, segmentLog.unreadableRows - 1)
             segmentLog.lastID = lastID
