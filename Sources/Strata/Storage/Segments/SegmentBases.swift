@@ -40,9 +40,16 @@ final class SegmentBases {
         return (try? Self.baseRow(key, of: db, statement: &baseRow, into: &base)) ?? false
     }
 
-    /// Reads `key`'s base row's payload into `base`; false when it has none.
+    /// Reads `key`'s base row's payload into `base` (a despawned entity's kept row, under a
+    /// history window); false when it has none.
     static func baseRow(_ key: SegmentKey, of db: Database, statement: inout Statement?, into base: inout [UInt8]) throws -> Bool {
-        let select = try statement ?? db.makeStatement(sql: "SELECT payload FROM components WHERE entity_num = ? AND type_id = ?")
+        // A despawned entity's rows are kept in `despawned_components` while a history
+        // window holds it (`HistoryRows`): its records in the window read against them.
+        let select = try statement ?? db.makeStatement(sql: """
+            SELECT payload FROM components WHERE entity_num = ?1 AND type_id = ?2
+            UNION ALL SELECT payload FROM despawned_components WHERE entity_num = ?1 AND type_id = ?2
+            LIMIT 1
+            """)
         statement = select
         let handle = select.sqliteStatement
         defer { sqlite3_reset(handle) }
