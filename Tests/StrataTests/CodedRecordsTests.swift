@@ -40,7 +40,10 @@ import Testing
             let engine = try fixture.open()
             let entities = (0 ..< 500).map { engine.world.spawn(Position(x: Float($0), y: 3)) }
             #expect(engine.flushNow())
+            let before = engine.metrics.payloadBytesWritten
             written = moveAndFlush(engine, entities, flushes: 6)
+            // The payload counted is the values' (8 bytes a position), not the bases coded against.
+            #expect(engine.metrics.payloadBytesWritten - before == 6 * 500 * 8)
             ids = entities.compactMap { engine.world.id(of: $0) }
             try engine.shutdown()
         }

@@ -72,10 +72,10 @@ final class SegmentAppender: BatchPart {
                 // The key's payload last committed: the encoder may code this one against it.
                 let base = payload.count <= XorCoding.maxBaseBytes ? log.bases.appendBase(of: key, to: &payloads) : nil
                 records.append(.init(key: key, version: type(of: value).payloadVersion, payload: payload, base: base))
-                pendingKeys.append((key, Int32(payloads.bytes.count - start + 3)))
+                pendingKeys.append((key, Int32(payload.count + 3)))
                 counts.componentPuts += 1
-                counts.payloadBytes += payloads.bytes.count - start
-                if Self.isStoredState(value) { counts.stampPayloadBytes += payloads.bytes.count - start }
+                counts.payloadBytes += payload.count   // the value's bytes, not its base's after them
+                if Self.isStoredState(value) { counts.stampPayloadBytes += payload.count }
             } else {
                 records.append(.init(key: key, version: 0, payload: nil))
                 pendingKeys.append((key, 2))
