@@ -109,8 +109,10 @@ extension BenchReport {
                                 met: ratio <= 1.5))
         }
         if let compactions = strataRuns.map({ $0.compactionRounds ?? 0 }).min() {
-            checks.append(Check(claim: "Compaction happens at least twice in every Strata run, so its cost is in the figures",
-                                measured: "\(compactions) rounds at least", met: compactions >= 2))
+            // Once: moves coded in a few bytes each (segment format 3) fill the log about three
+            // times slower than before, and a 60-s run at the sweep's 64 KB compacts once.
+            checks.append(Check(claim: "Compaction happens in every Strata run, so its cost is in the figures",
+                                measured: "\(compactions) rounds at least", met: compactions >= 1))
         }
         return checks
     }

@@ -24,6 +24,18 @@ import Testing
         return written
     }
 
+    /// A document of `count` positions spawned, then moved and flushed `flushes` times:
+    /// their ids and the values of every flush.
+    func document(_ fixture: EngineFixture, count: Int, flushes: Int) throws -> (ids: [EntityID], written: [[Position]]) {
+        let engine = try fixture.open()
+        let entities = (0 ..< count).map { engine.world.spawn(Position(x: Float($0), y: 3)) }
+        #expect(engine.flushNow())
+        let written = moveAndFlush(engine, entities, flushes: flushes)
+        let ids = entities.compactMap { engine.world.id(of: $0) }
+        try engine.shutdown()
+        return (ids, written)
+    }
+
     func segmentBytes(_ fixture: EngineFixture) throws -> [Int] {
         let queue = try fixture.reader()
         defer { try? queue.close() }
@@ -65,16 +77,7 @@ import Testing
     /// then finds its base there. Folded one row at a time, the world reloads the same.
     @Test func recordsCodedAgainstAFoldedRowReadAgainstItsBaseRow() throws {
         let fixture = EngineFixture()
-        let ids: [EntityID]
-        let written: [[Position]]
-        do {
-            let engine = try fixture.open()
-            let entities = (0 ..< 200).map { engine.world.spawn(Position(x: Float($0), y: 3)) }
-            #expect(engine.flushNow())
-            written = moveAndFlush(engine, entities, flushes: 4)
-            ids = entities.compactMap { engine.world.id(of: $0) }
-            try engine.shutdown()
-        }
+        let (ids, written) = try document(fixture, count: 200, flushes: 4)
         let store = try Store(location: StoreLocation(path: fixture.directory.databasePath))
         try store.withConnection { db in
             let endID = try Int64.fetchOne(db, sql: "SELECT max(id) FROM segments") ?? 0
@@ -102,16 +105,7 @@ import Testing
     /// keeps a value it had, never one decoded against the wrong base.
     @Test func aLostRowLeavesTheRecordsCodedAgainstItUnresolvedNotWrong() throws {
         let fixture = EngineFixture()
-        let ids: [EntityID]
-        let written: [[Position]]
-        do {
-            let engine = try fixture.open()
-            let entities = (0 ..< 100).map { engine.world.spawn(Position(x: Float($0), y: 3)) }
-            #expect(engine.flushNow())
-            written = moveAndFlush(engine, entities, flushes: 4)
-            ids = entities.compactMap { engine.world.id(of: $0) }
-            try engine.shutdown()
-        }
+        let (ids, written) = try document(fixture, count: 100, flushes: 4)
         let queue = try DatabaseQueue(path: fixture.directory.databasePath)
         try queue.write { db in
             let ids = try Int64.fetchAll(db, sql: "SELECT id FROM segments ORDER BY id")
