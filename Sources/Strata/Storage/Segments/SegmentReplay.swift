@@ -57,6 +57,10 @@ enum SegmentReplay {
                         checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records,
                         base: bases.lookup, unresolved: { key in
                             outcome.unresolvedRecords += 1
+                            // It names its entity all the same: the number must not be reused.
+                            if key.entity <= World.highestEntityNumber {
+                                outcome.highestEntityNumber = max(outcome.highestEntityNumber, key.entity)
+                            }
                             unresolved?(key)
                         }
                     ) { record in
