@@ -78,7 +78,9 @@ enum SegmentReader {
                 guard version <= UInt64(Int32.max), count <= UInt64(records.count), !(fixed && removed),
                       !(dense && (removed || length == 0)), !(coded && removed),
                       !coded || (length ?? 0) <= UInt64(XorCoding.maxBaseBytes),
-                      length.map({ $0 <= UInt64(records.count) }) ?? true,
+                      // A coded group's length is its payloads' (bounded above), not its bytes':
+                      // a 16-byte move coded in 5 fits a row of 15.
+                      length.map({ coded || $0 <= UInt64(records.count) }) ?? true,
                       !dense || count == 0 || first <= UInt64(Int64.max) - (count - 1) else {
                     throw SegmentDamage.malformed("a group header out of range at offset \(start)")
                 }
