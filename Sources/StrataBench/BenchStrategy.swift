@@ -80,10 +80,31 @@ struct BenchTransform: Component {
     static let tier = Tier.derived
     var x: Float, y: Float, rotation: Float, scale: Float
     init(x: Float, y: Float) { self.x = x; self.y = y; rotation = 0; scale = 1 }
-    func encode(to p: inout PayloadWriter) { p.write(x); p.write(y); p.write(rotation); p.write(scale) }
-    init(from p: inout PayloadReader, version: Int) throws {
-        x = try p.read(); y = try p.read(); rotation = try p.read(); scale = try p.read()
+    /// With a declared precision (`strata bench --precision`), its floats are stored to it
+    /// (``PayloadWriter/write(_:precision:)``). Set once, before a run opens an engine.
+    nonisolated(unsafe) static var precision: Float?
+
+    func encode(to p: inout PayloadWriter) {
+        if let precision = Self.precision {
+            for value in [x, y, rotation, scale] { p.write(value, precision: precision) }
+        } else {
+            p.write(x); p.write(y); p.write(rotation); p.write(scale)
+        }
     }
+
+    init(from p: inout PayloadReader, version: Int) throws {
+        if let precision = Self.precision {
+            x = try p.read(precision: precision); y = try p.read(precision: precision)
+            rotation = try p.read(precision: precision); scale = try p.read(precision: precision)
+        } else {
+            x = try p.read(); y = try p.read(); rotation = try p.read(); scale = try p.read()
+        }
+    }
+}
+
+extension BenchRunner {
+    /// The transforms of the runs that follow store their floats to `precision` (nil: whole).
+    package static func storeTransforms(precision: Float?) { BenchTransform.precision = precision }
 }
 
 struct BenchLabel: Component {

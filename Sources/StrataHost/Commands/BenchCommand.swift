@@ -55,6 +55,9 @@ struct BenchCommand: ParsableCommand {
     @Option(name: .customLong("compaction-method"), help: "Strata compacts with this method only: merge or fold (default: the cheaper).")
     var compactionMethod: String?
 
+    @Option(help: "The components workload's transforms declare this precision: their floats are stored in its steps (PayloadWriter.write(_:precision:)), every strategy alike.")
+    var precision: Float?
+
     @Option(name: .customLong("snapshot-secs"), help: "Seconds between snapshots of the snapshot strategy (K).")
     var snapshotSecs = 5.0
 
@@ -87,6 +90,8 @@ struct BenchCommand: ParsableCommand {
             throw ValidationError("--compaction-backlog-kb must be positive, at most 64 GB")
         }
         if let historySecs, !(historySecs > 0 && historySecs <= 30 * 86_400) { throw ValidationError("--history-secs must be a positive number of seconds, at most 30 days") }
+        if let precision, !(precision.isFinite && precision > 0) { throw ValidationError("--precision must be a positive number, such as 0.01") }
+        if precision != nil, workload == "canvas" { throw ValidationError("--precision applies to the components workload; leave out --workload canvas") }
         if let `repeat`, `repeat` < 1 { throw ValidationError("--repeat must be at least 1") }
         if `repeat` != nil, strategies != nil { throw ValidationError("--repeat runs the baseline, Strata and the twin; leave out --strategies") }
         if let sweepEntities, sizes(sweepEntities) == nil {
@@ -101,6 +106,7 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
+        BenchRunner.storeTransforms(precision: precision)
         var options = BenchOptions()
         options.entities = entities
         options.moving = moving
