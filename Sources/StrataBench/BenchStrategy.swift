@@ -18,9 +18,18 @@ package struct BenchTick {
     @inline(__always)
     package func mover(_ i: Int) -> Int { i * stride }
 
-    /// Where mover `i` is after this tick (deterministic, so every strategy writes the same bytes).
+    /// Where mover `i` is after this tick (deterministic, so every strategy writes the same bytes):
+    /// half a unit further along x each tick, or, with ``smooth``, round a circle of radius
+    /// 100 (a quarter turn in 10 s), through floats of every bit pattern.
     @inline(__always)
-    package func position(_ i: Int) -> (Float, Float) { (Float(index + 1) * 0.5, Float(i)) }
+    package func position(_ i: Int) -> (Float, Float) {
+        guard Self.smooth else { return (Float(index + 1) * 0.5, Float(i)) }
+        let angle = Double(index + 1) / 60 * (Double.pi / 20) + Double(i)
+        return (Float(100 * cos(angle)), Float(100 * sin(angle)) + Float(i))
+    }
+
+    /// Movers go round circles (`strata bench --motion smooth`). Set once, before a run.
+    nonisolated(unsafe) static var smooth = false
 }
 
 /// A way to persist the workload: Strata, or what a user would do instead.
@@ -103,8 +112,12 @@ struct BenchTransform: Component {
 }
 
 extension BenchRunner {
-    /// The transforms of the runs that follow store their floats to `precision` (nil: whole).
-    package static func storeTransforms(precision: Float?) { BenchTransform.precision = precision }
+    /// The transforms of the runs that follow store their floats to `precision` (nil: whole),
+    /// and move round circles if `smooth` (else along x by half a unit a tick).
+    package static func storeTransforms(precision: Float?, smooth: Bool = false) {
+        BenchTransform.precision = precision
+        BenchTick.smooth = smooth
+    }
 }
 
 struct BenchLabel: Component {

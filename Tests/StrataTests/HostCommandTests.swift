@@ -165,6 +165,9 @@ import Testing
     @Test(arguments: [(["bench", "--seconds", "1e300", "--entities", "10", "--moving", "1"], "--seconds"),
                       (["bench", "--compaction-backlog-kb", "1e300", "--entities", "10", "--moving", "1"], "--compaction-backlog-kb"),
                       (["bench", "--snapshot-secs", "1e300", "--entities", "10", "--moving", "1"], "--snapshot-secs"),
+                      (["bench", "--precision", "1e300", "--entities", "10", "--moving", "1"], "--precision"),
+                      (["bench", "--precision", "0", "--entities", "10", "--moving", "1"], "--precision"),
+                      (["bench", "--motion", "wavy", "--entities", "10", "--moving", "1"], "--motion"),
                       (["power", "--poll-interval", "1e300"], "--poll-interval"),
                       (["sim", "--duration", "1e300"], "--duration"),
                       (["sim", "--switch-every", "-1", "--documents", "a.db,b.db"], "--switch-every")])

@@ -58,6 +58,9 @@ struct BenchCommand: ParsableCommand {
     @Option(help: "The components workload's transforms declare this precision: their floats are stored in its steps (PayloadWriter.write(_:precision:)), every strategy alike.")
     var precision: Float?
 
+    @Option(help: "How the components workload's movers move: linear (x by half a unit a tick, floats on a grid) or smooth (round circles, floats of every bit pattern).")
+    var motion = "linear"
+
     @Option(name: .customLong("snapshot-secs"), help: "Seconds between snapshots of the snapshot strategy (K).")
     var snapshotSecs = 5.0
 
@@ -91,6 +94,8 @@ struct BenchCommand: ParsableCommand {
         }
         if let historySecs, !(historySecs > 0 && historySecs <= 30 * 86_400) { throw ValidationError("--history-secs must be a positive number of seconds, at most 30 days") }
         if let precision, !(precision.isFinite && precision > 0) { throw ValidationError("--precision must be a positive number, such as 0.01") }
+        if !["linear", "smooth"].contains(motion) { throw ValidationError("--motion must be linear or smooth") }
+        if motion != "linear", workload == "canvas" { throw ValidationError("--motion applies to the components workload; leave out --workload canvas") }
         if precision != nil, workload == "canvas" { throw ValidationError("--precision applies to the components workload; leave out --workload canvas") }
         if let `repeat`, `repeat` < 1 { throw ValidationError("--repeat must be at least 1") }
         if `repeat` != nil, strategies != nil { throw ValidationError("--repeat runs the baseline, Strata and the twin; leave out --strategies") }
@@ -106,7 +111,7 @@ struct BenchCommand: ParsableCommand {
     }
 
     func run() throws {
-        BenchRunner.storeTransforms(precision: precision)
+        BenchRunner.storeTransforms(precision: precision, smooth: motion == "smooth")
         var options = BenchOptions()
         options.entities = entities
         options.moving = moving
