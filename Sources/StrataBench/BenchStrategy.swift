@@ -95,7 +95,8 @@ struct BenchTransform: Component {
 
     func encode(to p: inout PayloadWriter) {
         if let precision = Self.precision {
-            for value in [x, y, rotation, scale] { p.write(value, precision: precision) }
+            p.write(x, precision: precision); p.write(y, precision: precision)
+            p.write(rotation, precision: precision); p.write(scale, precision: precision)
         } else {
             p.write(x); p.write(y); p.write(rotation); p.write(scale)
         }
