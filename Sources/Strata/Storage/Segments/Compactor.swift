@@ -60,6 +60,9 @@ struct Compactor {
         var roundDone = false
         /// The front row cannot be read: nothing was consumed.
         var blockedBy: (id: Int64, damage: SegmentDamage)?
+        /// Coded records of live entities whose base the log no longer has (a row before
+        /// them was lost): nothing can decode them, and they went with their rows.
+        var unresolvedDropped = 0
         /// Live keys after the step: kept (moved to the output's seq) or gone.
         fileprivate var kept: [SegmentKey] = []
         fileprivate var gone: [SegmentKey] = []
@@ -105,6 +108,7 @@ struct Compactor {
         var arena: [UInt8] = []
         var firstID: Int64?
         var lastCreatedAt: Int64 = 0
+        var unresolved: [SegmentKey] = []
         // A coded record's base: its key's newest record in this step, else its base row
         // (earlier steps folded the rows before; a merge's output is consumed first).
         var baseRow: Statement?
@@ -115,7 +119,7 @@ struct Compactor {
                 into.append(contentsOf: arena[payload])
                 return true
             }
-            return (try? SegmentBases.baseRow(key, of: db, statement: &baseRow, into: &into)) ?? false
+            return try SegmentBases.baseRow(key, of: db, statement: &baseRow, into: &into)
         }
 
         // 0. Despawns waiting for their rows to go, then spawns waiting for theirs
@@ -145,7 +149,8 @@ struct Compactor {
                 do {
                     try SegmentReader.forEachRecord(
                         format: Int(sqlite3_column_int64(rows, 1)), recordCount: Int(sqlite3_column_int64(rows, 2)),
-                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records, base: base
+                        checksum: UInt32(truncatingIfNeeded: sqlite3_column_int64(rows, 3)), records: records, base: base,
+                        unresolved: { unresolved.append($0) }
                     ) { record in
                         var payload: Range<Int>?
                         if !record.isRemoval {
@@ -209,6 +214,10 @@ struct Compactor {
             }
         }
         keys.sort()
+        for key in unresolved {
+            let alive = try aliveByNumber[key.entity] ?? exists(entityExists, db) { sqlite3_bind_int64(entityExists, 1, key.entity) }
+            if alive { result.unresolvedDropped += 1 }
+        }
 
         // 3 and 4: the consumed rows go first (a merge's output may take their ids).
         let delete = try db.cachedStatement(sql: "DELETE FROM segments WHERE id BETWEEN ? AND ?").sqliteStatement

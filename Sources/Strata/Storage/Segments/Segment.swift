@@ -55,7 +55,7 @@ import GRDBSQLite
 /// Format 2 (schema 8 to 19) has no `coded` flag (header := type_id << 3 | dense << 2 |
 /// fixed << 1 | removed); format 1 (before schema 8) neither `dense` nor `fixed` (header :=
 /// type_id << 1 | removed; a delta and a length in every put). Both are still read.
-
+///
 /// A despawn writes no record: the entity's row goes, and with it every record that
 /// names its number (numbers are never reused while a record may name them).
 ///

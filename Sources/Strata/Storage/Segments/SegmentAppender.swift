@@ -70,7 +70,7 @@ final class SegmentAppender: BatchPart {
                 try encode(value, db)
                 let payload = start ..< payloads.bytes.count
                 // The key's payload last committed: the encoder may code this one against it.
-                let base = payload.count <= XorCoding.maxBaseBytes ? log.bases.appendBase(of: key, to: &payloads) : nil
+                let base = payload.count <= XorCoding.maxBaseBytes ? log.bases.appendBase(of: key, length: payload.count, to: &payloads) : nil
                 records.append(.init(key: key, version: type(of: value).payloadVersion, payload: payload, base: base))
                 pendingKeys.append((key, Int32(payload.count + 3)))
                 counts.componentPuts += 1

@@ -23,11 +23,11 @@ final class SegmentBaseCache {
 
     var count: Int { index.count }
 
-    /// Appends `key`'s base to `out` and returns where it is; nil when there is none.
-    func appendBase(of key: SegmentKey, to out: inout PayloadWriter) -> Range<Int>? {
-        guard let slot = index[key], Int(coded[Int(slot)]) < Self.wholeEvery - 1 else { return nil }
+    /// Appends `key`'s base to `out` and returns where it is; nil when there is none, or
+    /// when it is not `length` bytes long (only a payload of its length is coded against it).
+    func appendBase(of key: SegmentKey, length: Int, to out: inout PayloadWriter) -> Range<Int>? {
+        guard let slot = index[key], Int(coded[Int(slot)]) < Self.wholeEvery - 1, Int(lengths[Int(slot)]) == length else { return nil }
         let start = Int(slot) * XorCoding.maxBaseBytes
-        let length = Int(lengths[Int(slot)])
         let from = out.bytes.count
         slots.withUnsafeBytes { out.append(UnsafeRawBufferPointer(rebasing: $0[start ..< start + length])) }
         return from ..< out.bytes.count

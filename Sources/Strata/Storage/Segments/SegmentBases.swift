@@ -29,15 +29,16 @@ final class SegmentBases {
     }
 
     /// Copies `key`'s payload before the record being read into `base`; false when it has
-    /// none (a tombstone, or no record and no base row) or its base row does not read.
-    func lookup(_ key: SegmentKey, into base: inout [UInt8]) -> Bool {
+    /// none (a tombstone, or no record and no base row). Throws SQLite's error when its base
+    /// row cannot be read.
+    func lookup(_ key: SegmentKey, into base: inout [UInt8]) throws -> Bool {
         if let range = newest[key] {
             guard range != Self.none else { return false }
             base.removeAll(keepingCapacity: true)
             base.append(contentsOf: arena[range])
             return true
         }
-        return (try? Self.baseRow(key, of: db, statement: &baseRow, into: &base)) ?? false
+        return try Self.baseRow(key, of: db, statement: &baseRow, into: &base)
     }
 
     /// Reads `key`'s base row's payload into `base` (a despawned entity's kept row, under a

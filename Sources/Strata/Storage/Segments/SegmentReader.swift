@@ -11,8 +11,10 @@
 /// gone) is *unresolved*: never decoded against the wrong base, never passed to `body`,
 /// but to `unresolved`, and the rest of the row reads as usual.
 enum SegmentReader {
-    /// Copies a key's payload before the record being read into the buffer; false when there is none.
-    typealias BaseLookup = (SegmentKey, inout [UInt8]) -> Bool
+    /// Copies a key's payload before the record being read into the buffer; false when there
+    /// is none. Throws when it cannot tell (a base row that does not read): that is the
+    /// caller's error, never an unresolved record.
+    typealias BaseLookup = (SegmentKey, inout [UInt8]) throws -> Bool
 
     /// Calls `body` with every record of `records`, in order, after checking the row, and
     /// `unresolved` with the key of every coded record whose base it does not have.
@@ -114,7 +116,7 @@ enum SegmentReader {
                         }
                         let stored = try reader.readBytes(count: 2)
                         let check = UInt16(stored[0]) | UInt16(stored[1]) << 8
-                        let resolved = base.map { $0(key, &previous) } ?? false
+                        let resolved = try base.map { try $0(key, &previous) } ?? false
                         guard resolved, previous.count == size, XorCoding.check(previous) == check else {
                             try XorCoding.skip(&reader, count: size)
                             try unresolved(key)

@@ -143,6 +143,9 @@ final class CompactionTask: RoundTask {
         let elapsed = stopwatch.now().duration(since: started)
         adaptStepBudget(current.method, elapsed: elapsed, consumedBytes: result.consumedBytes)
         result.apply(to: segmentLog)
+        if result.unresolvedDropped > 0 {
+            logger.error("writer: compaction dropped \(result.unresolvedDropped) records of live entities coded against a payload a lost segment row held (they cannot be decoded; the reload skipped them, and their components kept the value before)")
+        }
 
         // A waiting `compactNow()` is told only once the metrics show the step: its
         // caller reads them next.
