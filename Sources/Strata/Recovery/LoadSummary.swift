@@ -17,7 +17,8 @@ public struct LoadSummary: Sendable, Equatable {
     /// Segment rows that cannot be read (see `SegmentDamage`): kept, skipped.
     public var unreadableSegments = 0
     /// Records of live entities coded against a payload the log no longer has (a row
-    /// before them lost or set aside): skipped, the component keeps its value before them.
+    /// before them lost or set aside): skipped; the component holds the newest of its
+    /// values that could be read, if any.
     public var unresolvedRecords = 0
     /// Settings loaded, and those whose stored text this build cannot read (kept, not loaded).
     public var settings = 0

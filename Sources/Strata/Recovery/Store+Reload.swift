@@ -141,7 +141,7 @@ extension Store {
         summary.segmentRecords = replay.records
         summary.unreadableSegments = replay.unreadableRows
         if summary.unresolvedRecords > 0 {
-            logger.error("reload: \(summary.unresolvedRecords) records of live entities are coded against a payload a lost segment row held: not loaded, their components keep the value before")
+            logger.error("reload: \(summary.unresolvedRecords) records of live entities are coded against a payload the log no longer has (a segment row lost or set aside): not loaded; each of those components holds the newest of its values that could be read, if any")
         }
         // Numbers are never reused while a record or the history window may name them.
         // Past the highest a file may hold: damage, not counted (the + 1 below never overflows).

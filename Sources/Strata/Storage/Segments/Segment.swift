@@ -49,7 +49,7 @@ import GRDBSQLite
 /// *unresolved*: never decoded against the wrong base, skipped and counted, while the rest
 /// of its row reads. That is the fate of a gone entity's later records once compaction
 /// dropped its earlier ones (nobody reads them), and of a key's records after a row that
-/// was lost (the reload reports them; the world keeps the value before). Compaction, merge
+/// was lost (the reload reports them; compaction drops them with their rows, and counts them). Compaction, merge
 /// and salvage write whole records: coding never spans what they rewrite.
 ///
 /// Format 2 (schema 8 to 19) has no `coded` flag (header := type_id << 3 | dense << 2 |

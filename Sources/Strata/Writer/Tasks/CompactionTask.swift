@@ -144,7 +144,7 @@ final class CompactionTask: RoundTask {
         adaptStepBudget(current.method, elapsed: elapsed, consumedBytes: result.consumedBytes)
         result.apply(to: segmentLog)
         if result.unresolvedDropped > 0 {
-            logger.error("writer: compaction dropped \(result.unresolvedDropped) records of live entities coded against a payload a lost segment row held (they cannot be decoded; the reload skipped them, and their components kept the value before)")
+            logger.error("writer: compaction dropped \(result.unresolvedDropped) records of live entities with their rows: each was coded against a payload the log no longer has (a segment row lost or set aside), so none could be decoded")
         }
 
         // A waiting `compactNow()` is told only once the metrics show the step: its
