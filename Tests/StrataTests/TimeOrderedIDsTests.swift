@@ -34,15 +34,18 @@ import Testing
         }
     }
 
-    @Test func spawnsAndLocalOperationsGetTimeOrderedIds() throws {
+    /// Spawns get time-ordered ids; this replica's operations get ids made from the node
+    /// and the sequence (no row stores them: `StoredOperation`), which grow with it too.
+    @Test func spawnsGetTimeOrderedIdsAndLocalOperationsIdsMadeFromTheirSequence() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
         let a = engine.world.spawn(Title("a")), b = engine.world.spawn(Title("b"))
         let idA = try #require(engine.world.id(of: a)), idB = try #require(engine.world.id(of: b))
         #expect(idA.isTimeOrdered && idB.isTimeOrdered)
         #expect(bytes(idA).lexicographicallyPrecedes(bytes(idB)))
-        let op = engine.appendOperation(kind: "k", payload: [])
-        #expect(op.id.isTimeOrdered)
+        let op = engine.appendOperation(kind: "k", payload: []), next = engine.appendOperation(kind: "k", payload: [])
+        #expect(op.id == StoredOperation.derivedID(node: engine.nodeID, seq: op.seq))
+        #expect(bytes(op.id).lexicographicallyPrecedes(bytes(next.id)))
         try engine.shutdown()
     }
 

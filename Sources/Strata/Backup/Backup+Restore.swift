@@ -71,11 +71,16 @@ extension Backup {
                 // sequence at 1, and peers still know the old one's.
                 if try db.tableExists("local_operations") {
                     // A backup of schema 17 on stores Strata's kinds as codes and no `logged_at`.
-                    let loggedAt = try db.columns(in: "local_operations").contains { $0.name == "logged_at" } ? "logged_at" : "timestamp >> 16"
+                    let columns = Set(try db.columns(in: "local_operations").map(\.name))
+                    let loggedAt = columns.contains("logged_at") ? "logged_at" : "timestamp >> 16"
+                    // Schema 21 on leaves out ids made from the sequence and types' names: given back whole.
+                    let node = "(SELECT node_id FROM replica WHERE id = 1)"
+                    let id = columns.contains("type") ? "coalesce(id, \(StoredOperation.idSQL(node: node, seq: "seq")))" : "id"
+                    let payload = columns.contains("type") ? StoredOperation.payloadSQL(type: "local_operations.type", payload: "payload") : "payload"
                     try db.execute(sql: """
                         INSERT INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
-                            SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, \(OperationKindCode.decodeSQL("kind")),
-                                   payload, \(loggedAt)
+                            SELECT \(node), seq, \(id), timestamp, \(OperationKindCode.decodeSQL("kind")),
+                                   \(payload), \(loggedAt)
                             FROM local_operations ORDER BY seq;
                         DELETE FROM local_operations;
                         """)

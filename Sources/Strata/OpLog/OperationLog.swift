@@ -76,7 +76,9 @@ public final class OperationLog {
     /// Logs a local operation: the next sequence of this node, a new id, a timestamp.
     func append(kind: String, payload: [UInt8]) -> LoggedOperation {
         let wall = wallClock()
-        let operation = LoggedOperation(id: ids.make(milliseconds: wall), node: node, seq: nextSequence,
+        let seq = nextSequence
+        // Made from the node and the sequence, so the row need not store it (`StoredOperation`).
+        let operation = LoggedOperation(id: StoredOperation.derivedID(node: node, seq: seq) ?? ids.make(milliseconds: wall), node: node, seq: seq,
                                         timestamp: clock.next(wallMilliseconds: wall), kind: kind, payload: payload)
         highestOwn = operation.seq
         log(operation)

@@ -25,17 +25,19 @@ final class OperationRowsPart: BatchPart {
             let local = try localNode(db)
             // Bound by hand, like the entity rows: no Data or StatementArguments per row.
             let insertLocal = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload) VALUES (?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload, type) VALUES (?, ?, ?, ?, ?, ?)
                 """).sqliteStatement
             let insertReceived = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 """).sqliteStatement
             let now = counts.committedAt
+            var types = TypeNumbers()
             for operation in batch.operations {
                 let isLocal = operation.node == local
                 let insert = isLocal ? insertLocal : insertReceived
                 let first: Int32 = isLocal ? 1 : 2
+                let code = isLocal ? OperationKindCode.code(of: operation.kind) : nil
                 // SQLITE_STATIC binds: every buffer stays valid until the step, inside the closures.
                 try operation.node.withBytes { node in
                     try operation.id.withBytes { id in
@@ -43,16 +45,37 @@ final class OperationRowsPart: BatchPart {
                             try operation.kind.withCString { kind in
                                 if !isLocal { try bindBlob(insert, 1, node) }
                                 sqlite3_bind_int64(insert, first, operation.seq)
-                                try bindBlob(insert, first + 1, id)
+                                // This replica's rows (schema 21): no id where it is made from the sequence.
+                                if isLocal, StoredOperation.derivedID(node: operation.node, seq: operation.seq) == operation.id {
+                                    sqlite3_bind_null(insert, first + 1)
+                                } else {
+                                    try bindBlob(insert, first + 1, id)
+                                }
                                 sqlite3_bind_int64(insert, first + 2, operation.timestamp.rawValue)
                                 // This replica's rows: Strata's kinds as codes, no `logged_at` (schema 17).
-                                if isLocal, let code = OperationKindCode.code(of: operation.kind) {
+                                if let code {
                                     sqlite3_bind_int64(insert, first + 3, code)
                                 } else {
                                     try checkBind(sqlite3_bind_text(insert, first + 3, kind, -1, SQLITE_STATIC), first + 3)
                                 }
+                                // ... and a component's type by number, its name left out of the payload (schema 21).
+                                if code == OperationKindCode.component, let name = StoredOperation.nameRange(in: payload),
+                                   let type = try types.number(of: UnsafeRawBufferPointer(rebasing: payload[name.dropFirst()]), db) {
+                                    var stored = [UInt8](payload[..<name.lowerBound])
+                                    stored.append(contentsOf: payload[name.upperBound...])
+                                    sqlite3_bind_int64(insert, first + 5, type)
+                                    try stored.withUnsafeBytes { stored in
+                                        try bindBlob(insert, first + 4, stored)
+                                        try stepDone(insert, db)
+                                    }
+                                    return
+                                }
                                 try bindBlob(insert, first + 4, payload)
-                                if !isLocal { sqlite3_bind_int64(insert, first + 5, now) }
+                                if isLocal {
+                                    sqlite3_bind_null(insert, first + 5)
+                                } else {
+                                    sqlite3_bind_int64(insert, first + 5, now)
+                                }
                                 try stepDone(insert, db)
                             }
                         }
@@ -151,4 +174,23 @@ final class OperationRowsPart: BatchPart {
 
     func didCommit() {}
     func didRollBack() {}
+}
+
+/// The `component_types` numbers of the type names this replica's operations carry, for
+/// one batch: operations come in runs of one type, so the last name asked is kept.
+/// Writer thread.
+private struct TypeNumbers {
+    private var last: (name: [UInt8], number: Int64?)?
+
+    /// The number of the type whose name is `name` (UTF-8), nil if the table has no such
+    /// name (its operations keep the name in their payload).
+    mutating func number(of name: UnsafeRawBufferPointer, _ db: Database) throws -> Int64? {
+        if let last, last.name.elementsEqual(name) { return last.number }
+        // Bytes that are not UTF-8 would come back repaired: such a name stays in the payload.
+        let text = String(decoding: name, as: UTF8.self)
+        let number = text.utf8.elementsEqual(name)
+            ? try Int64.fetchOne(db.cachedStatement(sql: "SELECT id FROM component_types WHERE name = ?"), arguments: [text]) : nil
+        last = ([UInt8](name), number)
+        return number
+    }
 }

@@ -25,7 +25,7 @@ extension Store {
                 DROP TABLE local_operations;
                 ALTER TABLE local_operations_v17 RENAME TO local_operations;
                 CREATE INDEX local_operations_despawns ON local_operations (kind) WHERE \(OperationKindCode.despawnSQL);
-                \(Store.operationLogView)
+                \(Store.operationLogViewV17)
                 PRAGMA user_version = 17;
                 """)
         }
@@ -35,8 +35,20 @@ extension Store {
     /// `(node, seq, id, timestamp, kind, payload, logged_at)`: what readers query. SQLite
     /// pushes a query's conditions on `node` and `seq` into both halves (a `node = ? AND
     /// seq > ?` is a range of each, merged in `seq` order); one on `kind` is a scan of
-    /// this replica's half (query the table with ``OperationKindCode`` instead).
+    /// this replica's half (query the table with ``OperationKindCode`` instead). This
+    /// replica's rows are given back whole from their stored form (``StoredOperation``).
     static let operationLogView = """
+        CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
+            SELECT (SELECT node_id FROM replica WHERE id = 1), seq,
+                   coalesce(id, \(StoredOperation.idSQL(node: "(SELECT node_id FROM replica WHERE id = 1)", seq: "seq"))), timestamp,
+                   \(OperationKindCode.decodeSQL("kind")), \(StoredOperation.payloadSQL(type: "local_operations.type", payload: "payload")),
+                   timestamp >> 16 FROM local_operations
+            UNION ALL
+            SELECT node, seq, id, timestamp, kind, payload, logged_at FROM received_operations;
+        """
+
+    /// The view as schema 17 made it (its migration still runs on older files).
+    static let operationLogViewV17 = """
         CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
             SELECT (SELECT node_id FROM replica WHERE id = 1), seq, id, timestamp, \(OperationKindCode.decodeSQL("kind")),
                    payload, timestamp >> 16 FROM local_operations

@@ -38,5 +38,30 @@ extension Store {
             // it the file is newer.
             try db.execute(sql: "PRAGMA user_version = 20")
         }
+        migrator.registerMigration("v21: this replica's operations without what the row says already: ids made from the sequence, types by number") { db in
+            // A canvas commit appends about ten of this replica's operations, a row of about
+            // 80 bytes each, 35 of them an id and a type name (`StoredOperation.swift`). The
+            // id may now be NULL (made from the node and the sequence) and `type` names a
+            // `component_types` row whose name the payload leaves out; `operation_log` gives
+            // both back. Rows logged before keep their ids and names.
+            try db.execute(sql: """
+                DROP VIEW operation_log;
+                CREATE TABLE local_operations_v21 (
+                    seq INTEGER PRIMARY KEY CHECK (seq > 0),
+                    id BLOB CHECK (id IS NULL OR length(id) = 16),
+                    timestamp INTEGER NOT NULL,
+                    kind NOT NULL CHECK (typeof(kind) IN ('integer', 'text')),
+                    type INTEGER,
+                    payload BLOB NOT NULL
+                );
+                INSERT INTO local_operations_v21 (seq, id, timestamp, kind, payload)
+                    SELECT seq, id, timestamp, kind, payload FROM local_operations ORDER BY seq;
+                DROP TABLE local_operations;
+                ALTER TABLE local_operations_v21 RENAME TO local_operations;
+                CREATE INDEX local_operations_despawns ON local_operations (kind) WHERE \(OperationKindCode.despawnSQL);
+                \(Store.operationLogView)
+                PRAGMA user_version = 21;
+                """)
+        }
     }
 }

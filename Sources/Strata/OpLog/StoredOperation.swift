@@ -1,0 +1,66 @@
+import Foundation
+
+/// How a row of `local_operations` stores this replica's operations in fewer bytes
+/// (schema 21), and the SQL that gives them back whole: what `operation_log` shows, so
+/// that every reader, a push to the server among them, sees the operation as it was made.
+///
+/// A canvas logs an operation for every changed replicated component, and a row of about
+/// 80 bytes carried 35 that the row's other columns already say:
+///
+/// - **The id.** An operation's id only has to be unique across every replica. This
+///   replica's are made from its node id and their sequence (``derivedID(node:seq:)``),
+///   and the column holds NULL for such an id; an id made otherwise (an older build's,
+///   a sequence past 2^56) is stored as it is.
+/// - **The type's name** in a `strata.component` payload. The column `type` holds the
+///   type's `component_types.id` and the payload leaves out the name's length and bytes
+///   (offset 17, after the format byte and the entity's id): ``compactPayloadSQL``.
+///   A name of 128 bytes or more, or one the table does not hold, stays in the payload.
+///
+/// Constants, pure functions and SQL text: any thread.
+enum StoredOperation {
+    /// Where a `strata.component` payload's type name starts: after its format byte and entity.
+    static let nameOffset = 17
+
+    /// The id of this replica's operation `seq`: the last 8 bytes of `node` (random in a
+    /// UUID of version 4 or 7), then `seq` in 7-bit groups, most significant first, one a
+    /// byte (SQL's `char()` builds each as one byte below 128: ``idSQL(node:seq:)``); nil
+    /// for a sequence of 2^56 or more.
+    static func derivedID(node: NodeID, seq: Int64) -> EntityID? {
+        guard seq > 0, seq < 1 << 56 else { return nil }
+        var uuid = node.uuid.uuid   // a tuple on the stack: no allocation on the tick thread
+        withUnsafeMutableBytes(of: &uuid) { bytes in
+            for i in 0 ..< 8 {
+                bytes[i] = bytes[8 + i]
+                bytes[8 + i] = UInt8((seq >> (7 * (7 - i))) & 0x7F)
+            }
+        }
+        return EntityID(UUID(uuid: uuid))
+    }
+
+    /// SQL for ``derivedID(node:seq:)`` of the expressions `node` and `seq`.
+    static func idSQL(node: String, seq: String) -> String {
+        let groups = (0 ..< 8).map { i in "((\(seq)) >> \(7 * (7 - i))) & 127" }.joined(separator: ", ")
+        return "CAST(substr(\(node), 9, 8) || char(\(groups)) AS BLOB)"
+    }
+
+    /// SQL giving a stored row's payload back whole: the type's name (its length, one
+    /// byte, then its bytes) put back at ``nameOffset`` when `type` is set. NULL when the
+    /// name is missing from `component_types` (a damaged table): the row does not read.
+    static func payloadSQL(type: String, payload: String) -> String {
+        """
+        CASE WHEN \(type) IS NULL THEN \(payload) ELSE CAST(substr(\(payload), 1, \(nameOffset)) || \
+        (SELECT char(length(CAST(name AS BLOB))) || name FROM component_types WHERE id = \(type)) || \
+        substr(\(payload), \(nameOffset + 1)) AS BLOB) END
+        """
+    }
+
+    /// The range of the type's name (its length byte included) in a `strata.component`
+    /// payload of format 1 or 2, if it can be left out: a name of 1–127 bytes.
+    static func nameRange(in payload: UnsafeRawBufferPointer) -> Range<Int>? {
+        guard payload.count > nameOffset, payload[0] == ReplicatedOperation.format || payload[0] == ReplicatedOperation.defaultFormat
+        else { return nil }
+        let length = Int(payload[nameOffset])
+        guard length >= 1, length < 128, nameOffset + 1 + length <= payload.count else { return nil }
+        return nameOffset ..< nameOffset + 1 + length
+    }
+}

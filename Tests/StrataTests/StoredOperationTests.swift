@@ -1,0 +1,95 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// This replica's operations stored without what their row says already (schema 21): no
+/// id where it is made from the sequence, a component's type by number. `operation_log`,
+/// what every reader and the push read, gives each back as it was made.
+@Suite struct StoredOperationTests {
+    @Test(arguments: [1, 127, 128, 16_383, 16_384, 1 << 40, (1 << 56) - 1] as [Int64])
+    func theIdMadeFromTheSequenceIsTheSameInSwiftAndInSQL(seq: Int64) throws {
+        let node = NodeID()
+        let id = try #require(StoredOperation.derivedID(node: node, seq: seq))
+        let fromSQL = try DatabaseQueue().read { db in
+            try Data.fetchOne(db, sql: "SELECT \(StoredOperation.idSQL(node: ":node", seq: ":seq"))",
+                              arguments: ["node": node.withBytes { Data($0) }, "seq": seq])
+        }
+        #expect(fromSQL == id.withBytes { Data($0) })
+        #expect(StoredOperation.derivedID(node: NodeID(), seq: seq) != id, "another node's ids differ")
+        #expect(StoredOperation.derivedID(node: node, seq: seq + 1) != id)
+    }
+
+    @Test func aSequenceOutsideTheRangeHasNoIdMadeFromIt() {
+        #expect(StoredOperation.derivedID(node: NodeID(), seq: 1 << 56) == nil)
+        #expect(StoredOperation.derivedID(node: NodeID(), seq: 0) == nil)
+    }
+
+    @Test func loggedOperationsReadBackAsMadeFromShorterRows() throws {
+        let a = try Replica("stored-a")
+        let label = a.world.spawn(SharedLabel("hello"))
+        let note = a.engine.appendOperation(kind: "host.note", payload: [1, 2, 3])
+        #expect(a.engine.flushNow())
+        let id = try #require(a.world.id(of: label))
+        let value = SharedLabel("hello").encodedForTest
+        let expected = ReplicatedOperation.component(entity: id, type: SharedLabel.typeName, version: 1, payload: value[...]).encoded()
+
+        let logged = try a.committedOperations(after: 0)
+        let component = try #require(logged.first { $0.kind == ReplicatedOperation.componentKind })
+        #expect(component.payload == expected, "the type's name is given back in place")
+        #expect(component.id == StoredOperation.derivedID(node: a.engine.nodeID, seq: component.seq))
+        let host = try #require(logged.first { $0.kind == "host.note" })
+        #expect(host == note, "a host's operation reads back whole, id included")
+
+        let rows = try a.fixture.reader().read { db in
+            try Row.fetchAll(db, sql: "SELECT seq, id, type, length(payload) AS bytes FROM local_operations ORDER BY seq")
+        }
+        let typeNumber = try a.fixture.reader().read { db in
+            try Int64.fetchOne(db, sql: "SELECT id FROM component_types WHERE name = ?", arguments: [SharedLabel.typeName])
+        }
+        let stored = try #require(rows.first { ($0["seq"] as Int64) == component.seq })
+        #expect((stored["id"] as Data?) == nil, "the id is made from the sequence, not stored")
+        #expect((stored["type"] as Int64?) == typeNumber)
+        #expect((stored["bytes"] as Int) == expected.count - 1 - SharedLabel.typeName.utf8.count)
+        let hostRow = try #require(rows.first { ($0["seq"] as Int64) == note.seq })
+        #expect((hostRow["id"] as Data?) == nil && (hostRow["type"] as Int64?) == nil && (hostRow["bytes"] as Int) == 3)
+        try a.engine.shutdown()
+    }
+
+    /// Rows logged before schema 21 keep their ids and names, and read as they did.
+    @Test func rowsOfAnOlderSchemaReadAsTheyDid() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stored-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let queue = try DatabaseQueue(path: path)
+        let migrations = Store.migrator.migrations
+        let v20 = try #require(migrations.firstIndex { $0.hasPrefix("v20:") })
+        try Store.migrator.migrate(queue, upTo: migrations[v20])
+        let node = NodeID(), id = NodeID(), entity = EntityID()
+        let payload = ReplicatedOperation.component(entity: entity, type: "old.type", version: 2, payload: [9, 8, 7][...]).encoded()
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, 0)", arguments: [node.withBytes { Data($0) }])
+            try db.execute(sql: "INSERT INTO component_types (name) VALUES ('old.type')")
+            try db.execute(sql: "INSERT INTO local_operations (seq, id, timestamp, kind, payload) VALUES (1, ?, 65536, 1, ?)",
+                           arguments: [id.withBytes { Data($0) }, Data(payload)])
+        }
+        try Store.migrator.migrate(queue)
+        let row = try #require(try queue.read { db in try Row.fetchOne(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log") })
+        let read = try #require(OperationLogReader.operation(row))
+        #expect(read.id == id && read.node == node && read.seq == 1 && read.kind == ReplicatedOperation.componentKind)
+        #expect(read.payload == payload)
+        try queue.close()
+    }
+
+    /// A row whose type number names nothing in `component_types` (a damaged table) does
+    /// not read: never with another name.
+    @Test func aRowWhoseTypeIsMissingDoesNotRead() throws {
+        let queue = try DatabaseQueue()
+        try Store.migrator.migrate(queue)
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, 0)", arguments: [NodeID().withBytes { Data($0) }])
+            try db.execute(sql: "INSERT INTO local_operations (seq, timestamp, kind, type, payload) VALUES (1, 65536, 1, 99, x'01')")
+        }
+        let row = try #require(try queue.read { db in try Row.fetchOne(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log") })
+        #expect(OperationLogReader.operation(row) == nil)
+    }
+}
