@@ -8,7 +8,7 @@ import Foundation
 /// tables distribute by document (docs/sync.md, *Past one server*).
 public enum SyncSchema {
     /// The version this build writes.
-    public static let version = 3
+    public static let version = 4
 
     /// Migration `n` brings the schema from `n - 1` to `n`: statements run one by one in
     /// one transaction.
@@ -132,6 +132,14 @@ public enum SyncSchema {
                 SELECT strata_push_as(doc, NULL, ids, nodes, seqs, hlcs, kinds, payloads)
             $$
             """,
+        ],
+        // Operations are one by (node, seq) only. A device makes its operations' ids from its
+        // node and the sequence (Strata's schema 21), so anyone who has pulled one can work
+        // out the ids of the next: with ids unique, a member that pushed them first under a
+        // node of its own would have made the owner's pushes insert nothing, silently (a
+        // conflict does nothing, and the device counts the operation as already there).
+        4: [
+            "ALTER TABLE strata_operations DROP CONSTRAINT IF EXISTS strata_operations_document_id_key",
         ],
     ]
 

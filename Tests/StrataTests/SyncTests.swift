@@ -144,6 +144,25 @@ import Testing
         #expect(eventually { (try? engine.syncStatus().outboxCount) == 0 })
     }
 
+    /// Operation ids are foreseeable (made from the node and the sequence): one pushed first
+    /// by another node under the same id must not make the owner's push insert nothing.
+    @Test func anOperationWhoseIdAnotherNodePushedFirstIsStillStored() throws {
+        let server = try PrivatePostgres.shared()
+        let owner = NodeID(), other = NodeID()
+        let id = try #require(StoredOperation.derivedID(node: owner, seq: 1))
+        let first = LoggedOperation(id: id, node: other, seq: 1, timestamp: HybridTimestamp(milliseconds: 1), kind: "squat", payload: [])
+        let mine = LoggedOperation(id: id, node: owner, seq: 1, timestamp: HybridTimestamp(milliseconds: 2), kind: "mine", payload: [1])
+        let transport = try transport(server)
+        let receipts = try awaitBlocking {
+            _ = try await transport.connect()
+            let a = try await transport.push([first]), b = try await transport.push([mine]), again = try await transport.push([mine])
+            await transport.disconnect()
+            return [a, b, again]
+        }
+        #expect(receipts.map(\.inserted) == [1, 1, 0], "the owner's operation is stored once, a retry inserts nothing")
+        #expect(try serverLog(server, node: owner).map(\.1) == ["mine"])
+    }
+
     /// A server that answers and refuses the connection for good (no such database), or a
     /// URL libpq does not take: said as such and not retried for the whole run.
     @Test func aConnectionThatCanNeverWorkStopsTheSyncAndSaysWhy() throws {
