@@ -72,8 +72,15 @@ import Testing
             try db.execute(sql: "INSERT INTO local_operations (seq, id, timestamp, kind, payload) VALUES (1, ?, 65536, 1, ?)",
                            arguments: [id.withBytes { Data($0) }, Data(payload)])
         }
+        let root = "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'local_operations'"
+        let rootBefore = try queue.read { db in try Int.fetchOne(db, sql: root) }
         try Store.migrator.migrate(queue)
-        let row = try #require(try queue.read { db in try Row.fetchOne(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log") })
+        #expect(try queue.read { db in try Int.fetchOne(db, sql: root) } == rootBefore, "the rows stay where they are: no copy")
+        #expect(try queue.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
+        try queue.write { db in   // an id may be NULL now, and a type set
+            try db.execute(sql: "INSERT INTO local_operations (seq, timestamp, kind, payload, type) VALUES (2, 65537, 1, x'01', 1)")
+        }
+        let row = try #require(try queue.read { db in try Row.fetchOne(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE seq = 1") })
         let read = try #require(OperationLogReader.operation(row))
         #expect(read.id == id && read.node == node && read.seq == 1 && read.kind == ReplicatedOperation.componentKind)
         #expect(read.payload == payload)

@@ -43,25 +43,45 @@ extension Store {
             // 80 bytes each, 35 of them an id and a type name (`StoredOperation.swift`). The
             // id may now be NULL (made from the node and the sequence) and `type` names a
             // `component_types` row whose name the payload leaves out; `operation_log` gives
-            // both back. Rows logged before keep their ids and names.
-            try db.execute(sql: """
-                DROP VIEW operation_log;
-                CREATE TABLE local_operations_v21 (
-                    seq INTEGER PRIMARY KEY CHECK (seq > 0),
-                    id BLOB CHECK (id IS NULL OR length(id) = 16),
-                    timestamp INTEGER NOT NULL,
-                    kind NOT NULL CHECK (typeof(kind) IN ('integer', 'text')),
-                    type INTEGER,
-                    payload BLOB NOT NULL
-                );
-                INSERT INTO local_operations_v21 (seq, id, timestamp, kind, payload)
-                    SELECT seq, id, timestamp, kind, payload FROM local_operations ORDER BY seq;
-                DROP TABLE local_operations;
-                ALTER TABLE local_operations_v21 RENAME TO local_operations;
-                CREATE INDEX local_operations_despawns ON local_operations (kind) WHERE \(OperationKindCode.despawnSQL);
-                \(Store.operationLogView)
-                PRAGMA user_version = 21;
-                """)
+            // both back. Rows logged before keep their ids and names, and stay where they are.
+            try db.execute(sql: "DROP VIEW operation_log; ALTER TABLE local_operations ADD COLUMN type INTEGER")
+            try letLocalOperationIDsBeNull(db)
+            try db.execute(sql: "\(Store.operationLogView) PRAGMA user_version = 21;")
         }
+    }
+
+    /// Drops `local_operations.id`'s NOT NULL without rewriting the table (a big document's
+    /// two million operations are about 170 MB, which a copy would write once more and
+    /// leave free in the file): SQLite's documented way to drop a NOT NULL or CHECK
+    /// constraint, the table's SQL edited in `sqlite_schema` under a new schema version
+    /// (the rows do not change). A table whose SQL is not the one schema 17 wrote is
+    /// copied into a new one instead.
+    static func letLocalOperationIDsBeNull(_ db: Database) throws {
+        let strict = "id BLOB NOT NULL CHECK (length(id) = 16)", relaxed = "id BLOB CHECK (id IS NULL OR length(id) = 16)"
+        let table = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'local_operations'"
+        if let sql = try String.fetchOne(db, sql: table), sql.components(separatedBy: strict).count == 2 {
+            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+            try db.execute(sql: "PRAGMA writable_schema = ON")
+            try db.execute(sql: "UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = 'local_operations'",
+                           arguments: [sql.replacingOccurrences(of: strict, with: relaxed)])
+            try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
+            try db.execute(sql: "PRAGMA writable_schema = OFF")
+            return
+        }
+        try db.execute(sql: """
+            CREATE TABLE local_operations_v21 (
+                seq INTEGER PRIMARY KEY CHECK (seq > 0),
+                \(relaxed),
+                timestamp INTEGER NOT NULL,
+                kind NOT NULL CHECK (typeof(kind) IN ('integer', 'text')),
+                payload BLOB NOT NULL,
+                type INTEGER
+            );
+            INSERT INTO local_operations_v21 (seq, id, timestamp, kind, payload, type)
+                SELECT seq, id, timestamp, kind, payload, type FROM local_operations ORDER BY seq;
+            DROP TABLE local_operations;
+            ALTER TABLE local_operations_v21 RENAME TO local_operations;
+            CREATE INDEX local_operations_despawns ON local_operations (kind) WHERE \(OperationKindCode.despawnSQL);
+            """)
     }
 }
