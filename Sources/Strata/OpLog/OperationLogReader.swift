@@ -78,10 +78,7 @@ package final class OperationLogReader: Sendable {
                 guard let node = nodeBytes.withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
                 var floor = clock[node] ?? 0   // rows at or below a retention floor are gone anyway
                 if let cursor, cursor.node == node { floor = max(floor, cursor.sequence) }
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
-                    """, arguments: [nodeBytes, floor, limit - operations.count])
-                operations += rows.compactMap(Self.operation)
+                operations += try Self.operations(of: nodeBytes, after: floor, limit: limit - operations.count, db)
                 if operations.count == limit, let last = operations.last {
                     return Page(operations: operations, next: Cursor(node: last.node, sequence: last.seq), unavailable: unavailable)
                 }
@@ -92,11 +89,31 @@ package final class OperationLogReader: Sendable {
 
     /// Operations of `node` after `sequence`, in order, at most `limit`.
     public func operations(of node: NodeID, after sequence: Int64 = 0, limit: Int = 500) throws -> [LoggedOperation] {
-        try read { db in
-            try Row.fetchAll(db, sql: """
+        try read { db in try Self.operations(of: node.withBytes { Data($0) }, after: sequence, limit: limit, db) }
+    }
+
+    /// Operations of `node` after `sequence`, in order, at most `limit`, read from the node's
+    /// own table: this replica's from `local_operations` (``StoredOperation/localSQL``), a
+    /// range of its key, another node's from `received_operations` by its (node, seq) index.
+    /// The view would sort every row of the node above `sequence` to give the first few (a
+    /// page from the middle of a two-million-operation log took seconds). A file of a schema
+    /// before 21, read as it is, is read through its view.
+    static func operations(of node: Data, after sequence: Int64, limit: Int, _ db: Database) throws -> [LoggedOperation] {
+        let rows: [Row]
+        if try db.tableExists("local_operations"), try db.columns(in: "local_operations").contains(where: { $0.name == "type" }) {
+            if try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") == node {
+                rows = try Row.fetchAll(db, sql: "\(StoredOperation.localSQL) WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [sequence, limit])
+            } else {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT node, seq, id, timestamp, kind, payload FROM received_operations WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
+                    """, arguments: [node, sequence, limit])
+            }
+        } else {
+            rows = try Row.fetchAll(db, sql: """
                 SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
-                """, arguments: [node.withBytes { Data($0) }, sequence, limit]).compactMap(Self.operation)
+                """, arguments: [node, sequence, limit])
         }
+        return rows.compactMap(Self.operation)
     }
 
     /// What the log holds of one node.

@@ -43,6 +43,19 @@ enum StoredOperation {
         return "CAST(substr(\(node), 9, 8) || char(\(groups)) AS BLOB)"
     }
 
+    /// This replica's operations as `operation_log` shows them, `(node, seq, id, timestamp,
+    /// kind, payload, logged_at)`, from `local_operations` alone: the view's first half. A
+    /// read of this replica's operations (the outbox) queries it with its own `WHERE seq`:
+    /// a range of the table's key in its order, where the view's union sorts every row above
+    /// the range before it gives the first few.
+    static let localSQL = """
+        SELECT (SELECT node_id FROM replica WHERE id = 1) AS node, seq,
+               coalesce(id, \(idSQL(node: "(SELECT node_id FROM replica WHERE id = 1)", seq: "seq"))) AS id, timestamp,
+               \(OperationKindCode.decodeSQL("kind")) AS kind, \(payloadSQL(type: "local_operations.type", payload: "payload")) AS payload,
+               timestamp >> 16 AS logged_at
+        FROM local_operations
+        """
+
     /// SQL giving a stored row's payload back whole: the type's name (its length, one
     /// byte, then its bytes) put back at ``nameOffset`` when `type` is set. NULL when the
     /// name is missing from `component_types` (a damaged table): the row does not read.

@@ -39,10 +39,7 @@ extension Store {
     /// replica's rows are given back whole from their stored form (``StoredOperation``).
     static let operationLogView = """
         CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
-            SELECT (SELECT node_id FROM replica WHERE id = 1), seq,
-                   coalesce(id, \(StoredOperation.idSQL(node: "(SELECT node_id FROM replica WHERE id = 1)", seq: "seq"))), timestamp,
-                   \(OperationKindCode.decodeSQL("kind")), \(StoredOperation.payloadSQL(type: "local_operations.type", payload: "payload")),
-                   timestamp >> 16 FROM local_operations
+            \(StoredOperation.localSQL)
             UNION ALL
             SELECT node, seq, id, timestamp, kind, payload, logged_at FROM received_operations;
         """

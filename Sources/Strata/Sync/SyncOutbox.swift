@@ -17,7 +17,7 @@ struct SyncOutbox: Sendable {
     /// The next operations to push, in sequence order: the failed ones due again (their
     /// backoff passed), then new ones, `limit` in all.
     func next(limit: Int, now: Int64, backoff: @escaping @Sendable (Int) -> Duration) throws -> [LoggedOperation] {
-        let node = node.withBytes { Data($0) }
+        let node = node
         return try lane.perform(.normal) { db in
             var due: [Int64] = []
             for row in try Row.fetchAll(db, sql: "SELECT seq, attempts, last_attempt_at FROM sync_failures WHERE dead_at IS NULL ORDER BY seq") {
@@ -28,13 +28,14 @@ struct SyncOutbox: Sendable {
                 if due.count == limit { break }
             }
             var operations = try due.compactMap { seq in
-                try Row.fetchOne(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq = ?",
-                                 arguments: [node, seq]).flatMap(OperationLogReader.operation)
+                try Row.fetchOne(db, sql: "\(StoredOperation.localSQL) WHERE seq = ?", arguments: [seq])
+                    .flatMap(OperationLogReader.operation).flatMap { $0.node == node ? $0 : nil }
             }
             let through = try Self.pushedThrough(db)
-            operations += try Row.fetchAll(db, sql: """
-                SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
-                """, arguments: [node, through, limit - operations.count]).compactMap(OperationLogReader.operation)
+            // This replica's rows from their table, not the view: a range of its key, in its order.
+            operations += try Row.fetchAll(db, sql: "\(StoredOperation.localSQL) WHERE seq > ? ORDER BY seq LIMIT ?",
+                                           arguments: [through, limit - operations.count]).compactMap(OperationLogReader.operation)
+                .filter { $0.node == node }
             return operations
         }
     }
