@@ -67,7 +67,9 @@ import Testing
         #expect(kept.pending > 0 && kept.deadLetters == 0, "\(kept)")
 
         try service.grant(.writer, "rita", document)
-        let again = try sim("rita", ["--duration", "0.05", "--sync-settle", "2", "--entities", "0"])
+        // Five seconds of sync: a loaded machine (the whole suite at once) took longer than two
+        // to connect and push the outbox in a full `make test`.
+        let again = try sim("rita", ["--duration", "0.05", "--sync-settle", "5", "--entities", "0"])
         await again.exited()
         #expect(try service.postgres.sql("SELECT count(*) FROM strata_operations WHERE document = '\(document)' AND pushed_by = 'rita'") != "0")
         let pushed = try outbox()
