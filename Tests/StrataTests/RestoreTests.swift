@@ -67,7 +67,7 @@ import Testing
         let engine = try fixture.open()
         let entities = populate(engine)
         let originalNode = engine.nodeID
-        for i in 0 ..< 3 { engine.appendOperation(kind: "shape.create", payload: [UInt8(i)]) }
+        let made = (0 ..< 3).map { engine.appendOperation(kind: "shape.create", payload: [UInt8($0)]) }
         let backup = fixture.directory.url.appendingPathComponent("b.db").path
         try engine.backup(to: backup)
         // The original had pushed its three operations to a server.
@@ -101,6 +101,8 @@ import Testing
              try Int.fetchOne(db, sql: "SELECT count(*) FROM received_operations WHERE node = ?", arguments: [originalNode.withBytes { Data($0) }]) ?? 0)
         }
         #expect(local == 0 && received == 3)
+        // Stored without their ids (made from the node and the sequence): received with them.
+        #expect(try OperationLogReader(path: document).operations(of: originalNode) == made)
         #expect(try restored.store.withConnection { try Int.fetchOne($0, sql: "SELECT pushed_through FROM sync_state") } == 0,
                 "the new node's operations are all still to push")
         try restored.shutdown()

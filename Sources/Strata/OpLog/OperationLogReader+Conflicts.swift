@@ -69,7 +69,7 @@ extension OperationLogReader {
     /// before 21. Ids are not read: the conflicts do not need them.
     private static func forEachComponentOperation(_ db: Database, _ body: (LoggedOperation) -> Void) throws {
         let component = ReplicatedOperation.componentKind
-        guard try db.tableExists("local_operations"), try db.columns(in: "local_operations").contains(where: { $0.name == "type" }) else {
+        guard try StoredOperation.isStoredShort(db) else {
             let rows = try Row.fetchCursor(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE kind = ?",
                                            arguments: [component])
             while let row = try rows.next() { if let operation = operation(row) { body(operation) } }

@@ -100,7 +100,7 @@ package final class OperationLogReader: Sendable {
     /// before 21, read as it is, is read through its view.
     static func operations(of node: Data, after sequence: Int64, limit: Int, _ db: Database) throws -> [LoggedOperation] {
         let rows: [Row]
-        if try db.tableExists("local_operations"), try db.columns(in: "local_operations").contains(where: { $0.name == "type" }) {
+        if try StoredOperation.isStoredShort(db) {
             if try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") == node {
                 rows = try Row.fetchAll(db, sql: "\(StoredOperation.localSQL) WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [sequence, limit])
             } else {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// How a row of `local_operations` stores this replica's operations in fewer bytes
 /// (schema 21), and the SQL that gives them back whole: what `operation_log` shows, so
@@ -13,7 +14,7 @@ import Foundation
 ///   a sequence past 2^56) is stored as it is.
 /// - **The type's name** in a `strata.component` payload. The column `type` holds the
 ///   type's `component_types.id` and the payload leaves out the name's length and bytes
-///   (offset 17, after the format byte and the entity's id): ``compactPayloadSQL``.
+///   (offset 17, after the format byte and the entity's id): ``payloadSQL(type:payload:)``.
 ///   A name of 128 bytes or more, or one the table does not hold, stays in the payload.
 ///
 /// Constants, pure functions and SQL text: any thread.
@@ -67,13 +68,19 @@ enum StoredOperation {
         """
     }
 
-    /// The range of the type's name (its length byte included) in a `strata.component`
-    /// payload of format 1 or 2, if it can be left out: a name of 1–127 bytes.
-    static func nameRange(in payload: UnsafeRawBufferPointer) -> Range<Int>? {
+    /// Whether `db`'s `local_operations` stores rows this way (schema 21 on); a file of an
+    /// older schema, read as it is, is read through its own view.
+    static func isStoredShort(_ db: Database) throws -> Bool {
+        try db.tableExists("local_operations") && db.columns(in: "local_operations").contains { $0.name == "type" }
+    }
+
+    /// The stored form of a `strata.component` payload of format 1 or 2: the payload
+    /// without its type's name, if the name can be left out (1–127 bytes).
+    static func withoutName(_ payload: [UInt8]) -> (stored: [UInt8], name: ArraySlice<UInt8>)? {
         guard payload.count > nameOffset, payload[0] == ReplicatedOperation.format || payload[0] == ReplicatedOperation.defaultFormat
         else { return nil }
         let length = Int(payload[nameOffset])
         guard length >= 1, length < 128, nameOffset + 1 + length <= payload.count else { return nil }
-        return nameOffset ..< nameOffset + 1 + length
+        return (Array(payload[..<nameOffset] + payload[(nameOffset + 1 + length)...]), payload[(nameOffset + 1) ..< (nameOffset + 1 + length)])
     }
 }

@@ -38,10 +38,17 @@ final class OperationRowsPart: BatchPart {
                 let insert = isLocal ? insertLocal : insertReceived
                 let first: Int32 = isLocal ? 1 : 2
                 let code = isLocal ? OperationKindCode.code(of: operation.kind) : nil
+                // This replica's component rows (schema 21): the type by number, its name left out of the payload.
+                var type: Int64?
+                var stored = operation.payload
+                if code == OperationKindCode.component, let short = StoredOperation.withoutName(operation.payload),
+                   let number = try types.number(of: short.name, db) {
+                    (type, stored) = (number, short.stored)
+                }
                 // SQLITE_STATIC binds: every buffer stays valid until the step, inside the closures.
                 try operation.node.withBytes { node in
                     try operation.id.withBytes { id in
-                        try operation.payload.withUnsafeBytes { payload in
+                        try stored.withUnsafeBytes { payload in
                             try operation.kind.withCString { kind in
                                 if !isLocal { try bindBlob(insert, 1, node) }
                                 sqlite3_bind_int64(insert, first, operation.seq)
@@ -58,23 +65,13 @@ final class OperationRowsPart: BatchPart {
                                 } else {
                                     try checkBind(sqlite3_bind_text(insert, first + 3, kind, -1, SQLITE_STATIC), first + 3)
                                 }
-                                // ... and a component's type by number, its name left out of the payload (schema 21).
-                                if code == OperationKindCode.component, let name = StoredOperation.nameRange(in: payload),
-                                   let type = try types.number(of: UnsafeRawBufferPointer(rebasing: payload[name.dropFirst()]), db) {
-                                    var stored = [UInt8](payload[..<name.lowerBound])
-                                    stored.append(contentsOf: payload[name.upperBound...])
-                                    sqlite3_bind_int64(insert, first + 5, type)
-                                    try stored.withUnsafeBytes { stored in
-                                        try bindBlob(insert, first + 4, stored)
-                                        try stepDone(insert, db)
-                                    }
-                                    return
-                                }
                                 try bindBlob(insert, first + 4, payload)
-                                if isLocal {
-                                    sqlite3_bind_null(insert, first + 5)
-                                } else {
+                                if !isLocal {
                                     sqlite3_bind_int64(insert, first + 5, now)
+                                } else if let type {
+                                    sqlite3_bind_int64(insert, first + 5, type)
+                                } else {
+                                    sqlite3_bind_null(insert, first + 5)
                                 }
                                 try stepDone(insert, db)
                             }
@@ -184,7 +181,7 @@ private struct TypeNumbers {
 
     /// The number of the type whose name is `name` (UTF-8), nil if the table has no such
     /// name (its operations keep the name in their payload).
-    mutating func number(of name: UnsafeRawBufferPointer, _ db: Database) throws -> Int64? {
+    mutating func number(of name: ArraySlice<UInt8>, _ db: Database) throws -> Int64? {
         if let last, last.name.elementsEqual(name) { return last.number }
         // Bytes that are not UTF-8 would come back repaired: such a name stays in the payload.
         let text = String(decoding: name, as: UTF8.self)

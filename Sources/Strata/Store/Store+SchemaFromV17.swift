@@ -32,11 +32,12 @@ extension Store {
     }
 
     /// Every operation, this replica's and the received, as one table of
-    /// `(node, seq, id, timestamp, kind, payload, logged_at)`: what readers query. SQLite
-    /// pushes a query's conditions on `node` and `seq` into both halves (a `node = ? AND
-    /// seq > ?` is a range of each, merged in `seq` order); one on `kind` is a scan of
-    /// this replica's half (query the table with ``OperationKindCode`` instead). This
+    /// `(node, seq, id, timestamp, kind, payload, logged_at)`: what readers query. This
     /// replica's rows are given back whole from their stored form (``StoredOperation``).
+    /// A `node = ? AND seq > ? ORDER BY seq LIMIT ?` through it sorts every row of the node
+    /// above the range before it gives the first: a read of one node's range queries that
+    /// node's table (`OperationLogReader.operations(of:after:limit:_:)`); one on `kind` is a
+    /// scan of this replica's half (query the table with ``OperationKindCode`` instead).
     static let operationLogView = """
         CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
             \(StoredOperation.localSQL)
