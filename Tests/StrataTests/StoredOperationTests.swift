@@ -100,3 +100,34 @@ import Testing
         #expect(OperationLogReader.operation(row) == nil)
     }
 }
+
+/// A row of the log that does not read is named and passed over: the pages after it still
+/// hold what they should (a short page ended a peer's read of that node early).
+@Suite struct UnreadableOperationRowTests {
+    @Test func aPagedReadNamesTheRowAndGoesOnPastIt() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        for n in 1 ... 10 { engine.appendOperation(kind: "edit.\(n)", payload: [UInt8(n)]) }
+        #expect(engine.flushNow())
+        let node = engine.nodeID
+        try engine.shutdown()
+        try DatabaseQueue(path: fixture.directory.databasePath).write { db in
+            try db.execute(sql: "UPDATE local_operations SET type = 99 WHERE seq = 4")   // names no type: the row does not read
+        }
+
+        let reader = try OperationLogReader(path: fixture.directory.databasePath)
+        var seen: [Int64] = [], unreadable: [NodeID: [Int64]] = [:], pages: [Int] = []
+        var page = try reader.missing(for: [:], limit: 3)
+        while true {
+            seen += page.operations.map(\.seq)
+            pages.append(page.operations.count)
+            unreadable.merge(page.unreadable) { $0 + $1 }
+            guard let next = page.next else { break }
+            page = try reader.missing(for: [:], from: next, limit: 3)
+        }
+        #expect(seen == [1, 2, 3, 5, 6, 7, 8, 9, 10])
+        #expect(pages == [3, 3, 3, 0], "every page full while the log has operations")
+        #expect(unreadable == [node: [4]])
+        #expect(try reader.operations(of: node, after: 2, limit: 3).map(\.seq) == [3, 5, 6])
+    }
+}

@@ -144,6 +144,48 @@ import Testing
         #expect(eventually { (try? engine.syncStatus().outboxCount) == 0 })
     }
 
+    /// A row of this device's log that does not read (here a type number that names
+    /// nothing) is a dead letter at once, and the outbox goes on past it: skipped silently,
+    /// it held `pushed_through` below it, and every push sent the same operations again.
+    @Test func aRowThatDoesNotReadIsADeadLetterAndTheRestIsPushed() throws {
+        let server = try PrivatePostgres.shared()
+        var fixture = fixture(server)
+        fixture.config.sync.networkSource = .none
+        do {
+            let engine = try fixture.open()
+            for kind in ["a", "b", "c", "d", "e"] { engine.appendOperation(kind: kind, payload: []) }
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { try $0.execute(sql: "UPDATE local_operations SET type = 99 WHERE seq = 3") }
+        try queue.close()
+        let engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        engine.startSync(transport: try transport(server)) { _ in }
+        engine.endTick()
+        #expect(eventually(timeout: .seconds(10)) { (try? serverLog(server, node: engine.nodeID).map(\.0)) == [1, 2, 4, 5] })
+        #expect(eventually(timeout: .seconds(10)) { (try? engine.syncStatus().pushedThrough) == 5 })
+        var status = try engine.syncStatus()
+        #expect(status.deadLetters.map(\.sequence) == [3] && status.pending == 0 && status.failing.isEmpty)
+        #expect(status.deadLetters.first?.lastError == SyncOutbox.unreadableError)
+
+        // Later operations go through; a retry by hand reads the row again and parks it again.
+        engine.appendOperation(kind: "f", payload: [])
+        #expect(engine.flushNow())
+        engine.endTick()
+        #expect(eventually(timeout: .seconds(10)) { (try? serverLog(server, node: engine.nodeID).map(\.0)) == [1, 2, 4, 5, 6] })
+        #expect(try engine.retrySyncDeadLetters() == 1)
+        engine.endTick()
+        #expect(eventually(timeout: .seconds(10)) { (try? engine.syncStatus().deadLetters.first?.deadAt).flatMap { $0 } != nil })
+        status = try engine.syncStatus()
+        #expect(status.deadLetters.map(\.sequence) == [3] && status.pushedThrough == 6)
+        #expect(try serverLog(server, node: engine.nodeID).map(\.0) == [1, 2, 4, 5, 6])
+        // The doctor says what happened: not a refusal by the server.
+        let outbox = try DoctorReport.examine(path: fixture.directory.databasePath).findings.filter { $0.subject == "outbox" }
+        #expect(outbox.map(\.severity) == [.error] && outbox.first?.detail.hasPrefix("1 operations of this device not pushed") == true,
+                "\(outbox)")
+    }
+
     /// Operation ids are foreseeable (made from the node and the sequence): one pushed first
     /// by another node under the same id must not make the owner's push insert nothing.
     @Test func anOperationWhoseIdAnotherNodePushedFirstIsStillStored() throws {

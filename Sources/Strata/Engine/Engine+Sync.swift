@@ -48,11 +48,12 @@ extension Engine {
     }
 
     /// The operations the next push would send, at most `limit` (committed ones only):
-    /// refused ones whose retry is due, then the oldest not pushed. Any thread.
+    /// refused ones whose retry is due, then the oldest not pushed. A row of the log that
+    /// does not read becomes a dead letter here, as in a push. Any thread.
     public func nextSyncBatch(limit: Int) throws -> [LoggedOperation] {
         let config = config.sync
         return try SyncOutbox(lane: WriterLane(buffer: buffer), node: nodeID, server: config.server)
-            .next(limit: limit, now: options.wallClock(), backoff: { SyncClient.backoff($0, config) })
+            .next(limit: limit, now: options.wallClock(), backoff: { SyncClient.backoff($0, config) }).operations
     }
 
     /// Dead letters are pushed again (their attempts start over). Returns how many.

@@ -56,9 +56,13 @@ extension DoctorReport {
             add(.info, "segments", "\(segments) segment rows hold \(mb(segmentBytes)) not yet compacted (the reload replays them)",
                 "`strata maintain PATH` folds them (the engine does on mains power)")
         }
-        if let dead = outboxDeadLetters, dead > 0 {
-            add(.warning, "outbox", "\(dead) operations the server refused [sync] max_attempts times (dead letters)",
+        if let dead = outboxDeadLetters, dead > outboxUnreadable {
+            add(.warning, "outbox", "\(dead - outboxUnreadable) operations the server refused [sync] max_attempts times (dead letters)",
                 "fix the cause on the server, then `strata sync retry PATH`")
+        }
+        if outboxUnreadable > 0 {
+            add(.error, "outbox", "\(outboxUnreadable) operations of this device not pushed: their rows in the log do not read (damaged) or are gone (dead letters)",
+                "`strata sync status PATH` lists them; `strata sync retry PATH` reads them again")
         }
         if let pending = outboxPending, pending > 0 {
             add(.info, "outbox", "\(pending) operations not yet pushed to the server", "they go at the next sync session")

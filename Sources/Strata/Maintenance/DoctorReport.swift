@@ -46,6 +46,9 @@ package struct DoctorReport: Codable, Sendable {
     public var segmentsSetAside: Int
     public var outboxPending: Int?
     public var outboxDeadLetters: Int?
+    /// Of the dead letters, those parked because their rows in this device's log do not read
+    /// (damaged or gone), not because the server refused them.
+    public var outboxUnreadable = 0
     public var jobs: [String: Int]
     /// Age of the oldest job waiting to run, in seconds.
     public var oldestPendingJobSecs: Double?
@@ -153,7 +156,7 @@ package struct DoctorReport: Codable, Sendable {
                     let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") ?? Data()
                     return try SyncOutbox.status(db, node: node)
                 }()).flatMap { $0.server.isEmpty ? nil : $0 }
-                return DoctorReport(
+                var report = DoctorReport(
                     path: path, integrity: problems == ["ok"] ? "ok" : problems.joined(separator: "; "),
                     pageSize: pageSize, pages: pages, freePages: free,
                     fragmentation: pages == 0 ? 0 : Double(free) / Double(pages),
@@ -165,6 +168,8 @@ package struct DoctorReport: Codable, Sendable {
                     jobs: jobs, oldestPendingJobSecs: oldest.flatMap { $0 }.map { max(0, now.timeIntervalSince1970 - Double($0) / 1000) },
                     rejectedWrites: inspection.rejectedWrites + inspection.rejectedWritesInSideFile,
                     statisticsRows: stats, findings: [])
+                report.outboxUnreadable = outbox?.deadLetters.filter { $0.lastError == SyncOutbox.unreadableError }.count ?? 0
+                return report
             }
         } catch {
             let failure = StoreError(.read, wrapping: error, path: path)

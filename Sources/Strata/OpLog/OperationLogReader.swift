@@ -59,6 +59,9 @@ package final class OperationLogReader: Sendable {
         /// Operations the peer lacks that retention has dropped (every peer known then had
         /// acknowledged them): a peer this far behind needs a copy of the document, not a log.
         public var unavailable: [NodeID: ClosedRange<Int64>] = [:]
+        /// The sequences, by node, of this page's rows that do not read (a damaged file):
+        /// passed over, so that the page still holds `limit` operations if the log has them.
+        public var unreadable: [NodeID: [Int64]] = [:]
     }
 
     /// The operations a peer whose vector clock is `clock` lacks: every operation of each
@@ -70,6 +73,7 @@ package final class OperationLogReader: Sendable {
         return try read { db in
             var operations: [LoggedOperation] = []
             var unavailable: [NodeID: ClosedRange<Int64>] = [:]
+            var unreadable: [NodeID: [Int64]] = [:]
             for (node, floor) in try Self.floors(db) where floor > (clock[node] ?? 0) {
                 unavailable[node] = (clock[node] ?? 0) + 1 ... floor
             }
@@ -78,42 +82,72 @@ package final class OperationLogReader: Sendable {
                 guard let node = nodeBytes.withUnsafeBytes({ NodeID(bytes: $0) }) else { continue }
                 var floor = clock[node] ?? 0   // rows at or below a retention floor are gone anyway
                 if let cursor, cursor.node == node { floor = max(floor, cursor.sequence) }
-                operations += try Self.operations(of: nodeBytes, after: floor, limit: limit - operations.count, db)
+                let read = try Self.operations(of: nodeBytes, after: floor, limit: limit - operations.count, db)
+                operations += read.operations
+                if !read.unreadable.isEmpty { unreadable[node, default: []] += read.unreadable }
                 if operations.count == limit, let last = operations.last {
-                    return Page(operations: operations, next: Cursor(node: last.node, sequence: last.seq), unavailable: unavailable)
+                    return Page(operations: operations, next: Cursor(node: last.node, sequence: last.seq), unavailable: unavailable,
+                                unreadable: unreadable)
                 }
             }
-            return Page(operations: operations, next: nil, unavailable: unavailable)
+            return Page(operations: operations, next: nil, unavailable: unavailable, unreadable: unreadable)
         }
     }
 
     /// Operations of `node` after `sequence`, in order, at most `limit`.
     public func operations(of node: NodeID, after sequence: Int64 = 0, limit: Int = 500) throws -> [LoggedOperation] {
-        try read { db in try Self.operations(of: node.withBytes { Data($0) }, after: sequence, limit: limit, db) }
+        try read { db in try Self.operations(of: node.withBytes { Data($0) }, after: sequence, limit: limit, db).operations }
     }
 
-    /// Operations of `node` after `sequence`, in order, at most `limit`, read from the node's
-    /// own table: this replica's from `local_operations` (``StoredOperation/localSQL``), a
-    /// range of its key, another node's from `received_operations` by its (node, seq) index.
-    /// The view would sort every row of the node above `sequence` to give the first few (a
-    /// page from the middle of a two-million-operation log took seconds). A file of a schema
-    /// before 21, read as it is, is read through its view.
-    static func operations(of node: Data, after sequence: Int64, limit: Int, _ db: Database) throws -> [LoggedOperation] {
-        let rows: [Row]
+    /// One node's operations as ``operations(of:after:limit:_:)`` reads them: those that
+    /// read, and the sequences of the rows that do not (damage: a type number
+    /// `component_types` no longer names, a value of the wrong type), skipped but named.
+    struct NodeRows {
+        var operations: [LoggedOperation] = []
+        var unreadable: [Int64] = []
+    }
+
+    /// Operations of `node` after `sequence`, in order, `limit` of them unless the node has
+    /// fewer, read from the node's own table: this replica's from `local_operations`
+    /// (``StoredOperation/localSQL``), a range of its key, another node's from
+    /// `received_operations` by its (node, seq) index. The view would sort every row of the
+    /// node above `sequence` to give the first few (a page from the middle of a
+    /// two-million-operation log took seconds). A file of a schema before 21, read as it is,
+    /// is read through its view.
+    ///
+    /// A row that does not read is passed over and its sequence kept in ``NodeRows/unreadable``,
+    /// and the read goes on until `limit` operations did: a page that came back short would
+    /// tell a caller that pages on (``missing(for:from:limit:)``, the outbox) that the node
+    /// ends there, and what lies after it would never be sent.
+    static func operations(of node: Data, after sequence: Int64, limit: Int, _ db: Database) throws -> NodeRows {
+        let sql: String
+        let local: Bool
         if try StoredOperation.isStoredShort(db) {
-            if try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") == node {
-                rows = try Row.fetchAll(db, sql: "\(StoredOperation.localSQL) WHERE seq > ? ORDER BY seq LIMIT ?", arguments: [sequence, limit])
-            } else {
-                rows = try Row.fetchAll(db, sql: """
-                    SELECT node, seq, id, timestamp, kind, payload FROM received_operations WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
-                    """, arguments: [node, sequence, limit])
-            }
+            local = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1") == node
+            sql = local
+                ? "\(StoredOperation.localSQL) WHERE seq > ? ORDER BY seq LIMIT ?"
+                : "SELECT node, seq, id, timestamp, kind, payload FROM received_operations WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?"
         } else {
-            rows = try Row.fetchAll(db, sql: """
-                SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?
-                """, arguments: [node, sequence, limit])
+            local = false
+            sql = "SELECT node, seq, id, timestamp, kind, payload FROM operation_log WHERE node = ? AND seq > ? ORDER BY seq LIMIT ?"
         }
-        return rows.compactMap(Self.operation)
+        var read = NodeRows()
+        var after = sequence
+        while read.operations.count < limit {
+            let wanted = limit - read.operations.count
+            let arguments: StatementArguments = local ? [after, wanted] : [node, after, wanted]
+            let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
+            let start = after
+            for row in rows {
+                // A sequence that is no integer (damage) cannot be paged past: it is left out,
+                // and if nothing else moved the read on, the read ends (below).
+                guard let seq = row.value("seq", as: Int64.self) else { continue }
+                after = max(after, seq)
+                if let operation = Self.operation(row) { read.operations.append(operation) } else { read.unreadable.append(seq) }
+            }
+            if rows.count < wanted || after == start { break }
+        }
+        return read
     }
 
     /// What the log holds of one node.

@@ -13,9 +13,15 @@ extension SyncClient {
             let highest = localHighest.load(ordering: .acquiring)
             let due = lock.withLock { nextFailureDue.map { $0 <= wallClock() } ?? false }
             guard highest > pushedHighest || due else { return }
-            let batch = try outbox.next(limit: pushSize, now: wallClock(), backoff: { [config] in Self.backoff($0, config) })
+            let next = try outbox.next(limit: pushSize, now: wallClock(), backoff: { [config] in Self.backoff($0, config) })
+            let batch = next.operations
             lock.withLock { nextFailureDue = nil }
+            if !next.parked.isEmpty { parked(next.parked) }
             guard !batch.isEmpty else {
+                // Only rows that do not read: past them now, what follows them is due.
+                let before = pushedHighest
+                pushedHighest = max(pushedHighest, next.parked.max() ?? 0)
+                if pushedHighest > before { continue }
                 // Nothing committed above what was pushed yet (the flush comes), or no retry due.
                 let status = try outbox.status()
                 pushedHighest = max(pushedHighest, status.pushedThrough)
@@ -40,6 +46,13 @@ extension SyncClient {
             // one is twice as large, up to `join_batch_size`.
             pushSize = batch.count == pushSize ? min(pushSize * 2, config.joinBatchSize) : config.batchSize
         }
+    }
+
+    /// Rows of this device's log that do not read were made dead letters by the outbox.
+    private func parked(_ seqs: [Int64]) {
+        let failing = (try? outbox.status()).map { $0.failing.count + $0.deadLetters.count }
+        update { $0.failing = failing ?? $0.failing; $0.deadLetters += seqs.count }
+        logger.error("sync: operation\(seqs.count == 1 ? "" : "s") \(seqs.map(String.init).joined(separator: ", ")) of this device: \(SyncOutbox.unreadableError); dead letters now (`strata sync status` lists them)")
     }
 
     /// A reader's push refused: nothing is lost or dead-lettered (the operations stay in the

@@ -14,9 +14,23 @@ struct SyncOutbox: Sendable {
     let node: NodeID
     let server: String
 
+    /// What ``next(limit:now:backoff:)`` found.
+    struct Batch: Sendable {
+        /// The operations to push, in sequence order.
+        var operations: [LoggedOperation] = []
+        /// This replica's operations that could not be pushed because their rows do not
+        /// read (damage) or are gone: dead letters now, and the outbox goes on past them.
+        var parked: [Int64] = []
+    }
+
+    /// Why a parked operation is a dead letter, as `strata sync status` shows it.
+    static let unreadableError = "its row in this device's log does not read (damaged) or is gone: not pushed"
+
     /// The next operations to push, in sequence order: the failed ones due again (their
-    /// backoff passed), then new ones, `limit` in all.
-    func next(limit: Int, now: Int64, backoff: @escaping @Sendable (Int) -> Duration) throws -> [LoggedOperation] {
+    /// backoff passed), then new ones, `limit` in all. A row that does not read becomes a
+    /// dead letter at once (``Batch/parked``): skipped silently, it would hold
+    /// `pushed_through` below it, and every later push would send the same operations again.
+    func next(limit: Int, now: Int64, backoff: @escaping @Sendable (Int) -> Duration) throws -> Batch {
         let node = node
         return try lane.perform(.normal) { db in
             var due: [Int64] = []
@@ -27,17 +41,35 @@ struct SyncOutbox: Sendable {
                 if last &+ Int64(backoff(max(attempts, 0)).milliseconds) <= now { due.append(seq) }
                 if due.count == limit { break }
             }
-            var operations = try due.compactMap { seq in
-                try Row.fetchOne(db, sql: "\(StoredOperation.localSQL) WHERE seq = ?", arguments: [seq])
-                    .flatMap(OperationLogReader.operation).flatMap { $0.node == node ? $0 : nil }
+            var batch = Batch()
+            for seq in due {
+                if let operation = try Row.fetchOne(db, sql: "\(StoredOperation.localSQL) WHERE seq = ?", arguments: [seq])
+                    .flatMap(OperationLogReader.operation), operation.node == node {
+                    batch.operations.append(operation)
+                } else {
+                    batch.parked.append(seq)
+                }
             }
-            let through = try Self.pushedThrough(db)
             // This replica's rows from their table, not the view: a range of its key, in its order.
-            operations += try Row.fetchAll(db, sql: "\(StoredOperation.localSQL) WHERE seq > ? ORDER BY seq LIMIT ?",
-                                           arguments: [through, limit - operations.count]).compactMap(OperationLogReader.operation)
-                .filter { $0.node == node }
-            return operations
+            let fresh = try OperationLogReader.operations(of: node.withBytes { Data($0) }, after: try Self.pushedThrough(db),
+                                                          limit: limit - batch.operations.count, db)
+            batch.operations += fresh.operations
+            batch.parked += fresh.unreadable
+            if !batch.parked.isEmpty { try park(batch.parked, now: now, db) }
+            return batch
         }
+    }
+
+    /// Makes `seqs` dead letters (``unreadableError``) and moves `pushed_through` over them.
+    private func park(_ seqs: [Int64], now: Int64, _ db: Database) throws {
+        try ensureState(db, serverNode: nil)
+        let upsert = try db.cachedStatement(sql: """
+            INSERT INTO sync_failures (seq, attempts, last_error, last_attempt_at, dead_at) VALUES (?, 0, ?, ?, ?)
+            ON CONFLICT (seq) DO UPDATE SET last_error = excluded.last_error, last_attempt_at = excluded.last_attempt_at,
+                                            dead_at = excluded.dead_at
+            """)
+        for seq in seqs { try upsert.execute(arguments: [seq, Self.unreadableError, now, now]) }
+        try advance(db, past: seqs)
     }
 
     /// The server has `operations`: they leave the outbox. Returns the sequence through
@@ -147,7 +179,8 @@ struct SyncOutbox: Sendable {
     /// or in `sync_failures`): the outbox is what lies above it, plus the failures.
     private func advance(_ db: Database, past seqs: [Int64]) throws {
         var through = try Self.pushedThrough(db)
-        let settled = Set(seqs)
+        var settled = Set(seqs)
+        for seq in try Int64.fetchAll(db, sql: "SELECT seq FROM sync_failures WHERE seq > ?", arguments: [through]) { settled.insert(seq) }
         while settled.contains(through + 1) { through += 1 }
         try db.execute(sql: "UPDATE sync_state SET pushed_through = max(pushed_through, ?) WHERE id = 1", arguments: [through])
     }
