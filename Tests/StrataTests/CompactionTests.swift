@@ -219,6 +219,7 @@ final class WriterEvents: PersistenceObserver, @unchecked Sendable {
         let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
         #expect(inspection.segments == 0)
         #expect(inspection.baseComponentRows == 60)
+        #expect(try fixture.count("SELECT count(*) FROM components WHERE updated_at IS NOT NULL") == 0, "a base row stores no time (schema 22)")
         let reopened = try Engine.open(config: fixture.config, components: replayComponents, logger: quietLogger, options: fixture.options)
         #expect(snapshot(reopened.world) == expected)
         try reopened.shutdown()

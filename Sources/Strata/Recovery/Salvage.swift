@@ -132,16 +132,15 @@ enum Salvage {
             report.unreadable.append("segments (of unregistered types)")
         }
         guard !newest.isEmpty else { return }
-        let now = unixMilliseconds()
         do {
             try store.queue.write { db in
                 for (key, value) in newest {
                     if let value {
                         try db.execute(sql: """
-                            INSERT INTO components (entity_num, type_id, version, payload, updated_at) VALUES (?, ?, ?, ?, ?)
+                            INSERT INTO components (entity_num, type_id, version, payload) VALUES (?, ?, ?, ?)
                             ON CONFLICT (entity_num, type_id) DO UPDATE SET version = excluded.version, payload = excluded.payload,
-                            updated_at = excluded.updated_at
-                            """, arguments: [key.entity, key.typeID, value.version, Data(value.payload), now])
+                            updated_at = NULL
+                            """, arguments: [key.entity, key.typeID, value.version, Data(value.payload)])
                     } else {
                         try db.execute(sql: "DELETE FROM components WHERE entity_num = ? AND type_id = ?", arguments: [key.entity, key.typeID])
                     }

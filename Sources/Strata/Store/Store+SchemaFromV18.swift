@@ -48,6 +48,53 @@ extension Store {
             try letLocalOperationIDsBeNull(db)
             try db.execute(sql: "\(Store.operationLogView) PRAGMA user_version = 21;")
         }
+        migrator.registerMigration("v22: base rows without the time they were folded, which nothing read") { db in
+            // `components.updated_at` was written with every base row (6 bytes of about 35 on
+            // the canvas) and read by nothing. New rows leave it NULL; rows folded again lose
+            // theirs; the others keep it until then.
+            try letBaseRowTimesBeNull(db)
+            try db.execute(sql: "PRAGMA user_version = 22")
+        }
+    }
+
+    /// Drops `components.updated_at`'s NOT NULL without rewriting the table (a million
+    /// shapes' base rows are about 100 MB), as ``letLocalOperationIDsBeNull(_:)`` does; a
+    /// table whose SQL is not the one schema 2 wrote is copied into a new one instead.
+    static func letBaseRowTimesBeNull(_ db: Database) throws {
+        let strict = "updated_at INTEGER NOT NULL", relaxed = "updated_at INTEGER"
+        if try relax(table: "components", strict, to: relaxed, db) { return }
+        try db.execute(sql: """
+            CREATE TABLE components_v22 (
+                entity_num INTEGER NOT NULL REFERENCES entities(num) ON DELETE CASCADE,
+                type_id INTEGER NOT NULL,
+                version INTEGER NOT NULL,
+                payload BLOB NOT NULL,
+                \(relaxed),
+                PRIMARY KEY (entity_num, type_id)
+            ) WITHOUT ROWID;
+            INSERT INTO components_v22 (entity_num, type_id, version, payload, updated_at)
+                SELECT entity_num, type_id, version, payload, updated_at FROM components;
+            DROP TABLE components;
+            ALTER TABLE components_v22 RENAME TO components;
+            """)
+    }
+
+    /// Replaces `strict` with `relaxed` in `table`'s SQL in `sqlite_schema`, under a new
+    /// schema version, the rows unchanged: SQLite's documented way to drop a NOT NULL or
+    /// CHECK constraint (<https://sqlite.org/lang_altertable.html#otheralter>). False, and
+    /// nothing changed, unless the SQL holds `strict` exactly once.
+    private static func relax(table: String, _ strict: String, to relaxed: String, _ db: Database) throws -> Bool {
+        let query = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?"
+        guard let sql = try String.fetchOne(db, sql: query, arguments: [table]), sql.components(separatedBy: strict).count == 2 else {
+            return false
+        }
+        let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
+        try db.execute(sql: "PRAGMA writable_schema = ON")
+        try db.execute(sql: "UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = ?",
+                       arguments: [sql.replacingOccurrences(of: strict, with: relaxed), table])
+        try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
+        try db.execute(sql: "PRAGMA writable_schema = OFF")
+        return true
     }
 
     /// Drops `local_operations.id`'s NOT NULL without rewriting the table (a big document's
@@ -58,16 +105,7 @@ extension Store {
     /// copied into a new one instead.
     static func letLocalOperationIDsBeNull(_ db: Database) throws {
         let strict = "id BLOB NOT NULL CHECK (length(id) = 16)", relaxed = "id BLOB CHECK (id IS NULL OR length(id) = 16)"
-        let table = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'local_operations'"
-        if let sql = try String.fetchOne(db, sql: table), sql.components(separatedBy: strict).count == 2 {
-            let version = try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0
-            try db.execute(sql: "PRAGMA writable_schema = ON")
-            try db.execute(sql: "UPDATE sqlite_schema SET sql = ? WHERE type = 'table' AND name = 'local_operations'",
-                           arguments: [sql.replacingOccurrences(of: strict, with: relaxed)])
-            try db.execute(sql: "PRAGMA schema_version = \(version + 1)")
-            try db.execute(sql: "PRAGMA writable_schema = OFF")
-            return
-        }
+        if try relax(table: "local_operations", strict, to: relaxed, db) { return }
         try db.execute(sql: """
             CREATE TABLE local_operations_v21 (
                 seq INTEGER PRIMARY KEY CHECK (seq > 0),

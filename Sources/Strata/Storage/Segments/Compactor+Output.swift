@@ -8,10 +8,10 @@ extension Compactor {
     static func fold(_ keys: [SegmentKey], _ newest: [SegmentKey: Newest], _ arena: UnsafeRawBufferPointer,
                              _ db: Database, _ result: inout StepResult) throws {
         let update = try db.cachedStatement(sql: """
-            UPDATE components SET version = ?, payload = ?, updated_at = ? WHERE entity_num = ? AND type_id = ?
+            UPDATE components SET version = ?, payload = ?, updated_at = NULL WHERE entity_num = ? AND type_id = ?
             """).sqliteStatement
         let insert = try db.cachedStatement(sql: """
-            INSERT INTO components (version, payload, updated_at, entity_num, type_id) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO components (version, payload, entity_num, type_id) VALUES (?, ?, ?, ?)
             """).sqliteStatement
         let delete = try db.cachedStatement(sql: "DELETE FROM components WHERE entity_num = ? AND type_id = ?").sqliteStatement
         let connection = db.sqliteConnection
@@ -28,9 +28,8 @@ extension Compactor {
             for statement in [update, insert] {
                 sqlite3_bind_int64(statement, 1, Int64(record.version))
                 try bindBlob(statement, 2, bytes)
-                sqlite3_bind_int64(statement, 3, record.createdAt)
-                sqlite3_bind_int64(statement, 4, key.entity)
-                sqlite3_bind_int64(statement, 5, key.typeID)
+                sqlite3_bind_int64(statement, 3, key.entity)
+                sqlite3_bind_int64(statement, 4, key.typeID)
                 try stepDone(statement, db)
                 if statement == update && sqlite3_changes(connection) > 0 { break }
                 if statement == insert { result.baseRowsInserted += 1 }

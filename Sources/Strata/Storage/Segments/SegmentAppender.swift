@@ -82,7 +82,7 @@ final class SegmentAppender: BatchPart {
                 counts.componentRemovals += 1
             }
         }
-        if !baseWrites.isEmpty { try writeBaseRows(db, now: counts.committedAt) }
+        if !baseWrites.isEmpty { try writeBaseRows(db) }
         basesToCommit = true
         guard !records.isEmpty else { return }
         let chunks = payloads.bytes.withUnsafeBytes { encoder.encode(&records, arena: $0) }
@@ -121,10 +121,10 @@ final class SegmentAppender: BatchPart {
     }
 
     /// A bulk batch's new entities' components, as base rows, in key order.
-    private func writeBaseRows(_ db: Database, now: Int64) throws {
+    private func writeBaseRows(_ db: Database) throws {
         baseWrites.sort { $0.key.entity != $1.key.entity ? $0.key.entity < $1.key.entity : $0.key.typeID < $1.key.typeID }
         let insert = try db.cachedStatement(sql: """
-            INSERT INTO components (entity_num, type_id, version, payload, updated_at) VALUES (?, ?, ?, ?, ?)
+            INSERT INTO components (entity_num, type_id, version, payload) VALUES (?, ?, ?, ?)
             """).sqliteStatement
         try payloads.bytes.withUnsafeBytes { arena in
             for write in baseWrites {
@@ -132,7 +132,6 @@ final class SegmentAppender: BatchPart {
                 sqlite3_bind_int64(insert, 2, write.key.typeID)
                 sqlite3_bind_int64(insert, 3, Int64(write.version))
                 try bindBlob(insert, 4, UnsafeRawBufferPointer(rebasing: arena[write.payload]))
-                sqlite3_bind_int64(insert, 5, now)
                 try stepDone(insert, db)
             }
         }
