@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The public symbols of Strata and its adapters against the list in docs/public-api.txt.
 
-`make docs` extracts the library's symbol graph (public symbols only) while building the DocC
-archive, and the adapters' (StrataPostgres, StrataServiceLifecycle, StrataHTTP, StrataWire, StrataPQ, StrataTesting) with
-`swift package dump-symbol-graph`; this reads them and fails, naming them, when a symbol became
+`make docs` extracts the symbol graphs of the library and its adapters (StrataPostgres,
+StrataServiceLifecycle, StrataHTTP, StrataWire, StrataPQ, StrataTesting), public symbols only, with
+`swift package dump-symbol-graph` (the library's also makes its DocC archive); this reads them and fails, naming them, when a symbol became
 public or stopped being public without the list saying so. After a deliberate change:
 scripts/check-public-api.py --update.
 
@@ -21,8 +21,10 @@ import sys
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 listing = os.path.join(root, "docs", "public-api.txt")
-# The module, the glob of its graphs, and the prefix its lines carry in the listing.
-modules = [("Strata", os.path.join(".build", "*", "extracted-symbols", "*", "Strata", "Strata*.symbols.json"), ""),
+# The module, the glob of its graphs, and the prefix its lines carry in the listing. The
+# library's graphs are `Strata.symbols.json` and `Strata@Module.symbols.json` (its extensions
+# of other modules' types), not the graphs of the other modules whose names start with it.
+modules = [("Strata", os.path.join(".build", "*", "symbolgraph", "Strata[.@]*symbols.json"), ""),
            ("StrataPostgres", os.path.join(".build", "*", "symbolgraph", "StrataPostgres*.symbols.json"), "StrataPostgres: "),
            ("StrataServiceLifecycle", os.path.join(".build", "*", "symbolgraph", "StrataServiceLifecycle*.symbols.json"),
             "StrataServiceLifecycle: "),
