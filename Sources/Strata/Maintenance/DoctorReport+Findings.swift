@@ -61,7 +61,9 @@ extension DoctorReport {
                 "fix the cause on the server, then `strata sync retry PATH`")
         }
         if outboxUnreadable > 0 {
-            add(.error, "outbox", "\(outboxUnreadable) operations of this device not pushed: their rows in the log do not read (damaged) or are gone (dead letters)",
+            let one = outboxUnreadable == 1
+            add(.error, "outbox", "\(outboxUnreadable) operation\(one ? "" : "s") of this device not pushed: \(one ? "its row" : "their rows") in the log "
+                + "\(one ? "does" : "do") not read (damaged) or \(one ? "is" : "are") gone (dead letters)",
                 "`strata sync status PATH` lists them; `strata sync retry PATH` reads them again")
         }
         if let pending = outboxPending, pending > 0 {
