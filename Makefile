@@ -50,7 +50,8 @@ example: deps
 # fresh clone's `make test`). Then the public symbols of the library and its adapters are
 # checked against docs/public-api.txt: a symbol that became public by accident fails it
 # (scripts/check-public-api.py).
-DOCC ?= docc
+# The toolchain's docc: beside the swift that builds (found through its links), else on PATH.
+DOCC ?= $(shell d=$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")"); if [ -x "$$d/docc" ]; then echo "$$d/docc"; else echo docc; fi)
 docs: deps
 	$(SWIFT) package dump-symbol-graph --minimum-access-level public > /dev/null
 	rm -rf .build/docs-symbols && mkdir -p .build/docs-symbols
