@@ -40,6 +40,26 @@ import Testing
         }
     }
 
+    /// An engine syncing to `server` on a document that logged `logged` (one operation of
+    /// each kind) in a session before, and was then damaged by `damage` while closed.
+    private func syncingAfterDamage(_ server: PrivatePostgres, logged: [String], damage: String,
+                                    _ name: String = #function) throws -> (EngineFixture, Engine) {
+        var fixture = fixture(server, name)
+        fixture.config.sync.networkSource = .none
+        do {
+            let engine = try fixture.open()
+            for kind in logged { engine.appendOperation(kind: kind, payload: []) }
+            try engine.shutdown()
+        }
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { try $0.execute(sql: damage) }
+        try queue.close()
+        let engine = try fixture.open()
+        engine.startSync(transport: try transport(server)) { _ in }
+        engine.endTick()
+        return (fixture, engine)
+    }
+
     private func serverCount(_ server: PrivatePostgres) throws -> Int {
         Int(try server.sql("SELECT count(*) FROM strata_operations WHERE document = '\(document)'")) ?? -1
     }
@@ -126,20 +146,8 @@ import Testing
     /// the sync reads it (it used to trap in the outbox at every start).
     @Test func anOperationKindThatIsNoCodeIsPushedAsItsDigits() throws {
         let server = try PrivatePostgres.shared()
-        var fixture = fixture(server)
-        fixture.config.sync.networkSource = .none
-        do {
-            let engine = try fixture.open()
-            for kind in ["a", "b"] { engine.appendOperation(kind: kind, payload: []) }
-            try engine.shutdown()
-        }
-        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
-        try queue.write { try $0.execute(sql: "UPDATE local_operations SET kind = 3 WHERE seq = 2") }
-        try queue.close()
-        let engine = try fixture.open()
+        let (_, engine) = try syncingAfterDamage(server, logged: ["a", "b"], damage: "UPDATE local_operations SET kind = 3 WHERE seq = 2")
         defer { try? engine.shutdown() }
-        engine.startSync(transport: try transport(server)) { _ in }
-        engine.endTick()
         #expect(eventually(timeout: .seconds(10)) { (try? serverLog(server, node: engine.nodeID).map(\.1)) == ["a", "3"] })
         #expect(eventually { (try? engine.syncStatus().outboxCount) == 0 })
     }
@@ -149,20 +157,9 @@ import Testing
     /// it held `pushed_through` below it, and every push sent the same operations again.
     @Test func aRowThatDoesNotReadIsADeadLetterAndTheRestIsPushed() throws {
         let server = try PrivatePostgres.shared()
-        var fixture = fixture(server)
-        fixture.config.sync.networkSource = .none
-        do {
-            let engine = try fixture.open()
-            for kind in ["a", "b", "c", "d", "e"] { engine.appendOperation(kind: kind, payload: []) }
-            try engine.shutdown()
-        }
-        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
-        try queue.write { try $0.execute(sql: "UPDATE local_operations SET type = 99 WHERE seq = 3") }
-        try queue.close()
-        let engine = try fixture.open()
+        let (fixture, engine) = try syncingAfterDamage(server, logged: ["a", "b", "c", "d", "e"],
+                                                       damage: "UPDATE local_operations SET type = 99 WHERE seq = 3")
         defer { try? engine.shutdown() }
-        engine.startSync(transport: try transport(server)) { _ in }
-        engine.endTick()
         #expect(eventually(timeout: .seconds(10)) { (try? serverLog(server, node: engine.nodeID).map(\.0)) == [1, 2, 4, 5] })
         #expect(eventually(timeout: .seconds(10)) { (try? engine.syncStatus().pushedThrough) == 5 })
         var status = try engine.syncStatus()

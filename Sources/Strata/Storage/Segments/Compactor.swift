@@ -89,7 +89,6 @@ struct Compactor {
         /// The payload in the arena; nil for a tombstone.
         var payload: Range<Int>?
         var version: Int
-        var createdAt: Int64
     }
 
     /// The most pending despawns one step applies. In a large world each one deletes from
@@ -157,7 +156,7 @@ struct Compactor {
                             payload = arena.count ..< arena.count + record.payload.count
                             arena.append(contentsOf: record.payload)
                         }
-                        newest[record.key] = Newest(payload: payload, version: record.version ?? 0, createdAt: createdAt)
+                        newest[record.key] = Newest(payload: payload, version: record.version ?? 0)
                     }
                 } catch let damage as SegmentDamage {
                     if result.consumedRows == 0 { result.blockedBy = (id, damage) }
