@@ -233,6 +233,7 @@ struct SyncTorture {
         if service != nil { try checkPushers(server: server, document: document, devices: devices, into: &outcome) }
         result.details["devices", default: 0] += count
         result.details["power_cuts_before_set_up", default: 0] += devices.reduce(0) { $0 + $1.powerCutsBeforeSetUp }
+        result.details["stops_before_set_up", default: 0] += devices.reduce(0) { $0 + $1.stopsBeforeSetUp }
         return try check.run(into: &outcome)
     }
 
