@@ -3,8 +3,10 @@ import GRDB
 import Testing
 @testable import Strata
 
-/// New entity and operation ids are UUID version 7: in time order, so the indexes they
-/// key grow at their right edge; documents of random (version 4) ids keep working.
+/// Ids made where none is stored are UUID version 7: in time order, so the indexes they
+/// key grow at their right edge; new entities' and this replica's operations' ids are made
+/// from the node and their number (stored as NULL), which grow too; documents of random
+/// (version 4) ids keep working.
 @Suite struct TimeOrderedIDsTests {
     func bytes(_ id: EntityID) -> [UInt8] { id.withBytes { Array($0) } }
 
@@ -34,14 +36,15 @@ import Testing
         }
     }
 
-    /// Spawns get time-ordered ids; this replica's operations get ids made from the node
-    /// and the sequence (no row stores them: `StoredOperation`), which grow with it too.
-    @Test func spawnsGetTimeOrderedIdsAndLocalOperationsIdsMadeFromTheirSequence() throws {
+    /// Spawns get ids made from the node and their number (`EntityIDColumn`), this
+    /// replica's operations from the node and the sequence (`StoredOperation`): no row
+    /// stores them, and they grow with the number and the sequence.
+    @Test func spawnsAndLocalOperationsGetIdsMadeFromTheirNumbers() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
         let a = engine.world.spawn(Title("a")), b = engine.world.spawn(Title("b"))
         let idA = try #require(engine.world.id(of: a)), idB = try #require(engine.world.id(of: b))
-        #expect(idA.isTimeOrdered && idB.isTimeOrdered)
+        #expect(idA.derivedNumber(node: engine.nodeID) != nil && idB.derivedNumber(node: engine.nodeID) != nil)
         #expect(bytes(idA).lexicographicallyPrecedes(bytes(idB)))
         let op = engine.appendOperation(kind: "k", payload: []), next = engine.appendOperation(kind: "k", payload: [])
         #expect(op.id == StoredOperation.derivedID(node: engine.nodeID, seq: op.seq))
@@ -49,14 +52,16 @@ import Testing
         try engine.shutdown()
     }
 
-    /// A document of random ids (written before this build), then time-ordered ones:
+    /// A document of random ids (written before this build), then ids made from numbers:
     /// both load, compact and keep their operations.
     @Test func aMixedDocumentLoadsCompactsAndKeepsItsOperations() throws {
         let fixture = EngineFixture()
         let peer = NodeID()
         var random: [EntityID] = [], ordered: [EntityID] = []
+        var node = NodeID()
         do {
             let engine = try fixture.open()
+            node = engine.nodeID
             for i in 0 ..< 200 {
                 let id = EntityID()   // version 4, as older builds made them
                 random.append(id)
@@ -74,7 +79,7 @@ import Testing
             #expect(engine.compactNow())
             try engine.shutdown()
         }
-        #expect(random.allSatisfy { !$0.isTimeOrdered } && ordered.allSatisfy(\.isTimeOrdered))
+        #expect(random.allSatisfy { $0.derivedNumber(node: node) == nil } && ordered.allSatisfy { $0.derivedNumber(node: node) != nil })
         let engine = try fixture.open()
         #expect(engine.world.entityCount == 400)
         for (i, id) in random.enumerated() {

@@ -27,7 +27,7 @@ public struct Asset: Sendable, Equatable, Codable {
 enum AssetRows {
     static func fetch(_ db: Database, where condition: String, _ arguments: StatementArguments = []) throws -> [Asset] {
         try Row.fetchAll(db, sql: """
-            SELECT assets.id, entities.id AS entity_id, name, size, checksum, state, assets.created_at
+            SELECT assets.id, \(EntityIDColumn.sql()) AS entity_id, name, size, checksum, state, assets.created_at
             FROM assets LEFT JOIN entities ON entities.num = assets.entity_num WHERE \(condition) ORDER BY assets.id
             """, arguments: arguments).map { row in
             // A state that does not read is `.missing`: the reconciliation looks at the file again.
@@ -46,7 +46,8 @@ enum AssetRows {
         if let entity {
             let id = entity.withBytes { Data($0) }
             _ = try PendingEntities.promote(id: id, db)   // the row refers to `entities`
-            number = try Int64.fetchOne(db, sql: "SELECT num FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))", arguments: [id])
+            number = try Int64.fetchOne(db, sql: "SELECT num FROM entities WHERE \(EntityIDColumn.matching()) AND \(PendingEntities.Layout.current.live("num"))",
+                                        arguments: EntityIDColumn.arguments(for: entity, db))
             guard number != nil else { return nil }
         }
         try db.execute(sql: """

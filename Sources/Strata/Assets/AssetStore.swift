@@ -68,7 +68,7 @@ public final class AssetStore: @unchecked Sendable {
     public func assets(for entity: EntityID? = nil) throws -> [Asset] {
         try lane.perform(.normal) { db in
             guard let entity else { return try AssetRows.fetch(db, where: "1") }
-            return try AssetRows.fetch(db, where: "entities.id = ?", [entity.withBytes { Data($0) }])
+            return try AssetRows.fetch(db, where: EntityIDColumn.matching(), EntityIDColumn.arguments(for: entity, db))
         }
     }
 

@@ -86,6 +86,11 @@ extension Backup {
                         """)
                 }
                 if try db.tableExists("replica") {
+                    // Entity ids made from the old node (schema 23) are written out: the new one would make others.
+                    if try db.tableExists("entities") {
+                        let id = EntityIDColumn.derivedSQL(node: EntityIDColumn.nodeSQL, number: "num")
+                        try db.execute(sql: "UPDATE entities SET id = \(id) WHERE id IS NULL")
+                    }
                     try db.execute(sql: "UPDATE replica SET node_id = ? WHERE id = 1", arguments: [node.withBytes { Data($0) }])
                 }
                 // The outbox's place and refusals were the old node's sequences: the new node

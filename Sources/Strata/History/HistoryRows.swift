@@ -20,7 +20,7 @@ enum HistoryRows {
     static func keepDespawned(_ numbers: [EntityNumber], at: Int64, _ db: Database) throws {
         let entity = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO despawned_entities (num, id, created_at, despawned_at)
-            SELECT num, id, created_at, ? FROM entities WHERE num = ?
+            SELECT num, \(EntityIDColumn.sql()), created_at, ? FROM entities WHERE num = ?
             """).sqliteStatement
         let components = try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO despawned_components (entity_num, type_id, version, payload)

@@ -189,7 +189,7 @@ public final class JobQueue: @unchecked Sendable {
     @discardableResult
     public func retry(entity: EntityID) throws -> Int {
         let changed: Int = try perform(.full) { db in
-            try JobRows.retry(db, where: "entity_num = (SELECT num FROM entities WHERE id = ?)", [entity.withBytes { Data($0) }])
+            try JobRows.retry(db, where: "entity_num IN (SELECT num FROM entities WHERE \(EntityIDColumn.matching()))", EntityIDColumn.arguments(for: entity, db))
         }
         if changed > 0 { onRunnable?() }
         return changed
@@ -208,7 +208,7 @@ public final class JobQueue: @unchecked Sendable {
     @discardableResult
     public func cancel(entity: EntityID) throws -> Int {
         let ids: [Job.ID] = try perform(.full) { db in
-            try JobRows.cancel(db, where: "entity_num = (SELECT num FROM entities WHERE id = ?)", [entity.withBytes { Data($0) }])
+            try JobRows.cancel(db, where: "entity_num IN (SELECT num FROM entities WHERE \(EntityIDColumn.matching()))", EntityIDColumn.arguments(for: entity, db))
         }
         cancelRunning(ids)
         return ids.count

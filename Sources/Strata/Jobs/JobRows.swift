@@ -5,7 +5,7 @@ import GRDB
 /// on the opening thread before the writer starts (``recoverInterrupted(_:now:maxAttempts:)``).
 enum JobRows {
     static let columns = """
-        jobs.id, jobs.entity_num, entities.id AS entity_id, jobs.kind, jobs.payload, jobs.priority, jobs.status, jobs.attempts,
+        jobs.id, jobs.entity_num, \(EntityIDColumn.sql()) AS entity_id, jobs.kind, jobs.payload, jobs.priority, jobs.status, jobs.attempts,
         jobs.last_error, jobs.created_at, jobs.started_at, jobs.finished_at, jobs.not_before
         """
 
@@ -54,31 +54,31 @@ enum JobRows {
     }
 
     static func add(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Added {
-        let id = entity.withBytes { Data($0) }
-        _ = try PendingEntities.promote(id: id, db)   // the job refers to `entities`
+        _ = try PendingEntities.promote(id: entity.withBytes { Data($0) }, db)   // the job refers to `entities`
+        let match = EntityIDColumn.matching(), id = try EntityIDColumn.arguments(for: entity, db)
         try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
-            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE \(match) AND \(PendingEntities.Layout.current.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
-            """).execute(arguments: [kind, Data(payload), priority, now, id])
+            """).execute(arguments: [kind, Data(payload), priority, now] + id)
         if db.changesCount > 0 { return .added }
-        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))"), arguments: [id]) != nil {
+        if try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE \(match) AND \(PendingEntities.Layout.current.live("num"))"), arguments: id) != nil {
             return .added
         }
-        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE id = ?"), arguments: [id]) != nil ? .entityDespawned : .notYet
+        return try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM entities WHERE \(match)"), arguments: id) != nil ? .entityDespawned : .notYet
     }
 
     /// Adds the job unless the entity has one of this kind already; returns the job either
     /// way, or nil if the entity is not in the file (yet).
     static func enqueue(_ db: Database, kind: String, entity: EntityID, payload: [UInt8], priority: Int, now: Int64) throws -> Job? {
-        let id = entity.withBytes { Data($0) }
-        _ = try PendingEntities.promote(id: id, db)
+        _ = try PendingEntities.promote(id: entity.withBytes { Data($0) }, db)
+        let match = EntityIDColumn.matching(), id = try EntityIDColumn.arguments(for: entity, db)
         try db.cachedStatement(sql: """
             INSERT INTO jobs (entity_num, kind, payload, priority, status, created_at, not_before)
-            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE id = ? AND \(PendingEntities.Layout.current.live("num"))
+            SELECT num, ?, ?, ?, 'pending', ?, 0 FROM entities WHERE \(match) AND \(PendingEntities.Layout.current.live("num"))
             ON CONFLICT (entity_num, kind) DO NOTHING
-            """).execute(arguments: [kind, Data(payload), priority, now, id])
-        return try fetch(db, where: "entities.id = ? AND jobs.kind = ?", [id, kind]).first
+            """).execute(arguments: [kind, Data(payload), priority, now] + id)
+        return try fetch(db, where: "\(match) AND jobs.kind = ?", id + [kind]).first
     }
 
     /// Marks up to `limit` runnable jobs of `kinds` processing (one transaction: no job

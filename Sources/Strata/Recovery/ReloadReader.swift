@@ -18,8 +18,12 @@ final class ReloadReader: @unchecked Sendable {
         var typeID: Int64
         var version: Int
         var start: Int
+        /// The payload's (or the id's) length; for an entity row, ``nullID`` if the id is NULL.
         var count: Int
     }
+
+    /// An entity row's `count` when its id is NULL (made from the node and the number: `EntityIDColumn`).
+    static let nullID = -1
 
     final class Run {
         var rows: [Row] = []
@@ -97,7 +101,8 @@ final class ReloadReader: @unchecked Sendable {
             rows.append(Row(number: sqlite3_column_int64(statement, 0),
                             typeID: isEntityRow ? 0 : sqlite3_column_int64(statement, 1),
                             version: isEntityRow ? 0 : Int(sqlite3_column_int64(statement, 2)),
-                            start: bytes.count, count: payload.count))
+                            start: bytes.count,
+                            count: isEntityRow && sqlite3_column_type(statement, 1) == SQLITE_NULL ? Self.nullID : payload.count))
             bytes.append(contentsOf: payload)
             if rows.count == Self.rowsPerRun {
                 swap(&rows, &run.rows)

@@ -63,13 +63,16 @@ extension Store {
         // The highest number a kept row names without being loaded (a malformed entity row, a
         // component row of no entity): never handed to a new entity, which would adopt them.
         var keptNumber: EntityNumber = 0
+        // An id stored NULL is made from the node and the number (`EntityIDColumn`).
+        let node = try EntityIDColumn.node(db)
         let entityRows = ReloadReader(entitiesStatement.sqliteStatement)
         entityRows.forEachRun { run in
             run.bytes.withUnsafeBytes { bytes in
                 for row in run.rows {
                     let number = row.number
                     if !despawning.isEmpty, despawning.contains(number) { continue }
-                    guard let id = EntityID(bytes: UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count])),
+                    let stored = row.count == ReloadReader.nullID ? nil : UnsafeRawBufferPointer(rebasing: bytes[row.start ..< row.start + row.count])
+                    guard let id = EntityIDColumn.id(stored: stored, number: number, node: node),
                           number > numbers.last ?? 0, number <= World.highestEntityNumber,
                           let entity = world.loadEntity(id: id, number: number) else {
                         // A number twice (in `entities` and waiting) is a damaged file's (the first is
@@ -150,7 +153,9 @@ extension Store {
         let waitingMax = layout.spawns
             ? try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM pending_entities WHERE num <= ?", arguments: [highest]) ?? 0
             : despawning.filter { $0 <= highest }.max() ?? 0
-        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax, keptNumber) + 1
+        // A number a deleted row had, whose id was made from it, is never given again.
+        let deleted = try EntityIDColumn.numbersThrough(db).map { min($0, highest) } ?? 0
+        world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax, keptNumber, deleted) + 1
         summary.unknownTypeRows = loader.unknownTypeRows
         summary.undecodableRows = loader.undecodableRows
         summary.olderPayloadRows = loader.olderPayloads.count

@@ -125,13 +125,19 @@ enum PendingEntities {
     /// Inserts rows into `entities`, in id order (the id index then takes them page by
     /// page). An id held by an entity whose despawn waits frees it first (a host that
     /// spawns an id again). Returns how many waiting despawns that applied.
+    /// An id made from the document's node and the row's number is stored NULL (``EntityIDColumn``).
     static func insertEntities(_ rows: [EntityInsert], at now: (EntityInsert) -> Int64, _ db: Database) throws -> Int {
         let insert = try db.cachedStatement(sql: "INSERT INTO entities (num, id, created_at) VALUES (?, ?, ?)").sqliteStatement
+        let node = try EntityIDColumn.node(db)
         var applied = 0
         for row in rows {
             try row.id.withBytes { id in
                 sqlite3_bind_int64(insert, 1, row.number)
-                try checkBind(sqlite3_bind_blob(insert, 2, id.baseAddress, 16, SQLITE_STATIC), 2)
+                if EntityIDColumn.isDerived(row.id, number: row.number, node: node) {
+                    sqlite3_bind_null(insert, 2)
+                } else {
+                    try checkBind(sqlite3_bind_blob(insert, 2, id.baseAddress, 16, SQLITE_STATIC), 2)
+                }
                 sqlite3_bind_int64(insert, 3, now(row))
                 do {
                     try stepDone(insert, db)
@@ -149,9 +155,9 @@ enum PendingEntities {
     /// An entity is spawned with the id of one whose despawn waits here: that despawn is
     /// applied now, so the id is free for the new row. Returns false if none holds the id.
     private static func applyHolding(id: UnsafeRawBufferPointer, _ db: Database) throws -> Bool {
-        guard let despawns = Layout.current.despawns, let number = try EntityNumber.fetchOne(db, sql: """
-            SELECT num FROM entities WHERE id = ? AND num IN (\(despawns))
-            """, arguments: [Data(id)]) else { return false }
+        guard let despawns = Layout.current.despawns, let entity = EntityID(bytes: id), let number = try EntityNumber.fetchOne(db, sql: """
+            SELECT num FROM entities WHERE \(EntityIDColumn.matching()) AND num IN (\(despawns))
+            """, arguments: try EntityIDColumn.arguments(for: entity, db)) else { return false }
         try db.execute(sql: "DELETE FROM entities WHERE num = ?", arguments: [number])
         try db.execute(sql: "DELETE FROM pending_entities WHERE num = ? AND id IS NULL", arguments: [number])
         return true

@@ -29,9 +29,17 @@ extension DatabaseInspection {
         var ids: [EntityNumber: EntityID] = [:]
         let entities = try Row.fetchCursor(db, sql: HistoryQueries.entities(asOf: asOf, layout: try PendingEntities.layout(db)),
                                            arguments: arguments)
+        let node = try EntityIDColumn.node(db)   // an id stored NULL is made from it and the number
         while let row = try entities.next() {
-            guard let number = row.value("num", as: EntityNumber.self), let data = row.value("id", as: Data.self) else { continue }
-            if let id = data.withUnsafeBytes({ EntityID(bytes: $0) }) { ids[number] = id }
+            guard let number = row.value("num", as: EntityNumber.self) else { continue }
+            let data = row["id"] as DatabaseValue
+            let id: EntityID?
+            switch data.storage {
+            case .null: id = EntityIDColumn.id(stored: nil, number: number, node: node)
+            case .blob(let bytes): id = bytes.withUnsafeBytes { EntityIDColumn.id(stored: $0, number: number, node: node) }
+            default: id = nil
+            }
+            if let id { ids[number] = id }
         }
         for number in try PendingEntities.despawnNumbers(db) { ids[number] = nil }
         let rows = try Row.fetchCursor(db, sql: HistoryQueries.baseRows(asOf: asOf))

@@ -132,15 +132,27 @@ public final class World {
     /// despawned earlier or one received from a peer). Two live entities never share an
     /// id: `id` must not be alive in this world (a precondition).
     ///
-    /// New ids are in time order (UUID version 7, ``EntityID/isTimeOrdered``), so the
-    /// file's index of ids grows at its right edge; ids of any other kind (random ones
-    /// from older documents, a peer's) work the same.
+    /// A new id is made from the document's node and the entity's number, so the file
+    /// stores none of its bytes (an entity of a million-entity document costs about half
+    /// the bytes); past 2^49 entities, or where such an id is taken already (given by the
+    /// host), it is a time-ordered one (UUID version 7, ``EntityID/isTimeOrdered``). Ids of
+    /// any other kind (random ones from older documents, a peer's) work the same.
     @discardableResult
     public func spawn(id: EntityID? = nil) -> Entity {
         owner.check("World")
-        let id = id ?? newIDs.make()
+        let id = id ?? newID()
         precondition(indexByID.find(id, ids: { self.records[Int($0)].id }) == nil, "spawn(id:): \(id) is already alive in this world")
         return spawnUnchecked(id: id)
+    }
+
+    /// The id of the next spawn that is given none: made from the node and the number
+    /// it is about to get (`EntityIDColumn` stores it as NULL), unless that id is alive.
+    private func newID() -> EntityID {
+        if let derived = EntityID(node: operationLog.node, number: nextEntityNumber),
+           indexByID.find(derived, ids: { self.records[Int($0)].id }) == nil {
+            return derived
+        }
+        return newIDs.make()
     }
 
     /// Spawns an entity with `id`, known not to be alive (``spawn(id:)`` without its check).
@@ -176,25 +188,6 @@ public final class World {
     @inline(__always)
     func withOperationLog<R>(_ body: (OperationLog) -> R) -> R {
         Unmanaged.passUnretained(operationLog)._withUnsafeGuaranteedRef(body)
-    }
-
-    /// A cache hint for the id index's cell of the id `words` (``World/prefetch(ahead:of:)``).
-    func prefetchIndexCell(_ words: (UInt64, UInt64)) { indexByID.prefetch(words) }
-
-    /// Makes room for `count` more entities at once (a reload knows how many are coming, a
-    /// pull how many operations):
-    /// the id index is not rehashed, nor the records regrown, on the way. Grows at least
-    /// twofold when it grows at all: a pull calls this at every end of tick with a little
-    /// more to come, and an exact size would copy every record (and rehash the index) each time.
-    func reserveEntities(_ count: Int) {
-        let records = records.count + count
-        if records > self.records.capacity { self.records.reserveCapacity(max(records, 2 * self.records.capacity)) }
-        indexByID.reserveCapacity(indexByID.count + count, ids: { self.records[Int($0)].id })
-        // Pulled entities carry replicated values, stamps and a stored state's dirty bit.
-        guard !replicas.stamps.order.isEmpty else { return }
-        replicas.stamps.reserve(slots: records)
-        for (typeIndex, _) in replicas.stamps.order { columns[Int(typeIndex)].reserveSlots(records) }
-        for hook in persistenceHooks { hook.reserve(slots: records, in: self) }
     }
 
     /// `indexed`: the id index has the entity's slot already.

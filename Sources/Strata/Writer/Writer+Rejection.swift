@@ -140,7 +140,10 @@ extension Writer {
         func id(_ number: EntityNumber) -> EntityID? {
             if let known = ids[number] { return known }
             return try? store.withConnection { db in
-                try Data.fetchOne(db, sql: "SELECT id FROM entities WHERE num = ?1 UNION ALL SELECT id FROM pending_entities WHERE num = ?1 AND id IS NOT NULL",
+                try Data.fetchOne(db, sql: """
+                    SELECT \(EntityIDColumn.sql()) FROM entities WHERE num = ?1
+                    UNION ALL SELECT id FROM pending_entities WHERE num = ?1 AND id IS NOT NULL
+                    """,
                                   arguments: [number])
                     .flatMap { data in data.withUnsafeBytes { EntityID(bytes: $0) } }
             }

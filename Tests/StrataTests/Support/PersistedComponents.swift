@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Testing
 @testable import Strata
 
 /// What a reload of a database file would give, read without an engine: entities,
@@ -25,11 +26,14 @@ struct PersistedComponents: Equatable {
             var result = PersistedComponents()
             let names = try ComponentTypeNames.all(db)
             var idByNumber: [Int64: EntityID] = [:]
+            let node = try EntityIDColumn.node(db)
             // Despawned entities whose rows wait for compaction are not in the world; spawned ones are.
             let layout = try PendingEntities.layout(db)
             let despawning = try PendingEntities.despawnNumbers(db)
             for row in try Row.fetchAll(db, sql: HistoryQueries.entities(asOf: nil, layout: layout)) where !despawning.contains(row["num"]) {
-                let id = (row["id"] as Data).withUnsafeBytes { EntityID(bytes: $0)! }
+                let stored = row["id"] as Data?   // NULL: made from the node and the number
+                let id = try #require(stored.map { $0.withUnsafeBytes { EntityIDColumn.id(stored: $0, number: row["num"], node: node) } }
+                                      ?? EntityIDColumn.id(stored: nil, number: row["num"], node: node))
                 idByNumber[row["num"]] = id
                 result.entities[id] = [:]
             }

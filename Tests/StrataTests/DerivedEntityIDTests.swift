@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Strata
+
+/// Entity ids made from the document's node and the entity's number (schema 23): the file
+/// stores NULL for them, every reader makes them again, no number (so no such id) is ever
+/// given twice, and a restore, which gives the document a new node, writes them out first.
+@Suite struct DerivedEntityIDTests {
+    @Test func anIdGivesBackItsNumberInItsOwnDocumentOnly() throws {
+        let node = NodeID(), other = NodeID()
+        for number: EntityNumber in [1, 2, 127, 128, 16_383, 16_384, 1 << 42, EntityID.highestDerivedNumber] {
+            let id = try #require(EntityID(node: node, number: number))
+            #expect(id.derivedNumber(node: node) == number)
+            #expect(id.derivedNumber(node: other) == nil)
+            #expect(id != StoredOperation.derivedID(node: node, seq: number), "an operation's id made from the same number is another")
+        }
+        #expect(EntityID(node: node, number: 0) == nil && EntityID(node: node, number: -1) == nil)
+        #expect(EntityID(node: node, number: EntityID.highestDerivedNumber + 1) == nil)
+        #expect(EntityID().derivedNumber(node: node) == nil)
+    }
+
+    @Test func sqlMakesTheSameIdAsSwift() throws {
+        let node = NodeID()
+        let numbers: [EntityNumber] = [1, 5, 127, 128, 300, 65_537, 1 << 35, EntityID.highestDerivedNumber]
+        let queue = try DatabaseQueue()
+        let made = try queue.read { db in
+            try numbers.map { number in
+                try Data.fetchOne(db, sql: "SELECT \(EntityIDColumn.derivedSQL(node: "?1", number: "?2"))",
+                                  arguments: [node.withBytes { Data($0) }, number])
+            }
+        }
+        #expect(made == numbers.map { number in EntityID(node: node, number: number)?.withBytes { Data($0) } })
+    }
+
+    @Test func aSpawnedEntityStoresNoIdAndEveryReaderMakesItAgain() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        // More than a commit's waiting spawns: they are rows of `entities` at once.
+        let entities = (0 ..< 100).map { engine.world.spawn(Title("t\($0)")) }
+        let ids = entities.compactMap { engine.world.id(of: $0) }
+        let given = EntityID()
+        engine.world.insert(Title("given"), for: engine.world.spawn(id: given))
+        #expect(ids.enumerated().allSatisfy { i, id in id.derivedNumber(node: engine.nodeID) == EntityNumber(i + 1) })
+        #expect(engine.flushNow())
+        let job = try engine.jobs.enqueue("render", for: ids[7])
+        #expect(job.entity == ids[7], "a job names its entity by the id made again")
+        let asset = try engine.assets.write([1], for: ids[8])
+        #expect(try engine.assets.assets(for: ids[8]).map(\.name) == [asset.name])
+        try engine.shutdown()
+
+        #expect(try fixture.count("SELECT count(*) FROM entities WHERE id IS NULL") == 100)
+        #expect(try fixture.count("SELECT count(*) FROM entities WHERE id = ?", [given.withBytes { Data($0) }]) == 1,
+                "an id the host gave is stored as it is")
+        let persisted = try fixture.persisted()
+        #expect(ids.allSatisfy { persisted.entities[$0] != nil } && persisted.entities[given] != nil)
+        let inspection = try DatabaseInspection.inspect(path: fixture.directory.databasePath)
+
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.recovery.loaded.entities == 101 && engine.recovery.loaded.malformedEntityRows == 0)
+        for (i, id) in ids.enumerated() {
+            let entity = try #require(engine.world.entity(for: id))
+            #expect(engine.world.get(Title.self, for: entity) == Title("t\(i)"))
+        }
+        #expect(inspection.digest == engine.world.digest())
+        #expect(try engine.jobs.jobs().map(\.entity) == [ids[7]])
+    }
+
+    @Test func aNumberIsNeverGivenTwiceOnceItsRowsAreGone() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        let entities = (0 ..< 100).map { engine.world.spawn(Title("t\($0)")) }
+        #expect(engine.flushNow())
+        let last = try #require(engine.world.id(of: entities[99]))
+        // A despawn of more than a commit's waiting despawns deletes the rows at once.
+        for entity in entities[30...] { engine.world.despawn(entity) }
+        #expect(engine.flushNow())
+        #expect(engine.compactNow())
+        #expect(try fixture.count("SELECT max(num) FROM entities") == 30)
+        #expect(try fixture.count("SELECT numbers_through FROM replica") == 100)
+        try engine.shutdown()
+
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.nextEntityNumber == 101)
+        let fresh = try #require(engine.world.id(of: engine.world.spawn(Title("fresh"))))
+        #expect(fresh != last && fresh.derivedNumber(node: engine.nodeID) == 101)
+    }
+
+    @Test func aRestoreWritesTheIdsOutBeforeTheNodeChanges() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        let ids = (0 ..< 100).map { engine.world.spawn(Title("t\($0)")) }.compactMap { engine.world.id(of: $0) }
+        #expect(engine.flushNow())
+        let backup = fixture.directory.url.appendingPathComponent("b.db").path
+        try engine.backup(to: backup)
+        let document = engine.store.location.path
+        let node = engine.nodeID
+        try engine.shutdown()
+
+        _ = try Backup.restore(from: backup, to: document, replacing: true)
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.nodeID != node)
+        #expect(try fixture.count("SELECT count(*) FROM entities WHERE id IS NULL") == 0)
+        for (i, id) in ids.enumerated() {
+            let entity = try #require(engine.world.entity(for: id), "entity \(i) keeps its id")
+            #expect(engine.world.get(Title.self, for: entity) == Title("t\(i)"))
+        }
+        let next = try #require(engine.world.id(of: engine.world.spawn(Title("new"))))
+        #expect(next.derivedNumber(node: engine.nodeID) != nil && !ids.contains(next))
+    }
+
+    @Test func rowsOfAnOlderSchemaKeepTheirIdsAndTheTableStaysWhereItIs() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("entity-ids-\(UUID()).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let queue = try DatabaseQueue(path: path)
+        let migrations = Store.migrator.migrations
+        let v22 = try #require(migrations.firstIndex { $0.hasPrefix("v22:") })
+        try Store.migrator.migrate(queue, upTo: migrations[v22])
+        let old = EntityID()
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (1, ?, 0)", arguments: [old.withBytes { Data($0) }])
+        }
+        #expect(throws: DatabaseError.self) {
+            try queue.write { try $0.execute(sql: "INSERT INTO entities (num, created_at) VALUES (2, 0)") }
+        }
+        let root = "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'entities'"
+        let rootBefore = try queue.read { db in try Int.fetchOne(db, sql: root) }
+        try Store.migrator.migrate(queue)
+        #expect(try queue.read { db in try Int.fetchOne(db, sql: root) } == rootBefore, "no copy")
+        #expect(try queue.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") } == "ok")
+        try queue.write { try $0.execute(sql: "INSERT INTO entities (num, created_at) VALUES (2, 0)") }
+        #expect(throws: DatabaseError.self, "an id that is stored is still 16 bytes and unique") {
+            try queue.write { try $0.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (3, ?, 0)", arguments: [old.withBytes { Data($0) }]) }
+        }
+        #expect(try queue.read { db in try Data.fetchOne(db, sql: "SELECT id FROM entities WHERE num = 1") } == old.withBytes { Data($0) })
+        try queue.close()
+    }
+}
