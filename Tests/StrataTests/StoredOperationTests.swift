@@ -4,8 +4,9 @@ import Testing
 @testable import Strata
 
 /// This replica's operations stored without what their row says already (schema 21): no
-/// id where it is made from the sequence, a component's type by number. `operation_log`,
-/// what every reader and the push read, gives each back as it was made.
+/// id where it is made from the sequence, a component's type by number, and its entity by
+/// number where the entity's id is made from one (schema 24). `operation_log`, what every
+/// reader and the push read, gives each back as it was made.
 @Suite struct StoredOperationTests {
     @Test(arguments: [1, 127, 128, 16_383, 16_384, 1 << 40, (1 << 56) - 1] as [Int64])
     func theIdMadeFromTheSequenceIsTheSameInSwiftAndInSQL(seq: Int64) throws {
@@ -42,7 +43,7 @@ import Testing
         #expect(host == note, "a host's operation reads back whole, id included")
 
         let rows = try a.fixture.reader().read { db in
-            try Row.fetchAll(db, sql: "SELECT seq, id, type, length(payload) AS bytes FROM local_operations ORDER BY seq")
+            try Row.fetchAll(db, sql: "SELECT seq, id, type, entity, length(payload) AS bytes FROM local_operations ORDER BY seq")
         }
         let typeNumber = try a.fixture.reader().read { db in
             try Int64.fetchOne(db, sql: "SELECT id FROM component_types WHERE name = ?", arguments: [SharedLabel.typeName])
@@ -50,7 +51,9 @@ import Testing
         let stored = try #require(rows.first { ($0["seq"] as Int64) == component.seq })
         #expect((stored["id"] as Data?) == nil, "the id is made from the sequence, not stored")
         #expect((stored["type"] as Int64?) == typeNumber)
-        #expect((stored["bytes"] as Int) == expected.count - 1 - SharedLabel.typeName.utf8.count)
+        #expect((stored["entity"] as Int64?) == id.derivedNumber(node: a.engine.nodeID) && (stored["entity"] as Int64?) != nil,
+                "the entity by its number: its id is made from it")
+        #expect((stored["bytes"] as Int) == expected.count - 1 - SharedLabel.typeName.utf8.count - 16)
         let hostRow = try #require(rows.first { ($0["seq"] as Int64) == note.seq })
         #expect((hostRow["id"] as Data?) == nil && (hostRow["type"] as Int64?) == nil && (hostRow["bytes"] as Int) == 3)
         try a.engine.shutdown()
@@ -98,6 +101,30 @@ import Testing
         }
         let row = try #require(try queue.read { db in try Row.fetchOne(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log") })
         #expect(OperationLogReader.operation(row) == nil)
+    }
+
+    /// A row whose entity number makes no id (damage: text, zero, past 2^49) does not
+    /// read; one that does gives the entity's id back in place, byte for byte.
+    @Test func anEntityNumberGivesItsIdBackOrTheRowDoesNotRead() throws {
+        let queue = try DatabaseQueue()
+        try Store.migrator.migrate(queue)
+        let node = NodeID()
+        let entity = try #require(EntityID(node: node, number: 300))
+        let whole = ReplicatedOperation.component(entity: entity, type: "t", version: 1, payload: [7, 7][...]).encoded()
+        let stored = try #require(StoredOperation.withoutEntity(whole, node: node))
+        #expect(stored.number == 300 && stored.stored.count == whole.count - 16)
+        #expect(StoredOperation.withoutEntity(whole, node: NodeID()) == nil, "another document's entity keeps its id")
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, 0)", arguments: [node.withBytes { Data($0) }])
+            for (seq, number) in [(1, 300), (2, 0), (3, EntityID.highestDerivedNumber + 1)] as [(Int64, Int64)] {
+                try db.execute(sql: "INSERT INTO local_operations (seq, timestamp, kind, entity, payload) VALUES (?, 65536, 1, ?, ?)",
+                               arguments: [seq, number, Data(stored.stored)])
+            }
+            try db.execute(sql: "INSERT INTO local_operations (seq, timestamp, kind, entity, payload) VALUES (4, 65536, 1, 'x', ?)",
+                           arguments: [Data(stored.stored)])
+        }
+        let rows = try queue.read { db in try Row.fetchAll(db, sql: "SELECT node, seq, id, timestamp, kind, payload FROM operation_log ORDER BY seq") }
+        #expect(rows.map { OperationLogReader.operation($0)?.payload } == [whole, nil, nil, nil])
     }
 }
 

@@ -76,7 +76,9 @@ extension Backup {
                     // Schema 21 on leaves out ids made from the sequence and types' names: given back whole.
                     let node = "(SELECT node_id FROM replica WHERE id = 1)"
                     let id = columns.contains("type") ? "coalesce(id, \(StoredOperation.idSQL(node: node, seq: "seq")))" : "id"
-                    let payload = columns.contains("type") ? StoredOperation.payloadSQL(type: "local_operations.type", payload: "payload") : "payload"
+                    let payload = columns.contains("entity")
+                        ? StoredOperation.payloadSQL(type: "local_operations.type", entity: "local_operations.entity", payload: "payload")
+                        : columns.contains("type") ? StoredOperation.payloadSQL(type: "local_operations.type", payload: "payload") : "payload"
                     try db.execute(sql: """
                         INSERT INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
                             SELECT \(node), seq, \(id), timestamp, \(OperationKindCode.decodeSQL("kind")),

@@ -77,12 +77,21 @@ extension OperationLogReader {
         }
         let names = try ComponentTypeNames.all(db).mapValues { Array($0.utf8) }
         if let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1").flatMap({ $0.withUnsafeBytes { NodeID(bytes: $0) } }) {
+            let entity = try StoredOperation.storesEntityNumbers(db) ? "entity" : "NULL"
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT seq, timestamp, type, payload FROM local_operations WHERE kind IN (\(OperationKindCode.component), '\(component)')
+                SELECT seq, timestamp, type, payload, \(entity) AS entity FROM local_operations
+                WHERE kind IN (\(OperationKindCode.component), '\(component)')
                 """)
             while let row = try rows.next() {
                 guard let seq = row.value("seq", as: Int64.self), let timestamp = row.value("timestamp", as: Int64.self),
                       var payload = row.value("payload", as: Data.self).map(Array.init) else { continue }
+                let entity = row[4] as DatabaseValue
+                if !entity.isNull {
+                    // An entity's number: its id made again (schema 24); one that makes none does not read (as through the view).
+                    guard case .int64(let number) = entity.storage, let id = EntityID(node: node, number: number), !payload.isEmpty
+                    else { continue }
+                    id.withBytes { payload.insert(contentsOf: $0, at: 1) }
+                }
                 if let type = row.value("type", as: Int64.self) {
                     // A number that names nothing: the row does not read (as through the view).
                     guard let name = names[type], name.count < 128, payload.count >= StoredOperation.nameOffset else { continue }

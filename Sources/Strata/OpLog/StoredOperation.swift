@@ -16,6 +16,10 @@ import GRDB
 ///   type's `component_types.id` and the payload leaves out the name's length and bytes
 ///   (offset 17, after the format byte and the entity's id): ``payloadSQL(type:payload:)``.
 ///   A name of 128 bytes or more, or one the table does not hold, stays in the payload.
+/// - **The entity's id** (schema 24) in a `strata.component` payload, when it is made from
+///   this document's node and a number (``EntityID/init(node:number:)``: an entity this
+///   replica spawned). The column `entity` holds the number and the payload leaves out the
+///   16 bytes at offset 1: ``payloadSQL(type:entity:payload:)``.
 ///
 /// Constants, pure functions and SQL text: any thread.
 enum StoredOperation {
@@ -49,13 +53,20 @@ enum StoredOperation {
     /// read of this replica's operations (the outbox) queries it with its own `WHERE seq`:
     /// a range of the table's key in its order, where the view's union sorts every row above
     /// the range before it gives the first few.
-    static let localSQL = """
+    static let localSQL = localSQL(payload: payloadSQL(type: "local_operations.type", entity: "local_operations.entity", payload: "payload"))
+
+    /// ``localSQL`` as schema 21 made it, before `entity` (its migration still runs on older files).
+    static let localSQLV21 = localSQL(payload: payloadSQL(type: "local_operations.type", payload: "payload"))
+
+    private static func localSQL(payload: String) -> String {
+        """
         SELECT (SELECT node_id FROM replica WHERE id = 1) AS node, seq,
                coalesce(id, \(idSQL(node: "(SELECT node_id FROM replica WHERE id = 1)", seq: "seq"))) AS id, timestamp,
-               \(OperationKindCode.decodeSQL("kind")) AS kind, \(payloadSQL(type: "local_operations.type", payload: "payload")) AS payload,
+               \(OperationKindCode.decodeSQL("kind")) AS kind, \(payload) AS payload,
                timestamp >> 16 AS logged_at
         FROM local_operations
         """
+    }
 
     /// SQL giving a stored row's payload back whole: the type's name (its length, one
     /// byte, then its bytes) put back at ``nameOffset`` when `type` is set. NULL when the
@@ -66,6 +77,35 @@ enum StoredOperation {
         (SELECT char(length(CAST(name AS BLOB))) || name FROM component_types WHERE id = \(type)) || \
         substr(\(payload), \(nameOffset + 1)) AS BLOB) END
         """
+    }
+
+    /// SQL giving a stored row's payload back whole, the entity's id first (put back at
+    /// offset 1 when `entity` is set), then the type's name (``payloadSQL(type:payload:)``).
+    /// NULL when `entity` is not a number an id is made from (damage): the row does not read.
+    static func payloadSQL(type: String, entity: String, payload: String) -> String {
+        let id = EntityIDColumn.derivedSQL(node: EntityIDColumn.nodeSQL, number: entity)
+        let whole = """
+            CASE WHEN \(entity) IS NULL THEN \(payload) \
+            WHEN typeof(\(entity)) = 'integer' AND \(entity) BETWEEN 1 AND \(EntityID.highestDerivedNumber) \
+            THEN CAST(substr(\(payload), 1, 1) || \(id) || substr(\(payload), 2) AS BLOB) END
+            """
+        return payloadSQL(type: type, payload: "(\(whole))")
+    }
+
+    /// The stored form of a `strata.component` payload (of format 1 or 2, its name left
+    /// out or not) whose entity's id is made from `node` and a number: the payload without
+    /// the id, and the number.
+    static func withoutEntity(_ payload: [UInt8], node: NodeID) -> (stored: [UInt8], number: EntityNumber)? {
+        guard payload.count >= nameOffset, payload[0] == ReplicatedOperation.format || payload[0] == ReplicatedOperation.defaultFormat,
+              let id = payload.withUnsafeBytes({ EntityID(bytes: UnsafeRawBufferPointer(rebasing: $0[1 ..< nameOffset])) }),
+              let number = id.derivedNumber(node: node)
+        else { return nil }
+        return ([payload[0]] + payload[nameOffset...], number)
+    }
+
+    /// Whether `db`'s `local_operations` leaves entity ids out of rows (schema 24 on).
+    static func storesEntityNumbers(_ db: Database) throws -> Bool {
+        try db.tableExists("local_operations") && db.columns(in: "local_operations").contains { $0.name == "entity" }
     }
 
     /// Whether `db`'s `local_operations` stores rows this way (schema 21 on); a file of an

@@ -25,7 +25,7 @@ final class OperationRowsPart: BatchPart {
             let local = try localNode(db)
             // Bound by hand, like the entity rows: no Data or StatementArguments per row.
             let insertLocal = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload, type) VALUES (?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO local_operations (seq, id, timestamp, kind, payload, type, entity) VALUES (?, ?, ?, ?, ?, ?, ?)
                 """).sqliteStatement
             let insertReceived = try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
@@ -38,12 +38,15 @@ final class OperationRowsPart: BatchPart {
                 let insert = isLocal ? insertLocal : insertReceived
                 let first: Int32 = isLocal ? 1 : 2
                 let code = isLocal ? OperationKindCode.code(of: operation.kind) : nil
-                // This replica's component rows (schema 21): the type by number, its name left out of the payload.
-                var type: Int64?
+                // This replica's component rows (schema 21): the type by number, its name left out of the payload;
+                // the entity by number where its id is made from one (schema 24), its id left out.
+                var type: Int64?, entity: Int64?
                 var stored = operation.payload
-                if code == OperationKindCode.component, let short = StoredOperation.withoutName(operation.payload),
-                   let number = try types.number(of: short.name, db) {
-                    (type, stored) = (number, short.stored)
+                if code == OperationKindCode.component {
+                    if let short = StoredOperation.withoutName(operation.payload), let number = try types.number(of: short.name, db) {
+                        (type, stored) = (number, short.stored)
+                    }
+                    if let local, let short = StoredOperation.withoutEntity(stored, node: local) { (entity, stored) = (short.number, short.stored) }
                 }
                 // SQLITE_STATIC binds: every buffer stays valid until the step, inside the closures.
                 try operation.node.withBytes { node in
@@ -68,10 +71,9 @@ final class OperationRowsPart: BatchPart {
                                 try bindBlob(insert, first + 4, payload)
                                 if !isLocal {
                                     sqlite3_bind_int64(insert, first + 5, now)
-                                } else if let type {
-                                    sqlite3_bind_int64(insert, first + 5, type)
                                 } else {
-                                    sqlite3_bind_null(insert, first + 5)
+                                    if let type { sqlite3_bind_int64(insert, first + 5, type) } else { sqlite3_bind_null(insert, first + 5) }
+                                    if let entity { sqlite3_bind_int64(insert, first + 6, entity) } else { sqlite3_bind_null(insert, first + 6) }
                                 }
                                 try stepDone(insert, db)
                             }

@@ -45,6 +45,14 @@ extension Store {
             SELECT node, seq, id, timestamp, kind, payload, logged_at FROM received_operations;
         """
 
+    /// The view as schema 21 made it (its migration still runs on older files).
+    static let operationLogViewV21 = """
+        CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS
+            \(StoredOperation.localSQLV21)
+            UNION ALL
+            SELECT node, seq, id, timestamp, kind, payload, logged_at FROM received_operations;
+        """
+
     /// The view as schema 17 made it (its migration still runs on older files).
     static let operationLogViewV17 = """
         CREATE VIEW operation_log (node, seq, id, timestamp, kind, payload, logged_at) AS

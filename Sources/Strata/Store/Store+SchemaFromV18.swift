@@ -46,7 +46,7 @@ extension Store {
             // both back. Rows logged before keep their ids and names, and stay where they are.
             try db.execute(sql: "DROP VIEW operation_log; ALTER TABLE local_operations ADD COLUMN type INTEGER")
             try letLocalOperationIDsBeNull(db)
-            try db.execute(sql: "\(Store.operationLogView) PRAGMA user_version = 21;")
+            try db.execute(sql: "\(Store.operationLogViewV21) PRAGMA user_version = 21;")
         }
         migrator.registerMigration("v22: base rows without the time they were folded, which nothing read") { db in
             // `components.updated_at` was written with every base row (6 bytes of about 35 on
@@ -66,6 +66,17 @@ extension Store {
                 ALTER TABLE replica ADD COLUMN numbers_through INTEGER NOT NULL DEFAULT 0;
                 \(EntityIDColumn.numbersThroughTriggers)
                 PRAGMA user_version = 23;
+                """)
+        }
+        migrator.registerMigration("v24: this replica's operations without their entity's id where it is made from the number") { db in
+            // A canvas operation's row stored its entity's 16-byte id, which for the
+            // entities this replica spawned is now made from the node and a number
+            // (schema 23). `entity` holds that number, and the view puts the id back.
+            try db.execute(sql: """
+                DROP VIEW operation_log;
+                ALTER TABLE local_operations ADD COLUMN entity INTEGER;
+                \(Store.operationLogView)
+                PRAGMA user_version = 24;
                 """)
         }
     }
