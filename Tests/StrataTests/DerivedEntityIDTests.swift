@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 import Testing
 @testable import Strata
 
@@ -110,6 +111,27 @@ import Testing
         }
         let next = try #require(engine.world.id(of: engine.world.spawn(Title("new"))))
         #expect(next.derivedNumber(node: engine.nodeID) != nil && !ids.contains(next))
+    }
+
+    /// The ids stored as NULL are made from the `replica` row's node id: a salvage that
+    /// could not copy that row says so, with how many entities it touches.
+    @Test func aSalvageThatLosesTheNodeIdSaysWhoseIdsItWasMadeFor() throws {
+        let fixture = EngineFixture()
+        let engine = try fixture.open()
+        for i in 0 ..< 100 { engine.world.spawn(Title("t\(i)")) }
+        #expect(engine.flushNow())
+        try engine.shutdown()
+        func salvage(_ name: String) throws -> SalvageReport {
+            let store = try Store(location: StoreLocation(path: fixture.directory.url.appendingPathComponent(name).path))
+            defer { try? store.close() }
+            return Salvage.run(from: fixture.directory.databasePath, into: store, logger: Logger(label: "test"))
+        }
+        #expect(try salvage("kept.db").unreadable.isEmpty, "the row came across: nothing to say")
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { try $0.execute(sql: "DELETE FROM replica") }   // as a damaged page would lose it
+        try queue.close()
+        let report = try salvage("lost.db")
+        #expect(report.unreadable.contains { $0.contains("the ids of 100 entities were made from it") }, "\(report.unreadable)")
     }
 
     @Test func rowsOfAnOlderSchemaKeepTheirIdsAndTheTableStaysWhereItIs() throws {

@@ -67,6 +67,7 @@ enum Salvage {
             copyOperationLog(from: source, into: store, &report)
             carryCounters(from: source, into: store, corruptionCounted: true, &report)
             dropOrphans(store, &report)
+            noteIDsOfALostNode(from: source, into: store, &report)
         }
         logger.notice("salvage of \(corruptPath): \(report.description)")
         return report
@@ -188,6 +189,19 @@ enum Salvage {
         } catch {
             report.unreadable.append("the foreign-key pass (\(error))")
         }
+    }
+
+    /// Entity rows that store no id (schema 23) have ids made from the node id in
+    /// `replica`: if that row did not come across, they load with ids made from the new
+    /// file's node, not the ones peers know. Said in the report, with how many.
+    static func noteIDsOfALostNode(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
+        let query = "SELECT node_id FROM replica WHERE id = 1"
+        let old = (try? source.read { db in try Data.fetchOne(db, sql: query) }) ?? nil
+        let new = (try? store.queue.read { db in try Data.fetchOne(db, sql: query) }) ?? nil
+        guard old == nil || old != new,
+              let count = (try? store.queue.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE id IS NULL") })) ?? nil,
+              count > 0 else { return }
+        report.unreadable.append("replica's node id (the ids of \(count) entities were made from it: they now load with new ones)")
     }
 
     /// The session counters: the new file goes on counting from the old one's.

@@ -153,8 +153,9 @@ extension Store {
         let waitingMax = layout.spawns
             ? try EntityNumber.fetchOne(db, sql: "SELECT max(num) FROM pending_entities WHERE num <= ?", arguments: [highest]) ?? 0
             : despawning.filter { $0 <= highest }.max() ?? 0
-        // A number a deleted row had, whose id was made from it, is never given again.
-        let deleted = try EntityIDColumn.numbersThrough(db).map { min($0, highest) } ?? 0
+        // A number a deleted row had, whose id was made from it, is never given again (one
+        // past the highest a file may hold is damage, as above).
+        let deleted = try EntityIDColumn.numbersThrough(db).flatMap { $0 <= highest ? $0 : nil } ?? 0
         world.nextEntityNumber = max(numbers.last ?? 0, replay.highestEntityNumber, despawned, waitingMax, keptNumber, deleted) + 1
         summary.unknownTypeRows = loader.unknownTypeRows
         summary.undecodableRows = loader.undecodableRows

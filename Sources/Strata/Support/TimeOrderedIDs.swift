@@ -1,7 +1,8 @@
 import Foundation
 
 /// New ids in time order (UUID version 7, RFC 9562 §5.7), without a system call each:
-/// entity ids (``World/spawn(id:)``) and operation ids (``OperationLog``).
+/// the entity ids ``World/spawn(id:)`` cannot make from a number, and the operation ids
+/// ``OperationLog`` cannot make from a sequence.
 ///
 /// Why time order: ids are keys of B-trees that grow as entities and operations are made
 /// (`entities`' unique index on `id`). Random (version 4) ids land on a random leaf each,
