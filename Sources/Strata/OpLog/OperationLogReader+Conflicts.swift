@@ -85,7 +85,7 @@ extension OperationLogReader {
             while let row = try rows.next() {
                 guard let seq = row.value("seq", as: Int64.self), let timestamp = row.value("timestamp", as: Int64.self),
                       var payload = row.value("payload", as: Data.self).map(Array.init) else { continue }
-                let entity = row[4] as DatabaseValue
+                let entity = try row.decode(DatabaseValue.self, atIndex: 4)
                 if !entity.isNull {
                     // An entity's number: its id made again (schema 24); one that makes none does not read (as through the view).
                     guard case .int64(let number) = entity.storage, let id = EntityID(node: node, number: number), !payload.isEmpty

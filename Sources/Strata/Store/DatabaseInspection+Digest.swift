@@ -32,7 +32,7 @@ extension DatabaseInspection {
         let node = try EntityIDColumn.node(db)   // an id stored NULL is made from it and the number
         while let row = try entities.next() {
             guard let number = row.value("num", as: EntityNumber.self) else { continue }
-            let data = row["id"] as DatabaseValue
+            let data = try row.decode(DatabaseValue.self, forColumn: "id")
             let id: EntityID?
             switch data.storage {
             case .null: id = EntityIDColumn.id(stored: nil, number: number, node: node)
