@@ -37,9 +37,10 @@ enum EntityIDColumn {
     }
 
     /// Triggers that keep `replica.numbers_through` (schema 23): a row of `entities` or
-    /// `pending_entities` deleted above it raises it to its number. Compaction deletes
-    /// despawned entities' rows lowest numbers first, so a step updates it at most once
-    /// a row past the highest it had seen; most steps not at all.
+    /// `pending_entities` deleted above it raises it to its number. A commit of many
+    /// despawns deletes their rows highest first, so it updates the row once; a compaction
+    /// step deletes at most 256, lowest first, and updates it for those above the highest
+    /// deleted before (none, mostly).
     static let numbersThroughTriggers = ["entities", "pending_entities"].map { table in
         """
         CREATE TRIGGER \(table)_numbers_through AFTER DELETE ON \(table)

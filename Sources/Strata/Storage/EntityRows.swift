@@ -46,7 +46,9 @@ final class EntityRowsPart: BatchPart {
                 note(try PendingEntities.promoteSpawns(db))
                 if history { try HistoryRows.keepDespawned(batch.entityDeletes, at: counts.committedAt, db) }
                 let delete = try db.cachedStatement(sql: "DELETE FROM entities WHERE num = ?").sqliteStatement
-                for number in batch.entityDeletes.sorted() {
+                // Highest first: `replica.numbers_through`'s trigger then updates its row once,
+                // not once a row (`EntityIDColumn.numbersThroughTriggers`).
+                for number in batch.entityDeletes.sorted(by: >) {
                     sqlite3_bind_int64(delete, 1, number)
                     try stepDone(delete, db)
                 }
