@@ -89,6 +89,27 @@ import Testing
         #expect(fresh != last && fresh.derivedNumber(node: engine.nodeID) == 101)
     }
 
+    /// A spawn despawned while it waits never becomes a row: its number is kept when its
+    /// waiting rows go. A spawn that moves into `entities` keeps its number there.
+    @Test func aWaitingSpawnDespawnedKeepsItsNumberAndOneMovedIntoEntitiesIsStillThere() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        let gone = engine.world.spawn(Title("gone")), kept = engine.world.spawn(Title("kept"))
+        #expect(engine.flushNow())
+        #expect(try fixture.count("SELECT count(*) FROM pending_entities") == 2, "a few spawns wait")
+        engine.world.despawn(gone)
+        #expect(engine.flushNow())
+        #expect(engine.compactNow())
+        #expect(try fixture.count("SELECT count(*) FROM pending_entities") == 0)
+        #expect(try fixture.count("SELECT num FROM entities") == 2, "kept, numbered 2, is a row")
+        #expect(try fixture.count("SELECT numbers_through FROM replica") == 1, "gone's number, not kept's")
+        let keptID = try #require(engine.world.id(of: kept))
+        try engine.shutdown()
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.world.entity(for: keptID) != nil && engine.world.nextEntityNumber == 3)
+    }
+
     @Test func aRestoreWritesTheIdsOutBeforeTheNodeChanges() throws {
         let fixture = EngineFixture()
         var engine = try fixture.open()

@@ -41,15 +41,17 @@ enum EntityIDColumn {
     /// despawns deletes their rows highest first, so it updates the row once; a compaction
     /// step deletes at most 256, lowest first, and updates it for those above the highest
     /// deleted before (none, mostly).
-    static let numbersThroughTriggers = ["entities", "pending_entities"].map { table in
+    /// In `pending_entities`, only a despawn's row counts (`id` NULL): a spawn's row is
+    /// deleted when it moves into `entities`, where its number goes on.
+    static let numbersThroughTriggers = [("entities", ""), ("pending_entities", "old.id IS NULL AND ")].map { table, despawn in
         """
         CREATE TRIGGER \(table)_numbers_through AFTER DELETE ON \(table)
-        WHEN typeof(old.num) = 'integer' AND old.num > (SELECT numbers_through FROM replica WHERE id = 1)
+        WHEN \(despawn)typeof(old.num) = 'integer' AND old.num > (SELECT numbers_through FROM replica WHERE id = 1)
         BEGIN UPDATE replica SET numbers_through = old.num WHERE id = 1; END;
         """
     }.joined(separator: "\n")
 
-    /// The highest number a deleted row of `entities` or `pending_entities` had
+    /// The highest number a deleted row of `entities` or despawn row of `pending_entities` had
     /// (`replica.numbers_through`, kept by triggers): a new entity's number is above it, so
     /// that no id made from a number is ever made twice. Nil before schema 23 (or if it
     /// does not read).
