@@ -134,7 +134,7 @@ public final class World {
     ///
     /// A new id is made from the document's node and the entity's number, so the file
     /// stores none of its bytes (an entity of a million-entity document costs about half
-    /// the bytes); past 2^49 entities, or where such an id is taken already (given by the
+    /// the bytes); past number 2^49, or where such an id is taken already (given by the
     /// host), it is a time-ordered one (UUID version 7, ``EntityID/isTimeOrdered``). Ids of
     /// any other kind (random ones from older documents, a peer's) work the same.
     @discardableResult
