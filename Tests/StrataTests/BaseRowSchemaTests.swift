@@ -7,12 +7,8 @@ import Testing
 /// bytes in every row. The migration drops its NOT NULL in place.
 @Suite struct BaseRowSchemaTests {
     @Test func rowsOfAnOlderSchemaStayWhereTheyAreAndNewOnesStoreNoTime() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("base-rows-\(UUID()).sqlite").path
+        let (queue, path) = try olderSchemaFile(upTo: "v21:")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let queue = try DatabaseQueue(path: path)
-        let migrations = Store.migrator.migrations
-        let v21 = try #require(migrations.firstIndex { $0.hasPrefix("v21:") })
-        try Store.migrator.migrate(queue, upTo: migrations[v21])
         try queue.write { db in
             try db.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (1, ?, 0)", arguments: [EntityID().withBytes { Data($0) }])
             try db.execute(sql: "INSERT INTO components (entity_num, type_id, version, payload, updated_at) VALUES (1, 1, 1, x'0102', 1234)")

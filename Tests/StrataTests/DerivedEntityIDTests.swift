@@ -156,12 +156,8 @@ import Testing
     }
 
     @Test func rowsOfAnOlderSchemaKeepTheirIdsAndTheTableStaysWhereItIs() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("entity-ids-\(UUID()).sqlite").path
+        let (queue, path) = try olderSchemaFile(upTo: "v22:")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let queue = try DatabaseQueue(path: path)
-        let migrations = Store.migrator.migrations
-        let v22 = try #require(migrations.firstIndex { $0.hasPrefix("v22:") })
-        try Store.migrator.migrate(queue, upTo: migrations[v22])
         let old = EntityID()
         try queue.write { db in
             try db.execute(sql: "INSERT INTO entities (num, id, created_at) VALUES (1, ?, 0)", arguments: [old.withBytes { Data($0) }])

@@ -61,12 +61,8 @@ import Testing
 
     /// Rows logged before schema 21 keep their ids and names, and read as they did.
     @Test func rowsOfAnOlderSchemaReadAsTheyDid() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stored-\(UUID()).sqlite").path
+        let (queue, path) = try olderSchemaFile(upTo: "v20:")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let queue = try DatabaseQueue(path: path)
-        let migrations = Store.migrator.migrations
-        let v20 = try #require(migrations.firstIndex { $0.hasPrefix("v20:") })
-        try Store.migrator.migrate(queue, upTo: migrations[v20])
         let node = NodeID(), id = NodeID(), entity = EntityID()
         let payload = ReplicatedOperation.component(entity: entity, type: "old.type", version: 2, payload: [9, 8, 7][...]).encoded()
         try queue.write { db in

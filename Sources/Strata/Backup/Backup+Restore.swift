@@ -74,11 +74,9 @@ extension Backup {
                     let columns = Set(try db.columns(in: "local_operations").map(\.name))
                     let loggedAt = columns.contains("logged_at") ? "logged_at" : "timestamp >> 16"
                     // Schema 21 on leaves out ids made from the sequence and types' names: given back whole.
-                    let node = "(SELECT node_id FROM replica WHERE id = 1)"
+                    let node = EntityIDColumn.nodeSQL
                     let id = columns.contains("type") ? "coalesce(id, \(StoredOperation.idSQL(node: node, seq: "seq")))" : "id"
-                    let payload = columns.contains("entity")
-                        ? StoredOperation.payloadSQL(type: "local_operations.type", entity: "local_operations.entity", payload: "payload")
-                        : columns.contains("type") ? StoredOperation.payloadSQL(type: "local_operations.type", payload: "payload") : "payload"
+                    let payload = StoredOperation.payloadSQL(columns: columns)
                     try db.execute(sql: """
                         INSERT INTO received_operations (node, seq, id, timestamp, kind, payload, logged_at)
                             SELECT \(node), seq, \(id), timestamp, \(OperationKindCode.decodeSQL("kind")),

@@ -76,7 +76,7 @@ extension OperationLogReader {
             return
         }
         let names = try ComponentTypeNames.all(db).mapValues { Array($0.utf8) }
-        if let node = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1").flatMap({ $0.withUnsafeBytes { NodeID(bytes: $0) } }) {
+        if let node = try EntityIDColumn.node(db) {
             let entity = try StoredOperation.storesEntityNumbers(db) ? "entity" : "NULL"
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT seq, timestamp, type, payload, \(entity) AS entity FROM local_operations

@@ -44,8 +44,7 @@ enum StoredOperation {
 
     /// SQL for ``derivedID(node:seq:)`` of the expressions `node` and `seq`.
     static func idSQL(node: String, seq: String) -> String {
-        let groups = (0 ..< 8).map { i in "((\(seq)) >> \(7 * (7 - i))) & 127" }.joined(separator: ", ")
-        return "CAST(substr(\(node), 9, 8) || char(\(groups)) AS BLOB)"
+        "CAST(substr(\(node), 9, 8) || char(\(EntityIDColumn.groupsSQL(seq, 8))) AS BLOB)"
     }
 
     /// This replica's operations as `operation_log` shows them, `(node, seq, id, timestamp,
@@ -53,15 +52,23 @@ enum StoredOperation {
     /// read of this replica's operations (the outbox) queries it with its own `WHERE seq`:
     /// a range of the table's key in its order, where the view's union sorts every row above
     /// the range before it gives the first few.
-    static let localSQL = localSQL(payload: payloadSQL(type: "local_operations.type", entity: "local_operations.entity", payload: "payload"))
+    static let localSQL = localSQL(payload: payloadSQL(columns: ["type", "entity"]))
 
     /// ``localSQL`` as schema 21 made it, before `entity` (its migration still runs on older files).
-    static let localSQLV21 = localSQL(payload: payloadSQL(type: "local_operations.type", payload: "payload"))
+    static let localSQLV21 = localSQL(payload: payloadSQL(columns: ["type"]))
+
+    /// SQL giving the payloads of `local_operations` back whole, for a file whose table has
+    /// `columns`: the payload as stored before schema 21.
+    static func payloadSQL(columns: Set<String>) -> String {
+        let (type, entity, payload) = ("local_operations.type", "local_operations.entity", "payload")
+        if columns.contains("entity") { return payloadSQL(type: type, entity: entity, payload: payload) }
+        return columns.contains("type") ? payloadSQL(type: type, payload: payload) : payload
+    }
 
     private static func localSQL(payload: String) -> String {
         """
-        SELECT (SELECT node_id FROM replica WHERE id = 1) AS node, seq,
-               coalesce(id, \(idSQL(node: "(SELECT node_id FROM replica WHERE id = 1)", seq: "seq"))) AS id, timestamp,
+        SELECT \(EntityIDColumn.nodeSQL) AS node, seq,
+               coalesce(id, \(idSQL(node: EntityIDColumn.nodeSQL, seq: "seq"))) AS id, timestamp,
                \(OperationKindCode.decodeSQL("kind")) AS kind, \(payload) AS payload,
                timestamp >> 16 AS logged_at
         FROM local_operations

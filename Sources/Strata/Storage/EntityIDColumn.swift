@@ -20,8 +20,13 @@ enum EntityIDColumn {
     /// SQL for the id made from the expressions `node` and `number`: NULL if either is
     /// (a row a `LEFT JOIN` did not find).
     static func derivedSQL(node: String, number: String) -> String {
-        let groups = (1 ..< 8).map { i in "((\(number)) >> \(7 * (7 - i))) & 127" }.joined(separator: ", ")
-        return "CASE WHEN (\(number)) IS NOT NULL THEN CAST(substr(\(node), 9, 8) || char(\(EntityID.derivedTag), \(groups)) AS BLOB) END"
+        "CASE WHEN (\(number)) IS NOT NULL THEN CAST(substr(\(node), 9, 8) || char(\(EntityID.derivedTag), \(groupsSQL(number, 7))) AS BLOB) END"
+    }
+
+    /// The arguments of SQL's `char()` for the last `count` 7-bit groups of `value`, most
+    /// significant first: each one byte below 128 (ids made from a number or a sequence).
+    static func groupsSQL(_ value: String, _ count: Int) -> String {
+        (0 ..< count).map { i in "((\(value)) >> \(7 * (count - 1 - i))) & 127" }.joined(separator: ", ")
     }
 
     /// SQL for the whole id of the row `table` (`entities`, or its alias in a join).

@@ -166,7 +166,7 @@ final class OperationRowsPart: BatchPart {
 
     private func localNode(_ db: Database) throws -> NodeID? {
         if localNode == nil {
-            localNode = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1")?.withUnsafeBytes { NodeID(bytes: $0) }
+            localNode = try EntityIDColumn.node(db)
         }
         return localNode
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Logging
+import Testing
 @testable import Strata
 import StrataTesting
 
@@ -139,4 +140,14 @@ final class CapturedLog: @unchecked Sendable {
             log.append("\(event.level): \(event.message)")
         }
     }
+}
+
+/// A file an older build left: a temporary database migrated up to the migration whose
+/// identifier starts with `prefix` ("v21:"). The caller removes `path`.
+func olderSchemaFile(upTo prefix: String) throws -> (queue: DatabaseQueue, path: String) {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("older-schema-\(UUID()).sqlite").path
+    let queue = try DatabaseQueue(path: path)
+    let migration = try #require(Store.migrator.migrations.first { $0.hasPrefix(prefix) })
+    try Store.migrator.migrate(queue, upTo: migration)
+    return (queue, path)
 }
