@@ -22,7 +22,7 @@ struct TortureCommand: ParsableCommand {
             stopped hard, clock jumps (the engine's wall clock moved), late joiners; after it heals, every device must hold the server's \
             operations once, the replicated digest the checker works out from them, and every operation logged before \
             the critical delay (--cycles: runs). After each fault the document is reopened and checked: integrity, no orphaned \
-            component, every critical change older than the critical delay present, derived changes \
+            component, every critical change older than its delay plus 250 ms present, derived changes \
             within their bound, the crash counted, the next session running. Exits 1 on any failure, \
             keeping the failing files in --dir.
             """)

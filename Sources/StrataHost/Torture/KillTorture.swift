@@ -7,7 +7,7 @@ import StrataCanvas
 /// document; this process then reopens the document, checks it, and shuts it down
 /// cleanly for the next child.
 ///
-/// Bounds: a critical change older than the critical delay at the kill must be there; a
+/// Bounds: a critical change older than its commit bound at the kill must be there; a
 /// derived change older than its commit bound too (the kernel keeps what was written).
 struct KillTorture {
     let setup: TortureSetup
@@ -76,7 +76,7 @@ struct KillTorture {
             }
             crashes += 1
             let check = ContractCheck(
-                fault: killedAt, criticalCutoff: killedAt - setup.config.persistence.criticalFlushDelay,
+                fault: killedAt, criticalCutoff: killedAt - setup.criticalCommitBound,
                 derivedCutoff: killedAt - setup.derivedCommitBound, expectedCrashCount: crashes)
             let outcome = check.run(engine, trace: CriticalTrace.read(tracePath))
             crashes = engine.recovery.session.crashCount

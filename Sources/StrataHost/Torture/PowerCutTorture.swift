@@ -9,7 +9,7 @@ import StrataCanvas
 /// (``FaultVFS/applyPowerLoss(_:seed:)``), and the document is reopened and checked.
 /// The reopened engine runs the next cycle: every session after a cut must work.
 ///
-/// Bounds: a critical change older than the critical delay at the cut must be there (its
+/// Bounds: a critical change older than its commit bound at the cut must be there (its
 /// commit synced the WAL); a derived change, if it was made a commit bound before the
 /// last sync that reached the disk (its commit needed a later WAL sync to survive).
 struct PowerCutTorture {
@@ -59,7 +59,7 @@ struct PowerCutTorture {
             }
             crashes += 1
             let check = ContractCheck(
-                fault: cut, criticalCutoff: cut - setup.config.persistence.criticalFlushDelay,
+                fault: cut, criticalCutoff: cut - setup.criticalCommitBound,
                 derivedCutoff: lastSync.map { $0 - setup.derivedCommitBound }, expectedCrashCount: crashes)
             let outcome = check.run(engine, trace: CriticalTrace.read(tracePath))
             crashes = engine.recovery.session.crashCount
