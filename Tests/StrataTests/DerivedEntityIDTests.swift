@@ -134,25 +134,63 @@ import Testing
         #expect(next.derivedNumber(node: engine.nodeID) != nil && !ids.contains(next))
     }
 
-    /// The ids stored as NULL are made from the `replica` row's node id: a salvage that
-    /// could not copy that row says so, with how many entities it touches.
-    @Test func aSalvageThatLosesTheNodeIdSaysWhoseIdsItWasMadeFor() throws {
+    /// The ids stored as NULL are made from the `replica` row's node id, which a second
+    /// row keeps too (`replica_copy`): a salvage that could not copy the first takes the
+    /// second, and one that could copy neither says so, with how many entities it touches.
+    @Test func aSalvageThatLosesTheNodeIdTakesItsCopyOrSaysWhoseIdsItWasMadeFor() throws {
         let fixture = EngineFixture()
         let engine = try fixture.open()
+        let node = engine.nodeID
         for i in 0 ..< 100 { engine.world.spawn(Title("t\(i)")) }
         #expect(engine.flushNow())
         try engine.shutdown()
-        func salvage(_ name: String) throws -> SalvageReport {
+        func salvage(_ name: String) throws -> (SalvageReport, node: Data?, copy: Data?) {
             let store = try Store(location: StoreLocation(path: fixture.directory.url.appendingPathComponent(name).path))
             defer { try? store.close() }
-            return Salvage.run(from: fixture.directory.databasePath, into: store, logger: Logger(label: "test"))
+            let report = Salvage.run(from: fixture.directory.databasePath, into: store, logger: Logger(label: "test"))
+            let nodes = try store.queue.read { db in
+                (try Data.fetchOne(db, sql: "SELECT node_id FROM replica"), try Data.fetchOne(db, sql: "SELECT node_id FROM replica_copy"))
+            }
+            return (report, nodes.0, nodes.1)
         }
-        #expect(try salvage("kept.db").unreadable.isEmpty, "the row came across: nothing to say")
+        let nodeBytes = node.withBytes { Data($0) }
+        let kept = try salvage("kept.db")
+        #expect(kept.0.unreadable.isEmpty, "the row came across: nothing to say")
+        #expect(kept.node == nodeBytes && kept.copy == nodeBytes, "the new file's copy is filled as the row is copied")
+
         let queue = try DatabaseQueue(path: fixture.directory.databasePath)
         try queue.write { try $0.execute(sql: "DELETE FROM replica") }   // as a damaged page would lose it
+        let copied = try salvage("copied.db")
+        #expect(copied.0.unreadable.isEmpty, "\(copied.0.unreadable)")
+        #expect(copied.0.rows["replica_copy"] == 1)
+        #expect(copied.node == nodeBytes && copied.copy == nodeBytes)
+
+        try queue.write { try $0.execute(sql: "DELETE FROM replica_copy") }
         try queue.close()
-        let report = try salvage("lost.db")
-        #expect(report.unreadable.contains { $0.contains("the ids of 100 entities were made from it") }, "\(report.unreadable)")
+        let lost = try salvage("lost.db")
+        #expect(lost.0.unreadable.contains { $0.contains("the ids of 100 entities were made from it") }, "\(lost.0.unreadable)")
+        #expect(lost.node == nil)
+    }
+
+    /// An open that finds no `replica` row takes the node from its copy: the entities keep
+    /// their ids, and the next spawn's number follows theirs.
+    @Test func anOpenWithoutTheReplicaRowTakesTheNodeFromItsCopy() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        let node = engine.nodeID
+        let ids = (0 ..< 10).compactMap { engine.world.id(of: engine.world.spawn(Title("t\($0)"))) }
+        #expect(engine.flushNow())
+        try engine.shutdown()
+        let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+        try queue.write { try $0.execute(sql: "DELETE FROM replica") }
+        try queue.close()
+
+        engine = try fixture.open()
+        defer { try? engine.shutdown() }
+        #expect(engine.nodeID == node)
+        for id in ids { #expect(engine.world.entity(for: id) != nil) }
+        let copy = try engine.store.queue.read { db in try Data.fetchOne(db, sql: "SELECT node_id FROM replica") }
+        #expect(copy == node.withBytes { Data($0) }, "the row is written again")
     }
 
     @Test func rowsOfAnOlderSchemaKeepTheirIdsAndTheTableStaysWhereItIs() throws {

@@ -67,7 +67,7 @@ enum Salvage {
             copyOperationLog(from: source, into: store, &report)
             carryCounters(from: source, into: store, corruptionCounted: true, &report)
             dropOrphans(store, &report)
-            noteIDsOfALostNode(from: source, into: store, &report)
+            recoverNode(from: source, into: store, &report)
         }
         logger.notice("salvage of \(corruptPath): \(report.description)")
         return report
@@ -191,17 +191,32 @@ enum Salvage {
         }
     }
 
-    /// Entity rows that store no id (schema 23) have ids made from the node id in
-    /// `replica`: if that row did not come across, they load with ids made from the new
-    /// file's node, not the ones peers know. Said in the report, with how many.
-    static func noteIDsOfALostNode(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
-        let query = "SELECT node_id FROM replica WHERE id = 1"
-        let old = (try? source.read { db in try Data.fetchOne(db, sql: query) }) ?? nil
-        let new = (try? store.queue.read { db in try Data.fetchOne(db, sql: query) }) ?? nil
+    /// The node id in `replica`, which the ids of the entities this replica spawned and of
+    /// its operations are made from (schemas 21 and 23). Its row came across with the
+    /// scanned tables (and its trigger filled the new file's copy); if it did not, the old
+    /// file's second copy gives it back (`replica_copy`, schema 25: counted in `rows` under
+    /// that name). If neither reads, those entities load with ids made from the new file's
+    /// node, not the ones peers know: said in the report, with how many.
+    static func recoverNode(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
+        func node(_ queue: DatabaseQueue, _ table: String) -> Data? {
+            let data = (try? queue.read { db in try Data.fetchOne(db, sql: "SELECT node_id FROM \(table) WHERE id = 1") }) ?? nil
+            return data?.count == 16 ? data : nil
+        }
+        let old = node(source, "replica")
+        let new = node(store.queue, "replica")
+        if new == nil, let copy = node(source, "replica_copy") {
+            let restored = (try? store.queue.write { db in
+                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)", arguments: [copy, unixMilliseconds()])
+            }) != nil
+            if restored {
+                report.rows["replica_copy"] = 1
+                return
+            }
+        }
         guard old == nil || old != new,
               let count = (try? store.queue.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE id IS NULL") })) ?? nil,
               count > 0 else { return }
-        report.unreadable.append("replica's node id (the ids of \(count) entities were made from it: they now load with new ones)")
+        report.unreadable.append("replica's node id and its copy (the ids of \(count) entities were made from it: they now load with new ones)")
     }
 
     /// The session counters: the new file goes on counting from the old one's.

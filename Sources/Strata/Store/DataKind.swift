@@ -42,7 +42,8 @@ enum DataKind: String, CaseIterable {
         /// Node by node (`Salvage.copyOperationLog`).
         case operationLog
         /// Not copied: rebuilt (the vector clock from the log; the compaction state),
-        /// carried by hand (the session's counters) or the new file's own (migrations).
+        /// carried by hand (the session's counters), filled by triggers as another table is
+        /// copied (the node's copy) or the new file's own (migrations).
         case notCopied
     }
 
@@ -79,6 +80,8 @@ enum DataKind: String, CaseIterable {
             [Table(name: "rejected_writes", salvage: .keyed("id"), readAtStart: false)]
         case .operations:
             [Table(name: "replica", salvage: .scanned, readAtStart: false),
+             // Filled by `replica`'s triggers as its row is copied; read when that row is not.
+             Table(name: "replica_copy", salvage: .notCopied, readAtStart: false),
              Table(name: "local_operations", salvage: .keyed("seq"), readAtStart: true),
              Table(name: "received_operations", salvage: .operationLog, readAtStart: true),
              Table(name: "vector_clock", salvage: .notCopied, readAtStart: true),

@@ -79,7 +79,35 @@ extension Store {
                 PRAGMA user_version = 24;
                 """)
         }
+        migrator.registerMigration("v25: a second copy of this replica's node id") { db in
+            // The ids of the entities this replica spawned and of its operations are made
+            // from its node id (schemas 21 and 23), which `replica`'s one row held alone; that
+            // row's page is written at every compaction that deletes rows (`numbers_through`).
+            // A salvage that lost it gave the document a new node and every such id a new
+            // value. `replica_copy` holds the node again on a page of its own, written only
+            // when the node is (two triggers): the salvage and the open take it from there
+            // when `replica` does not read (`Salvage.recoverNode`, `Store.replicaNode`).
+            try db.execute(sql: """
+                CREATE TABLE replica_copy (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    node_id BLOB NOT NULL CHECK (length(node_id) = 16)
+                );
+                INSERT INTO replica_copy (id, node_id) SELECT 1, node_id FROM replica WHERE id = 1 AND length(node_id) = 16;
+                \(Store.replicaCopyTriggers)
+                PRAGMA user_version = 25;
+                """)
+        }
     }
+
+    /// Keep `replica_copy` equal to `replica`'s node id (schema 25).
+    static let replicaCopyTriggers = """
+        CREATE TRIGGER replica_copy_on_insert AFTER INSERT ON replica WHEN new.id = 1 BEGIN
+            INSERT OR REPLACE INTO replica_copy (id, node_id) VALUES (1, new.node_id);
+        END;
+        CREATE TRIGGER replica_copy_on_update AFTER UPDATE OF node_id ON replica WHEN new.id = 1 BEGIN
+            INSERT OR REPLACE INTO replica_copy (id, node_id) VALUES (1, new.node_id);
+        END;
+        """
 
     /// Drops `components.updated_at`'s NOT NULL without rewriting the table (a million
     /// shapes' base rows are about 100 MB), as ``letLocalOperationIDsBeNull(_:)`` does; a
