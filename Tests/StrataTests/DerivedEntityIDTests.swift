@@ -193,6 +193,24 @@ import Testing
         #expect(copy == node.withBytes { Data($0) }, "the row is written again")
     }
 
+    /// A copy that lost its row or holds another value is written again at the next open,
+    /// from the `replica` row.
+    @Test func aDamagedCopyOfTheNodeIdIsWrittenAgainAtOpen() throws {
+        let fixture = EngineFixture()
+        var engine = try fixture.open()
+        let node = engine.nodeID.withBytes { Data($0) }
+        try engine.shutdown()
+        for damage in ["DELETE FROM replica_copy", "PRAGMA ignore_check_constraints = 1; UPDATE replica_copy SET node_id = 'abc'"] {
+            let queue = try DatabaseQueue(path: fixture.directory.databasePath)
+            try queue.writeWithoutTransaction { try $0.execute(sql: damage) }
+            try queue.close()
+            engine = try fixture.open()
+            let copy = try engine.store.queue.read { db in try Data.fetchOne(db, sql: "SELECT node_id FROM replica_copy") }
+            #expect(copy == node, "\(damage)")
+            try engine.shutdown()
+        }
+    }
+
     @Test func rowsOfAnOlderSchemaKeepTheirIdsAndTheTableStaysWhereItIs() throws {
         let (queue, path) = try olderSchemaFile(upTo: "v22:")
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -117,15 +117,20 @@ extension Store {
 
     /// This replica's node id, made and stored on the first open. A file whose `replica`
     /// row is gone but whose copy of it is not (schema 25) gets the copy's node back, so
-    /// the ids made from it keep their values.
+    /// the ids made from it keep their values; a copy that differs from a row that reads
+    /// is written again.
     private func replicaNode() throws -> NodeID {
         try queue.writeWithoutTransaction { db -> NodeID in
-            if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
-               let node = data.withUnsafeBytes({ NodeID(bytes: $0) }) {
-                return node
-            }
             // A copy that does not read (another type planted there) is no reason not to open.
             let copy = (try? Data.fetchOne(db, sql: "SELECT node_id FROM replica_copy WHERE id = 1")) ?? nil
+            if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
+               let node = data.withUnsafeBytes({ NodeID(bytes: $0) }) {
+                // A copy that went missing or was damaged is written again from the row.
+                if copy != data {
+                    try db.execute(sql: "INSERT OR REPLACE INTO replica_copy (id, node_id) VALUES (1, ?)", arguments: [data])
+                }
+                return node
+            }
             let node = copy.flatMap { $0.withUnsafeBytes { NodeID(bytes: $0) } } ?? NodeID()
             try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
                            arguments: [node.withBytes { Data($0) }, unixMilliseconds()])
