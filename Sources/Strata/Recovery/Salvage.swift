@@ -204,12 +204,13 @@ enum Salvage {
         }
         let old = node(source, "replica")
         let new = node(store.queue, "replica")
-        if new == nil, let copy = node(source, "replica_copy") {
+        // The old row, if it read but did not come across, else its copy.
+        if new == nil, let found = old ?? node(source, "replica_copy") {
             let restored = (try? store.queue.write { db in
-                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)", arguments: [copy, unixMilliseconds()])
+                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)", arguments: [found, unixMilliseconds()])
             }) != nil
             if restored {
-                report.rows["replica_copy"] = 1
+                report.rows[old == nil ? "replica_copy" : "replica", default: 0] += 1
                 return
             }
         }
