@@ -69,6 +69,37 @@ import Testing
         try engine.shutdown()
     }
 
+    /// Without `[history]` a spawn's time is not written (0: no bytes); a window opened
+    /// later counts those entities as there from before it, at any time it holds.
+    @Test func entitiesSpawnedWithoutHistoryAreThereThroughoutALaterWindow() throws {
+        var (fixture, wall) = fixture(keep: .zero)
+        var engine = try fixture.open()
+        let waiting = engine.world.spawn(Title("waiting"))
+        let ids = [try #require(engine.world.id(of: waiting))] + (0 ..< 100).compactMap { engine.world.id(of: engine.world.spawn(Title("t\($0)"))) }
+        #expect(engine.flushNow())
+        let times = try engine.store.queue.read { db in
+            try Int64.fetchAll(db, sql: "SELECT created_at FROM entities UNION ALL SELECT created_at FROM pending_entities WHERE id IS NOT NULL")
+        }
+        #expect(times.count == ids.count && times.allSatisfy { $0 == 0 }, "\(times.prefix(4))")
+        try engine.shutdown()
+
+        wall.advance(by: .seconds(10))
+        fixture.config.history.keep = .seconds(60)
+        engine = try fixture.open()
+        let later = engine.world.spawn(Title("later"))
+        let laterID = try #require(engine.world.id(of: later))
+        let t0 = flush(engine, wall)
+        let kept = try engine.store.queue.read { db in
+            try Int64.fetchAll(db, sql: "SELECT created_at FROM entities WHERE created_at > 0")
+        }
+        #expect(kept == [t0], "with history, the spawn's time is written")
+        wall.advance(by: .seconds(1))
+        let w0 = try engine.world(at: date(t0))
+        for id in ids { #expect(w0.entity(for: id) != nil) }
+        #expect(w0.entity(for: laterID) != nil)
+        try engine.shutdown()
+    }
+
     @Test func compactionFoldsOnlyWhatIsOlderThanTheWindowAndKeepsDespawnedEntities() throws {
         let (fixture, wall) = fixture(keep: .seconds(10))
         let engine = try fixture.open()

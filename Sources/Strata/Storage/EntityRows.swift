@@ -58,7 +58,11 @@ final class EntityRowsPart: BatchPart {
             counts.entityDeletes += batch.entityDeletes.count
         }
         if !batch.entityInserts.isEmpty {
-            let now = counts.committedAt
+            // The spawn's time is read by the history's queries alone (spawned by then?):
+            // without `[history]` it is 0, which SQLite stores in no bytes (a time took
+            // six of a derived entity's dozen), and which a window opened later reads
+            // right: the entity was there before the window began.
+            let now = history ? counts.committedAt : 0
             sorted.removeAll(keepingCapacity: true)
             sorted.append(contentsOf: batch.entityInserts)
             if !history && sorted.count <= Self.waitingSpawnsPerCommit {
