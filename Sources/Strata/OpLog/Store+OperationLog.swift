@@ -122,16 +122,16 @@ extension Store {
     private func replicaNode() throws -> NodeID {
         try queue.writeWithoutTransaction { db -> NodeID in
             // A copy that does not read (another type planted there) is no reason not to open.
-            let copy = (try? Data.fetchOne(db, sql: "SELECT node_id FROM replica_copy WHERE id = 1")) ?? nil
-            if let data = try Data.fetchOne(db, sql: "SELECT node_id FROM replica WHERE id = 1"),
-               let node = data.withUnsafeBytes({ NodeID(bytes: $0) }) {
+            let copy = (try? EntityIDColumn.node(db, in: "replica_copy")) ?? nil
+            if let node = try EntityIDColumn.node(db) {
                 // A copy that went missing or was damaged is written again from the row.
-                if copy != data {
-                    try db.execute(sql: "INSERT OR REPLACE INTO replica_copy (id, node_id) VALUES (1, ?)", arguments: [data])
+                if copy != node {
+                    try db.execute(sql: "INSERT OR REPLACE INTO replica_copy (id, node_id) VALUES (1, ?)",
+                                   arguments: [node.withBytes { Data($0) }])
                 }
                 return node
             }
-            let node = copy.flatMap { $0.withUnsafeBytes { NodeID(bytes: $0) } } ?? NodeID()
+            let node = copy ?? NodeID()
             try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
                            arguments: [node.withBytes { Data($0) }, unixMilliseconds()])
             return node

@@ -194,30 +194,31 @@ enum Salvage {
     /// The node id in `replica`, which the ids of the entities this replica spawned and of
     /// its operations are made from (schemas 21 and 23). Its row came across with the
     /// scanned tables (and its trigger filled the new file's copy); if it did not, the old
-    /// file's second copy gives it back (`replica_copy`, schema 25: counted in `rows` under
-    /// that name). If neither reads, those entities load with ids made from the new file's
-    /// node, not the ones peers know: said in the report, with how many.
+    /// row (if it reads) or the old file's second copy gives it back (`replica_copy`, schema
+    /// 25: counted in `rows` under the name of the table it came from). If none can be
+    /// written, those entities load with ids made from the new file's node, not the ones
+    /// peers know: said in the report, with how many and why.
     static func recoverNode(from source: DatabaseQueue, into store: Store, _ report: inout SalvageReport) {
-        func node(_ queue: DatabaseQueue, _ table: String) -> Data? {
-            let data = (try? queue.read { db in try Data.fetchOne(db, sql: "SELECT node_id FROM \(table) WHERE id = 1") }) ?? nil
-            return data?.count == 16 ? data : nil
+        func node(_ queue: DatabaseQueue, _ table: String) -> NodeID? {
+            (try? queue.read { db in try EntityIDColumn.node(db, in: table) }) ?? nil
         }
+        guard node(store.queue, "replica") == nil else { return }   // the row came across
         let old = node(source, "replica")
-        let new = node(store.queue, "replica")
-        // The old row, if it read but did not come across, else its copy.
-        if new == nil, let found = old ?? node(source, "replica_copy") {
-            let restored = (try? store.queue.write { db in
-                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)", arguments: [found, unixMilliseconds()])
+        let found = old.map { ("replica", $0) } ?? node(source, "replica_copy").map { ("replica_copy", $0) }
+        if let (table, id) = found {
+            let written = (try? store.queue.write { db in
+                try db.execute(sql: "INSERT INTO replica (id, node_id, created_at) VALUES (1, ?, ?)",
+                               arguments: [id.withBytes { Data($0) }, unixMilliseconds()])
             }) != nil
-            if restored {
-                report.rows[old == nil ? "replica_copy" : "replica", default: 0] += 1
+            if written {
+                report.rows[table, default: 0] += 1
                 return
             }
         }
-        guard old == nil || old != new,
-              let count = (try? store.queue.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE id IS NULL") })) ?? nil,
+        guard let count = (try? store.queue.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entities WHERE id IS NULL") })) ?? nil,
               count > 0 else { return }
-        report.unreadable.append("replica's node id and its copy (the ids of \(count) entities were made from it: they now load with new ones)")
+        let why = found == nil ? "replica's node id and its copy" : "replica's node id (it read, but the new file refused it)"
+        report.unreadable.append("\(why) (the ids of \(count) entities were made from it: they now load with new ones)")
     }
 
     /// The session counters: the new file goes on counting from the old one's.

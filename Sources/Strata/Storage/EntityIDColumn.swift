@@ -35,9 +35,10 @@ enum EntityIDColumn {
     }
 
     /// The document's node id; nil before the first open made it, or if it does not read.
-    static func node(_ db: Database) throws -> NodeID? {
-        guard try db.tableExists("replica") else { return nil }
-        let data = try Data.fetchOne(db.cachedStatement(sql: "SELECT node_id FROM replica WHERE id = 1"))
+    /// `table`: `replica`, or its second copy `replica_copy` (schema 25).
+    static func node(_ db: Database, in table: String = "replica") throws -> NodeID? {
+        guard try db.tableExists(table) else { return nil }
+        let data = try Data.fetchOne(db.cachedStatement(sql: "SELECT node_id FROM \(table) WHERE id = 1"))
         return data.flatMap { data in data.withUnsafeBytes { NodeID(bytes: $0) } }
     }
 
