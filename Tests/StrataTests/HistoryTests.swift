@@ -74,9 +74,12 @@ import Testing
     @Test func entitiesSpawnedWithoutHistoryAreThereThroughoutALaterWindow() throws {
         var (fixture, wall) = fixture(keep: .zero)
         var engine = try fixture.open()
+        // One spawn waits in `pending_entities`; a hundred in one commit go to `entities` at once.
         let waiting = engine.world.spawn(Title("waiting"))
+        #expect(engine.flushNow())
         let ids = [try #require(engine.world.id(of: waiting))] + (0 ..< 100).compactMap { engine.world.id(of: engine.world.spawn(Title("t\($0)"))) }
         #expect(engine.flushNow())
+        #expect(try fixture.count("SELECT count(*) FROM pending_entities") == 1)
         let times = try engine.store.queue.read { db in
             try Int64.fetchAll(db, sql: "SELECT created_at FROM entities UNION ALL SELECT created_at FROM pending_entities WHERE id IS NOT NULL")
         }

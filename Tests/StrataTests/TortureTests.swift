@@ -39,8 +39,8 @@ import Testing
     /// `eio` and of `enospc` (10 s of CPU each in a debug build, where 50 sites made 347 runs
     /// and 35 s), 30 about 61 of `corrupt`, which fails reads only.
     @Test(arguments: [("drop", 50), ("torn", 50), ("sigkill", 50), ("eio", 8), ("enospc", 8), ("corrupt", 30)])
-    func everyFaultModeKeepsTheContract(mode: String, sites: Int) async throws {
-        let (child, results) = try await torture(["--mode", mode, "--cycles", String(sites), "--seed", "11"])
+    func everyFaultModeKeepsTheContract(mode: String, cycles: Int) async throws {
+        let (child, results) = try await torture(["--mode", mode, "--cycles", String(cycles), "--seed", "11"])
         let result = try #require(results.first, "\(child.stderr)")
         #expect(results.map(\.mode) == [mode], "\(child.stderr)")
         #expect(result.cycles >= 50, "\(result.mode)")
